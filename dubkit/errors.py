@@ -1,0 +1,165 @@
+"""The dubkit error tree: one class per business code, plus the client's own failures.
+
+Every error raised by a request carries what a person needs to report or debug it:
+``code`` (the service's business code), ``message``, ``http_status``, ``method``/``path``
+and the ``req_id`` dubkit sent. None of them ever contains the API key.
+
+>>> try:
+...     client.tasks.detail("no-such-task")
+... except dubkit.NotFoundError as err:
+...     print(err.code, err.req_id)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DubkitError(Exception):
+    """Base of every error dubkit raises."""
+
+    code: int | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int | None = None,
+        http_status: int | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        req_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.http_status = http_status
+        self.method = method
+        self.path = path
+        self.req_id = req_id
+
+    def __str__(self) -> str:
+        where = " ".join(p for p in (self.method, self.path) if p)
+        facts = [f"code {self.code}" if self.code is not None else None,
+                 f"HTTP {self.http_status}" if self.http_status is not None else None,
+                 where or None,
+                 f"req_id {self.req_id}" if self.req_id else None]
+        detail = ", ".join(f for f in facts if f)
+        return f"{self.message} ({detail})" if detail else self.message
+
+
+class ValidationError(DubkitError, ValueError):
+    """Bad input caught by dubkit before anything was sent (so no credits were spent).
+
+    ``field`` is the wire name of the offending field, e.g. ``segments[3].end``.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class APIError(DubkitError):
+    """The service answered with a business code other than 200."""
+
+
+class BadRequestError(APIError):
+    code = 400
+
+
+class AuthenticationError(APIError):
+    code = 401
+
+
+class InsufficientCreditsError(APIError):
+    code = 402
+
+
+class NotFoundError(APIError):
+    code = 404
+
+
+class IdempotencyConflictError(APIError):
+    """The service refused an ``X-Idempotency-Key`` it had already seen on this path (409).
+
+    The service does not replay the first answer. ``first_attempt_accepted`` is True when
+    dubkit itself sent the first attempt of this very call and lost its response: the work
+    was accepted exactly once, and dubkit did not create a second task. Its result arrives by
+    webhook (async creates carry the key in ``extraData["dubkitIdempotencyKey"]``) or shows in
+    ``client.tasks.list()``.
+    """
+
+    code = 409
+
+    def __init__(self, message: str, *, idempotency_key: str, first_attempt_accepted: bool,
+                 retry_after: float | None = None, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.idempotency_key = idempotency_key
+        self.first_attempt_accepted = first_attempt_accepted
+        self.retry_after = retry_after
+
+
+class PayloadTooLargeError(APIError):
+    code = 413
+
+
+class UnprocessableError(APIError):
+    code = 422
+
+
+class ServerError(APIError):
+    code = 500
+
+
+class UpstreamError(APIError):
+    """502: upstream processing failed or timed out; an async task may still finish."""
+
+    code = 502
+
+
+class APIConnectionError(DubkitError):
+    """No answer from the service: connection refused, reset, or the response was lost."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The service did not answer within the read timeout."""
+
+
+class TaskFailedError(DubkitError):
+    """A task ended with status ``failed``; ``task`` holds its last known state."""
+
+    def __init__(self, message: str, *, task: Any) -> None:
+        super().__init__(message)
+        self.task = task
+
+
+class TaskTimeoutError(DubkitError, TimeoutError):
+    """``Task.wait()`` ran past its overall deadline; ``last_status`` says where it was."""
+
+    def __init__(self, message: str, *, task: Any, last_status: str | None) -> None:
+        super().__init__(message)
+        self.task = task
+        self.last_status = last_status
+
+
+class WebhookVerificationError(DubkitError):
+    """A webhook delivery failed verification; ``reason`` is a short machine-readable word."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+_BY_CODE: dict[int, type[APIError]] = {
+    cls.code: cls  # type: ignore[misc]
+    for cls in (BadRequestError, AuthenticationError, InsufficientCreditsError, NotFoundError,
+                IdempotencyConflictError, PayloadTooLargeError, UnprocessableError, ServerError,
+                UpstreamError)
+}
+
+
+def error_class_for(code: int) -> type[APIError]:
+    """The error class for a business code; unknown codes map to :class:`APIError`."""
+    return _BY_CODE.get(code, APIError)
