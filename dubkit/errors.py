@@ -19,6 +19,7 @@ class DubkitError(Exception):
     """Base of every error dubkit raises."""
 
     code: int | None = None
+    retry_after: float | None = None   # seconds the service asked us to wait, if it said
 
     def __init__(
         self,

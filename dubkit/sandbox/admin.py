@@ -1,0 +1,179 @@
+"""Admin endpoints under ``/_sandbox`` (moto-style): tests, benchmarks and demos steer the
+sandbox through them. They are not part of the service's interface and need no API key; the
+sandbox listens on loopback only.
+
+=====================  ==================================================================
+``GET  /_sandbox/info``      default key, its webhook secret, settings
+``POST /_sandbox/reset``     forget everything; a fresh default key
+``GET|POST /_sandbox/keys``  list keys / create one ``{name, credits}``
+``POST /_sandbox/credits``   ``{apiKey?, credits}``
+``POST /_sandbox/webhook``   ``{apiKey?, url, rotateSecret?, overlapSeconds?}`` -> secret
+``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
+``POST /_sandbox/faults``    ``{dropAfterCommit, error502Before, error502After, latencyMs,
+                             paths}`` (rates 0..1; ``{}`` clears)
+``POST /_sandbox/limits``    ``{bodyLimit?, idempotencyWindow?}``
+``GET  /_sandbox/deliveries`` webhook outbox and every delivery attempt
+``POST /_sandbox/delivery``  ``{baseDelay, maxDelay, maxAttempts}`` retry schedule
+=====================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, Optional
+
+from fastapi import APIRouter, Request
+from pydantic import Field
+
+from ..schema import Wire
+from .backend import Backend, new_secret
+
+admin_router = APIRouter(prefix="/_sandbox", include_in_schema=True)
+
+
+def _backend(request: Request) -> Backend:
+    return request.app.state.backend
+
+
+def _key(backend: Backend, api_key: Optional[str]) -> str:
+    return api_key or backend.default_key
+
+
+class NewKey(Wire):
+    name: str = "extra"
+    credits: float = Field(default=1_000_000, ge=0)
+
+
+class Credits(Wire):
+    api_key: Optional[str] = None
+    credits: float = Field(ge=0)
+
+
+class WebhookSettings(Wire):
+    api_key: Optional[str] = None
+    url: Optional[str] = None
+    rotate_secret: bool = False
+    overlap_seconds: float = 3600
+
+
+class Timing(Wire):
+    mode: Literal["immediate", "seconds", "polls"]
+    value: float = 0
+
+
+class Faults(Wire):
+    drop_after_commit: float = Field(default=0, ge=0, le=1)
+    error502_before: float = Field(default=0, ge=0, le=1)
+    error502_after: float = Field(default=0, ge=0, le=1)
+    latency_ms: float = Field(default=0, ge=0)
+    paths: Optional[list[str]] = None
+
+
+class Limits(Wire):
+    body_limit: Optional[int] = Field(default=None, ge=1)
+    idempotency_window: Optional[float] = Field(default=None, gt=0)
+    upload_limit: Optional[int] = Field(default=None, ge=1)
+
+
+class DeliverySchedule(Wire):
+    base_delay: float = Field(default=1.0, gt=0)
+    max_delay: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=20, ge=1)
+
+
+@admin_router.get("/info")
+def info(request: Request) -> dict[str, Any]:
+    backend = _backend(request)
+    key = backend.key(backend.default_key) or {}
+    return {"url": backend.base_url, "apiKey": backend.default_key,
+            "webhookSecret": key.get("webhook_secret"), "webhookUrl": key.get("webhook_url"),
+            "dataDir": str(backend.data_dir), "timing": backend.setting("timing"),
+            "faults": backend.setting("faults", {})}
+
+
+@admin_router.post("/reset")
+def reset(request: Request) -> dict[str, Any]:
+    backend = _backend(request)
+    backend.reset()
+    return info(request)
+
+
+@admin_router.get("/keys")
+def list_keys(request: Request) -> list[dict[str, Any]]:
+    return [{"apiKey": k["api_key"], "name": k["name"], "credits": k["credits"],
+             "webhookUrl": k["webhook_url"]} for k in _backend(request).keys()]
+
+
+@admin_router.post("/keys")
+def create_key(body: NewKey, request: Request) -> dict[str, Any]:
+    backend = _backend(request)
+    key = backend.create_key(body.name, body.credits)
+    return {"apiKey": key, "webhookSecret": backend.key(key)["webhook_secret"]}  # type: ignore
+
+
+@admin_router.post("/credits")
+def set_credits(body: Credits, request: Request) -> dict[str, Any]:
+    backend = _backend(request)
+    backend.set_credits(_key(backend, body.api_key), body.credits)
+    return {"credits": body.credits}
+
+
+@admin_router.post("/webhook")
+def set_webhook(body: WebhookSettings, request: Request) -> dict[str, Any]:
+    """Point a key's webhooks at ``url``; optionally rotate its secret.
+
+    On rotation the old secret is reported as ``previousSecret`` for ``overlapSeconds`` so a
+    receiver can accept both while it switches; deliveries are signed with the new one.
+    """
+    backend = _backend(request)
+    key = _key(backend, body.api_key)
+    backend.store.execute("UPDATE keys SET webhook_url = ? WHERE api_key = ?", (body.url, key))
+    if body.rotate_secret:
+        backend.store.execute(
+            "UPDATE keys SET previous_secret = webhook_secret, webhook_secret = ?, "
+            "rotated_at = ? WHERE api_key = ?", (new_secret(), time.time() + body.overlap_seconds,
+                                                  key))
+    row = backend.key(key) or {}
+    overlap = row.get("rotated_at") and row["rotated_at"] > time.time()
+    return {"url": row.get("webhook_url"), "secret": row.get("webhook_secret"),
+            "previousSecret": row.get("previous_secret") if overlap else None}
+
+
+@admin_router.post("/timing")
+def set_timing(body: Timing, request: Request) -> dict[str, Any]:
+    _backend(request).set_setting("timing", {"mode": body.mode, "value": body.value})
+    return {"mode": body.mode, "value": body.value}
+
+
+@admin_router.post("/faults")
+def set_faults(body: Faults, request: Request) -> dict[str, Any]:
+    faults = body.model_dump(by_alias=True, exclude_defaults=True)
+    _backend(request).set_setting("faults", faults)
+    return faults
+
+
+@admin_router.post("/limits")
+def set_limits(body: Limits, request: Request) -> dict[str, Any]:
+    backend = _backend(request)
+    for name, value in (("body_limit", body.body_limit),
+                        ("idempotency_window", body.idempotency_window),
+                        ("upload_limit", body.upload_limit)):
+        if value is not None:
+            backend.set_setting(name, value)
+    return body.model_dump(by_alias=True, exclude_none=True)
+
+
+@admin_router.post("/delivery")
+def set_delivery(body: DeliverySchedule, request: Request) -> dict[str, Any]:
+    schedule = body.model_dump(by_alias=True)
+    _backend(request).set_setting("delivery", schedule)
+    return schedule
+
+
+@admin_router.get("/deliveries")
+def deliveries(request: Request) -> dict[str, Any]:
+    store = _backend(request).store
+    outbox = [dict(r) | {"body": None} for r in store.all(
+        "SELECT * FROM outbox ORDER BY id")]
+    attempts = [dict(r) for r in store.all("SELECT * FROM deliveries ORDER BY id")]
+    return {"outbox": outbox, "attempts": attempts}

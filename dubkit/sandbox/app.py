@@ -1,0 +1,193 @@
+"""The sandbox's HTTP layer: auth, envelope, idempotency, req_id, faults. No product rules here.
+
+Every answer under ``/openapi/v1`` is the service's envelope ``{code, message, data}``, including
+framework-level failures (unknown path, wrong method, malformed JSON): never a default error body.
+Admin routes live under ``/_sandbox`` (see :mod:`dubkit.sandbox.admin`); generated files are served
+under ``/files``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import ValidationError
+from ..schema import MAX_IDEMPOTENCY_KEY, OPERATIONS_BY_PATH, parse
+from . import products  # noqa: F401  (registers every product's handlers)
+from .admin import admin_router
+from .backend import Backend, ServiceError
+from .operations import HANDLERS, Call
+
+log = logging.getLogger("dubkit.sandbox")
+PREFIX = "/openapi/v1"
+DEFAULT_BODY_LIMIT = 8 * 1024 * 1024
+
+
+def envelope(code: int, message: str = "", data: Any = None, *,
+             headers: dict[str, str] | None = None) -> JSONResponse:
+    # choice: the HTTP status mirrors the business code for errors (see backend docstring)
+    return JSONResponse({"code": code, "message": message, "data": data},
+                        status_code=200 if code == 200 else code, headers=headers)
+
+
+def create_app(backend: Backend) -> FastAPI:
+    app = FastAPI(title="dubkit sandbox", docs_url="/_sandbox/docs", redoc_url=None,
+                  openapi_url="/_sandbox/openapi.json")
+    app.state.backend = backend
+    app.include_router(admin_router)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _framework_error(request: Request, exc: StarletteHTTPException) -> Response:
+        return envelope(exc.status_code, f"{exc.detail}: {request.method} {request.url.path}")
+
+    @app.get("/files/{relpath:path}", include_in_schema=False)
+    async def _files(relpath: str) -> Response:
+        path = (backend.files_dir / relpath).resolve()
+        if not path.is_relative_to(backend.files_dir.resolve()) or not path.is_file():
+            return envelope(404, f"file not found: {relpath}")
+        return FileResponse(path)
+
+    @app.api_route(PREFIX + "/{path:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+    async def _operation(path: str, request: Request) -> Response:
+        return await _serve(backend, "/" + path, request)
+
+    return DropResponseMiddleware(app)
+
+
+async def _serve(backend: Backend, path: str, request: Request) -> Response:
+    op = OPERATIONS_BY_PATH.get((request.method, path))
+    if op is None:
+        known = any(p == path for (_, p) in OPERATIONS_BY_PATH)
+        return envelope(405 if known else 404,
+                        f"{'method not allowed' if known else 'no such endpoint'}: "
+                        f"{request.method} {PREFIX}{path}")
+    api_key = _bearer(request)
+    if api_key is None or backend.key(api_key) is None:
+        return envelope(401, "unauthorized: API key missing or invalid "
+                             "(send 'Authorization: Bearer <api_key>')")
+
+    faults = backend.setting("faults", {})
+    targeted = _targeted(faults, path)
+    if targeted and faults.get("latencyMs"):
+        await asyncio.sleep(float(faults["latencyMs"]) / 1000)
+
+    limit = int(backend.setting("body_limit", DEFAULT_BODY_LIMIT))
+    if int(request.headers.get("content-length") or 0) > limit:
+        return envelope(413, f"payload too large: the body limit is {limit} bytes")
+    raw_bytes = await request.body()
+    if len(raw_bytes) > limit:
+        return envelope(413, f"payload too large: the body limit is {limit} bytes")
+
+    if op.method == "POST":
+        try:
+            raw = json.loads(raw_bytes) if raw_bytes.strip() else None
+        except ValueError as exc:
+            return envelope(400, f"malformed JSON body: {exc}")
+        if raw is None and op.idempotency_required:
+            return envelope(400, "body: a JSON object is required")
+        raw = raw if raw is not None else {}
+        if not isinstance(raw, dict):
+            return envelope(400, "body: must be a JSON object")
+    else:
+        raw = {k: v for k, v in request.query_params.items() if k != "req_id"}
+
+    idem = request.headers.get("x-idempotency-key")
+    if op.idempotency_required or (op.method == "POST" and idem is not None):
+        problem = _idempotency_problem(idem)
+        if problem:
+            return envelope(400, f"X-Idempotency-Key header: {problem}")
+
+    model = op.body or op.query
+    try:
+        body = parse(model, raw) if model else None
+    except ValidationError as exc:
+        return envelope(400, f"invalid request: {exc}")
+
+    if targeted and random.random() < float(faults.get("error502Before", 0)):
+        return envelope(502, "bad gateway (injected by the sandbox before any work)")
+
+    call = Call(backend, api_key, op, body, raw, idem)
+    reserved = op.method == "POST" and idem is not None
+    if reserved:
+        try:
+            backend.reserve_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
+        except ServiceError as exc:
+            return envelope(exc.code, exc.message, headers=exc.headers)
+    try:
+        data = await run_in_threadpool(HANDLERS[op.name], call)
+    except ServiceError as exc:
+        if reserved:
+            backend.release_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
+        return envelope(exc.code, exc.message, headers=exc.headers)
+    except Exception as exc:
+        log.exception("sandbox handler %s failed", op.name)
+        if reserved:
+            backend.release_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
+        return envelope(500, f"internal error in the sandbox: {type(exc).__name__}: {exc}")
+    if reserved:
+        backend.commit_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
+
+    if targeted and random.random() < float(faults.get("dropAfterCommit", 0)):
+        request.scope["dubkit.drop"] = True
+    if targeted and random.random() < float(faults.get("error502After", 0)):
+        return envelope(502, "bad gateway (injected by the sandbox after the work was "
+                             "committed); poll tasks/detail or wait for the webhook")
+    return envelope(200, "", data)
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _idempotency_problem(key: str | None) -> str | None:
+    if key is None:
+        return "required on this operation (a unique string of at most 64 characters)"
+    if not key.strip():
+        return "must not be empty"
+    if len(key) > MAX_IDEMPOTENCY_KEY:
+        return f"at most {MAX_IDEMPOTENCY_KEY} characters, got {len(key)}"
+    return None
+
+
+def _targeted(faults: dict[str, Any], path: str) -> bool:
+    if not faults:
+        return False
+    paths = faults.get("paths")
+    return not paths or any(path.startswith(p.removeprefix(PREFIX)) for p in paths)
+
+
+class DropResponseMiddleware:
+    """Commit, then lose the answer: send the status line and headers, never the body.
+
+    The server closes the connection when the app returns without completing the response,
+    which is what a client sees when a proxy or network drops an answer after the service did
+    the work. Used by the ``dropAfterCommit`` fault.
+    """
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.state = app.state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def maybe_drop(message: dict[str, Any]) -> None:
+            if scope.get("dubkit.drop"):
+                if message["type"] == "http.response.start":
+                    await send(message)
+                return   # swallow the body
+            await send(message)
+
+        await self.app(scope, receive, maybe_drop)

@@ -1,0 +1,285 @@
+"""The sandbox's state and the rules every product shares: keys, credits, idempotency, tasks.
+
+Choices made where the interface is silent (each marked *choice*):
+
+* *choice* Each API key is its own account: own credits, tasks, materials, clones, webhook URL
+  and secret. Another key's task is 404, exactly like an unknown one.
+* *choice* Business errors use the same HTTP status as their code (400, 402, 404, ...); success is
+  HTTP 200 with ``code: 200``.
+* *choice* An idempotency key is recorded only once a request commits. A request refused for bad
+  input or missing credits leaves the key unused, so the caller can fix it and send again; a
+  second request with a key that is in flight or committed gets 409 + ``Retry-After: 2``
+  (no replay, as the interface says). The window is 24 h (admin-configurable).
+* *choice* Sync creates also make task records (status ``finished``) and appear in tasks/list.
+* *choice* Task statuses are ``running``, ``finished`` and ``failed`` for every task type.
+* *choice* Webhooks go out for async creates only, for success and failure alike; a failure's
+  envelope carries the error's code and message, with ``data.taskId``.
+* Timing (admin): results become visible immediately, after N seconds, or on the N-th
+  tasks/detail poll; real work always runs first, so timing only ever delays.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from .store import Store
+
+log = logging.getLogger("dubkit.sandbox")
+
+IDEMPOTENCY_WINDOW = 24 * 3600.0
+DEFAULT_CREDITS = 1_000_000.0
+EVENTS = {"tts": "openapi-tts", "textTranslation": "openapi-translate",
+          "cloneVoice": "openapi-clone-voice", "vt": "openapi-media-translation",
+          "at": "openapi-media-translation"}
+
+
+class ServiceError(Exception):
+    """A business error answered in the envelope: ``{code, message, data: null}``."""
+
+    def __init__(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex}"
+
+
+class Backend:
+    """Everything the sandbox knows, behind methods the HTTP layer and products call."""
+
+    def __init__(self, data_dir: Path, *, workers: int = 2) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.files_dir = self.data_dir / "files"
+        self.files_dir.mkdir(exist_ok=True)
+        self.store = Store(self.data_dir / "sandbox.sqlite3")
+        self.base_url = ""          # set by the server once it has a port
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-work")
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._ticker = threading.Thread(target=self._tick_forever, name="sandbox-ticker",
+                                        daemon=True)
+        self.on_release: list[Callable[[dict[str, Any]], None]] = []
+        self.default_key = self._ensure_default_key()
+
+    def start(self) -> None:
+        self._ticker.start()
+        self._resume_unfinished_work()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._ticker.is_alive():
+            self._ticker.join(timeout=2)
+        self.store.close()
+
+    # ------------------------------------------------------------------ keys and credits
+
+    def _ensure_default_key(self) -> str:
+        key = self.store.setting("default_key")
+        if key is None:
+            key = self.create_key("default")
+            self.store.set_setting("default_key", key)
+        return key
+
+    def create_key(self, name: str, credits: float = DEFAULT_CREDITS) -> str:
+        key = "sk_sandbox_" + secrets.token_hex(16)
+        self.store.execute(
+            "INSERT INTO keys (api_key, name, credits, created_at, webhook_secret) "
+            "VALUES (?, ?, ?, ?, ?)", (key, name, credits, now_iso(), new_secret()))
+        return key
+
+    def key(self, api_key: str) -> dict[str, Any] | None:
+        row = self.store.one("SELECT * FROM keys WHERE api_key = ?", (api_key,))
+        return dict(row) if row else None
+
+    def keys(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.store.all("SELECT * FROM keys ORDER BY created_at")]
+
+    def set_credits(self, api_key: str, credits: float) -> None:
+        self.store.execute("UPDATE keys SET credits = ? WHERE api_key = ?", (credits, api_key))
+
+    def charge(self, api_key: str, amount: float, what: str) -> None:
+        """Take ``amount`` credits or refuse with 402 before any work starts."""
+        cursor = self.store.execute(
+            "UPDATE keys SET credits = credits - ? WHERE api_key = ? AND credits >= ?",
+            (amount, api_key, amount))
+        if cursor.rowcount == 0:
+            left = self.key(api_key)["credits"]  # type: ignore[index]
+            raise ServiceError(402, f"insufficient credits: {what} needs {amount:g} credits, "
+                                    f"this key has {left:g}")
+
+    def refund(self, api_key: str, amount: float) -> None:
+        self.store.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?",
+                           (amount, api_key))
+
+    # ------------------------------------------------------------------ idempotency
+
+    def reserve_idempotency_key(self, api_key: str, path: str, key: str) -> None:
+        window = float(self.store.setting("idempotency_window", IDEMPOTENCY_WINDOW))
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
+                       "AND created_at < ?", (api_key, path, key, time.time() - window))
+            try:
+                db.execute("INSERT INTO idempotency (api_key, path, key, state, created_at) "
+                           "VALUES (?, ?, ?, 'pending', ?)", (api_key, path, key, time.time()))
+            except Exception:
+                raise ServiceError(409, f"Idempotency key already used for this path within "
+                                        f"the last {window / 3600:g} h; use a new key for a "
+                                        f"new request", {"Retry-After": "2"}) from None
+
+    def commit_idempotency_key(self, api_key: str, path: str, key: str) -> None:
+        self.store.execute("UPDATE idempotency SET state = 'committed' WHERE api_key = ? "
+                           "AND path = ? AND key = ?", (api_key, path, key))
+
+    def release_idempotency_key(self, api_key: str, path: str, key: str) -> None:
+        self.store.execute("DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
+                           "AND state = 'pending'", (api_key, path, key))
+
+    # ------------------------------------------------------------------ tasks
+
+    def create_task(self, api_key: str, task_type: str, *, is_async: bool, request: Any,
+                    extra_data: dict[str, Any] | None = None) -> dict[str, Any]:
+        timing = self.store.setting("timing", {"mode": "immediate"})
+        release_at = time.time() + float(timing["value"]) if timing["mode"] == "seconds" else None
+        release_polls = int(timing["value"]) if timing["mode"] == "polls" else None
+        stamp = now_iso()
+        task_id = new_id("")
+        with self.store.transaction() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks").fetchone()[0]
+            db.execute(
+                "INSERT INTO tasks (task_id, api_key, task_type, status, is_async, request, "
+                "extra_data, pipeline_key, release_at, release_polls, created_at, updated_at, seq)"
+                " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (task_id, api_key, task_type, int(is_async), json.dumps(request),
+                 json.dumps(extra_data) if extra_data is not None else None, uuid.uuid4().hex,
+                 release_at, release_polls, stamp, stamp, seq))
+        return self.task_row(task_id)
+
+    def task_row(self, task_id: str) -> dict[str, Any]:
+        row = self.store.one("SELECT * FROM tasks WHERE task_id = ?", (task_id,))
+        if row is None:
+            raise KeyError(task_id)
+        return dict(row)
+
+    def find_task(self, api_key: str, task_id: str) -> dict[str, Any]:
+        row = self.store.one("SELECT * FROM tasks WHERE task_id = ? AND api_key = ? AND "
+                             "deleted = 0", (task_id, api_key))
+        if row is None:
+            raise ServiceError(404, f"task not found: {task_id}")
+        return dict(row)
+
+    def finish_sync(self, task_id: str, result: dict[str, Any]) -> None:
+        """Sync creates finish at once, whatever the timing setting says."""
+        self.store.execute("UPDATE tasks SET status = 'finished', ready = 1, result = ?, "
+                           "updated_at = ? WHERE task_id = ?",
+                           (json.dumps(result), now_iso(), task_id))
+
+    def run_async(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
+        """Run ``work`` in the background; its dict is the task's result, its error fails it."""
+        self._pool.submit(self._run, task_id, work)
+
+    def _run(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
+        try:
+            result, code, message = work(), 200, None
+        except ServiceError as exc:
+            result, code, message = None, exc.code, exc.message
+        except Exception as exc:  # a sandbox bug must still end the task, never hang it
+            log.exception("task %s failed", task_id)
+            result, code, message = None, 500, f"internal error: {exc}"
+        self.store.execute("UPDATE tasks SET ready = 1, result = ?, error_code = ?, message = ? "
+                           "WHERE task_id = ?",
+                           (json.dumps(result) if result is not None else None,
+                            None if code == 200 else code, message, task_id))
+        self._wake.set()
+
+    def poll(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Count a tasks/detail poll (for 'after N polls' timing) and release if due."""
+        self.store.execute("UPDATE tasks SET polls = polls + 1 WHERE task_id = ?",
+                           (task["task_id"],))
+        self._release_due()
+        return self.task_row(task["task_id"])
+
+    def _release_due(self) -> None:
+        due = self.store.all(
+            "SELECT * FROM tasks WHERE status = 'running' AND ready = 1 AND "
+            "(release_at IS NULL OR release_at <= ?) AND "
+            "(release_polls IS NULL OR polls >= release_polls)", (time.time(),))
+        for row in due:
+            task = dict(row)
+            status = "failed" if task["error_code"] else "finished"
+            cursor = self.store.execute("UPDATE tasks SET status = ?, updated_at = ? WHERE "
+                                        "task_id = ? AND status = 'running'",
+                                        (status, now_iso(), task["task_id"]))
+            if cursor.rowcount:   # only the thread that flipped it announces it
+                task["status"] = status
+                for listener in self.on_release:
+                    listener(task)
+
+    def _tick_forever(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._release_due()
+            except Exception:
+                log.exception("sandbox ticker")
+            self._wake.wait(0.05)
+            self._wake.clear()
+
+    def _resume_unfinished_work(self) -> None:
+        """After a restart, running work was lost with the process: end it honestly."""
+        self.store.execute(
+            "UPDATE tasks SET ready = 1, error_code = 500, message = 'the sandbox restarted "
+            "while this task was running' WHERE status = 'running' AND ready = 0")
+
+    # ------------------------------------------------------------------ files served over HTTP
+
+    def save_file(self, relpath: str, data: bytes) -> str:
+        """Store bytes under the files dir and return the URL the sandbox serves them at."""
+        target = self.files_dir / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return self.file_url(relpath)
+
+    def file_path(self, relpath: str) -> Path:
+        return self.files_dir / relpath
+
+    def file_url(self, relpath: str) -> str:
+        return f"{self.base_url}/files/{relpath}"
+
+    # ------------------------------------------------------------------ settings
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        return self.store.setting(name, default)
+
+    def set_setting(self, name: str, value: Any) -> None:
+        self.store.set_setting(name, value)
+
+    def reset(self) -> None:
+        """Forget every task, key, delivery and setting; a fresh default key is made."""
+        tables = [r["name"] for r in self.store.all(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        with self.store.transaction() as db:
+            for table in tables:
+                db.execute(f"DELETE FROM {table}")
+        self.default_key = self._ensure_default_key()
+
+
+def new_secret() -> str:
+    return "whsec_" + secrets.token_hex(24)

@@ -1,0 +1,368 @@
+"""Real text to speech for the sandbox: libespeak-ng driven through ctypes.
+
+The library and its voice data come from the ``espeakng-loader`` wheel, so nothing is
+downloaded at run time. libespeak-ng keeps one global state (current voice, parameters,
+output callback), so every call into it holds ``_LOCK``; the library is initialised lazily
+on first use, never at import.
+
+Example::
+
+    >>> from dubkit.sandbox.engines import speech
+    >>> audio = speech.synthesize("Hello there.", speech.voice_for_locale("en-US"))
+    >>> audio.dtype, audio.ndim
+    (dtype('float32'), 1)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import numbers
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "SAMPLE_RATE",
+    "EspeakVoice",
+    "Prosody",
+    "SpeechError",
+    "list_variants",
+    "list_voices",
+    "synthesize",
+    "voice_for_locale",
+]
+
+#: Output rate of libespeak-ng; overwritten with what the library reports once initialised.
+SAMPLE_RATE: int = 22050
+
+# speak_lib.h constants
+_AUDIO_OUTPUT_SYNCHRONOUS = 2
+_INITIALIZE_DONT_EXIT = 0x8000  # never let the library call exit() inside our process
+_POS_CHARACTER = 1
+_CHARS_UTF8 = 1
+_RATE, _VOLUME, _PITCH, _RANGE = 1, 2, 3, 4
+_EE_OK = 0
+_BUFFER_MS = 500  # larger chunks mean fewer Python callbacks per second of audio
+
+_LOCK = threading.Lock()
+
+
+class SpeechError(ValueError):
+    """A synthesis request espeak-ng cannot honour (unknown voice, empty text, ...)."""
+
+
+@dataclass(frozen=True)
+class Prosody:
+    """espeak-ng prosody parameters, in espeak's own units.
+
+    >>> Prosody(rate_wpm=140, pitch=70)
+    Prosody(rate_wpm=140, pitch=70, pitch_range=50, volume=100)
+    """
+
+    rate_wpm: int = 175  # words per minute, 80..450
+    pitch: int = 50  # base pitch within the voice's own range, 0..100
+    pitch_range: int = 50  # intonation range, 0..100 (0 is monotone)
+    volume: int = 100  # 0..200
+
+    def __post_init__(self) -> None:
+        for name, low, high in (
+            ("rate_wpm", 80, 450),
+            ("pitch", 0, 100),
+            ("pitch_range", 0, 100),
+            ("volume", 0, 200),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not low <= value <= high:
+                raise SpeechError(f"Prosody.{name} must be an integer in {low}..{high}, got {value!r}")
+            object.__setattr__(self, name, int(value))  # numpy integers in, plain ints out
+
+
+@dataclass(frozen=True)
+class EspeakVoice:
+    """One entry of the espeak-ng voice catalogue.
+
+    >>> v = next(v for v in list_voices() if v.identifier == "gmw/en-US")
+    >>> v.languages
+    ('en-us', 'en')
+    """
+
+    identifier: str  # e.g. "gmw/en-US"; accepted by synthesize()
+    name: str  # e.g. "English (America)"
+    languages: tuple[str, ...]  # most preferred first, e.g. ("en-us", "en")
+    gender: str  # "male" / "female" / "unknown"
+
+
+class _Voice(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("languages", ctypes.c_void_p),  # packed (priority byte, C string) pairs, 0-terminated
+        ("identifier", ctypes.c_char_p),
+        ("gender", ctypes.c_ubyte),
+        ("age", ctypes.c_ubyte),
+        ("variant", ctypes.c_ubyte),
+        ("xx1", ctypes.c_ubyte),
+        ("score", ctypes.c_int),
+        ("spare", ctypes.c_void_p),
+    ]
+
+
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+
+_lib: ctypes.CDLL | None = None
+_chunks: list[bytes] = []
+_voices: list[EspeakVoice] | None = None
+_variants: list[str] | None = None
+_lookup: dict[str, str] | None = None
+
+
+@_CALLBACK
+def _collect(wav, count, _events):  # type: ignore[no-untyped-def]
+    # Runs inside espeak_Synth, i.e. with _LOCK held by the caller.
+    if wav and count > 0:
+        _chunks.append(ctypes.string_at(wav, count * 2))
+    return 0  # 0 = keep synthesising
+
+
+def _library() -> ctypes.CDLL:
+    """Load and initialise libespeak-ng once. Caller holds _LOCK."""
+    global _lib, SAMPLE_RATE
+    if _lib is not None:
+        return _lib
+    try:
+        import espeakng_loader
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise SpeechError("espeakng-loader is not installed; it ships libespeak-ng") from exc
+    lib = ctypes.CDLL(espeakng_loader.get_library_path())
+    lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    lib.espeak_Initialize.restype = ctypes.c_int
+    lib.espeak_SetSynthCallback.argtypes = [_CALLBACK]
+    lib.espeak_SetSynthCallback.restype = None
+    lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+    lib.espeak_SetVoiceByName.restype = ctypes.c_int
+    lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.espeak_SetParameter.restype = ctypes.c_int
+    lib.espeak_Synth.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int,
+        ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+    ]
+    lib.espeak_Synth.restype = ctypes.c_int
+    lib.espeak_ListVoices.argtypes = [ctypes.POINTER(_Voice)]
+    lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
+    rate = lib.espeak_Initialize(
+        _AUDIO_OUTPUT_SYNCHRONOUS, _BUFFER_MS, espeakng_loader.get_data_path().encode(), _INITIALIZE_DONT_EXIT
+    )
+    if rate <= 0:
+        raise SpeechError(f"espeak_Initialize failed (returned {rate}); data at {espeakng_loader.get_data_path()}")
+    lib.espeak_SetSynthCallback(_collect)
+    SAMPLE_RATE = rate
+    _lib = lib
+    return lib
+
+
+def _data_path() -> Path:
+    import espeakng_loader
+
+    return Path(espeakng_loader.get_data_path())
+
+
+def _has_dictionary(identifier: str, languages: tuple[str, ...]) -> bool:
+    # A few bundled voices (fo, kaa, xex) name a dictionary the wheel does not ship; espeak
+    # would print to stderr and speak garbage, so they are left out of the catalogue.
+    data = _data_path()
+    dictionary = languages[0].split("-")[0] if languages else ""
+    try:
+        for line in (data / "lang" / identifier).read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "dictionary":
+                dictionary = parts[1]
+    except OSError:
+        return False
+    return bool(dictionary) and (data / f"{dictionary}_dict").exists()
+
+
+def _read_languages(address: int | None) -> tuple[str, ...]:
+    found: list[tuple[int, int, str]] = []
+    if not address:
+        return ()
+    while (priority := ctypes.c_ubyte.from_address(address).value) != 0:
+        raw = ctypes.string_at(address + 1)
+        found.append((priority, len(found), raw.decode("utf-8", "replace")))
+        address += len(raw) + 2
+    return tuple(lang for _, _, lang in sorted(found))
+
+
+def _list_raw(spec: _Voice | None) -> list[tuple[str, str, tuple[str, ...], int]]:
+    """Copy espeak's voice list out of library-owned memory. Caller holds _LOCK."""
+    lib = _library()
+    array = lib.espeak_ListVoices(ctypes.byref(spec) if spec is not None else None)
+    out = []
+    i = 0
+    while array[i]:
+        v = array[i].contents
+        out.append((
+            (v.identifier or b"").decode("utf-8", "replace"),
+            (v.name or b"").decode("utf-8", "replace"),
+            _read_languages(v.languages),
+            v.gender,
+        ))
+        i += 1
+    return out
+
+
+def list_voices() -> list[EspeakVoice]:
+    """All usable espeak-ng voices (cached).
+
+    >>> any(v.identifier == "roa/fr" for v in list_voices())
+    True
+    """
+    global _voices
+    with _LOCK:
+        if _voices is None:
+            genders = {1: "male", 2: "female"}
+            _voices = [
+                EspeakVoice(ident, name, langs, genders.get(g, "unknown"))
+                for ident, name, langs, g in _list_raw(None)
+                if _has_dictionary(ident, langs)
+            ]
+        return list(_voices)
+
+
+def list_variants() -> list[str]:
+    """Names of the voice variants (``espeak-ng-data/voices/!v``), usable as ``voice+variant``.
+
+    >>> {"f2", "m3", "klatt"} <= set(list_variants())
+    True
+    """
+    global _variants
+    with _LOCK:
+        if _variants is None:
+            spec = _Voice()
+            keep = ctypes.c_char_p(b"variant")
+            spec.languages = ctypes.cast(keep, ctypes.c_void_p)
+            names = {ident.split("/", 1)[1] for ident, _, _, _ in _list_raw(spec) if ident.startswith("!v/")}
+            _variants = sorted(names, key=str.lower)
+        return list(_variants)
+
+
+def _voice_lookup() -> dict[str, str]:
+    """Lower-cased identifier / file name / display name / language -> identifier."""
+    global _lookup
+    voices = list_voices()
+    if _lookup is None:
+        table: dict[str, str] = {}
+        best: dict[str, int] = {}
+        # Language codes first and weakest: a voice's own identifier or name must win.
+        for v in voices:
+            for rank, lang in enumerate(v.languages):
+                if lang not in best or rank < best[lang]:
+                    best[lang] = rank
+                    table[lang] = v.identifier
+        for v in voices:
+            table[v.name.lower()] = v.identifier
+            table[v.name.lower().replace(" ", "_")] = v.identifier
+        for v in voices:
+            table[v.identifier.rsplit("/", 1)[-1].lower()] = v.identifier
+        for v in voices:
+            table[v.identifier.lower()] = v.identifier
+        _lookup = table
+    return _lookup
+
+
+def _resolve(voice: str, variant: str | None) -> str:
+    """Turn a user voice spec into the exact string for espeak_SetVoiceByName."""
+    base, _, inline = voice.strip().partition("+")
+    if inline and variant and inline != variant:
+        raise SpeechError(f"voice {voice!r} already names variant {inline!r}; got variant={variant!r} too")
+    variant = variant or inline or None
+    identifier = _voice_lookup().get(base.strip().lower())
+    if identifier is None:
+        raise SpeechError(f"unknown espeak voice or language {base!r}; see list_voices()")
+    if variant is None:
+        return identifier
+    by_lower = {name.lower(): name for name in list_variants()}
+    real = by_lower.get(variant.strip().lower())
+    if real is None:  # espeak silently ignores unknown variants; we refuse them instead
+        raise SpeechError(f"unknown espeak variant {variant!r}; see list_variants()")
+    return f"{identifier}+{real}"
+
+
+def synthesize(
+    text: str, voice: str = "en-us", *, variant: str | None = None, prosody: Prosody | None = None
+) -> np.ndarray:
+    """Speak ``text``; return float32 mono samples in [-1, 1] at ``SAMPLE_RATE``.
+
+    ``voice`` is an identifier ("gmw/en-US"), voice file name ("en-US"), display name or
+    language code ("fr-fr", "cmn"), optionally with "+variant" appended.
+
+    >>> audio = synthesize("Good morning.", "en-us", variant="f3", prosody=Prosody(rate_wpm=140))
+    >>> 0.5 < len(audio) / SAMPLE_RATE < 3
+    True
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise SpeechError("text to synthesize is empty")
+    if "\x00" in text:
+        raise SpeechError("text to synthesize contains a NUL character")
+    prosody = prosody or Prosody()
+    spec = _resolve(voice, variant)
+    payload = text.encode("utf-8")
+    with _LOCK:
+        lib = _library()
+        code = lib.espeak_SetVoiceByName(spec.encode("utf-8"))
+        if code != _EE_OK:
+            raise SpeechError(f"espeak could not load voice {spec!r} (error {code})")
+        # Parameters survive voice changes, so all four are set on every call.
+        for parameter, value in (
+            (_RATE, prosody.rate_wpm),
+            (_VOLUME, prosody.volume),
+            (_PITCH, prosody.pitch),
+            (_RANGE, prosody.pitch_range),
+        ):
+            code = lib.espeak_SetParameter(parameter, value, 0)
+            if code != _EE_OK:
+                raise SpeechError(f"espeak rejected parameter {parameter}={value} (error {code})")
+        _chunks.clear()
+        try:
+            code = lib.espeak_Synth(payload, len(payload) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
+            raw = b"".join(_chunks)
+        finally:
+            _chunks.clear()
+    if code != _EE_OK:
+        raise SpeechError(f"espeak_Synth failed for voice {spec!r} (error {code})")
+    return (np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0)
+
+
+# BCP-47 tags whose best espeak voice is not found by plain prefix matching.
+_LOCALE_ALIASES = {
+    "zh": "cmn", "zh-cn": "cmn", "zh-sg": "cmn", "zh-tw": "cmn", "zh-hans": "cmn", "zh-hant": "cmn",
+    "zh-hk": "yue", "zh-mo": "yue", "yue-cn": "yue", "yue-hk": "yue",
+    # espeak has no Wu or Min Nan voice; Mandarin is the nearest it can speak.
+    "wuu": "cmn", "nan": "cmn",
+    "en-ca": "en-us", "en-ph": "en-us", "es-es": "es",
+    "iw": "he", "in": "id", "no": "nb", "kmr": "ku",
+}
+
+
+def voice_for_locale(locale: str) -> str:
+    """Best espeak voice (a language code ``synthesize`` accepts) for a BCP-47 locale.
+
+    Falls back from the full tag to its language ("de-AT" -> "de").
+
+    >>> voice_for_locale("pt-BR"), voice_for_locale("zh-CN"), voice_for_locale("de-AT")
+    ('pt-br', 'cmn', 'de')
+    """
+    tag = locale.strip().replace("_", "-").lower()
+    if not tag:
+        raise SpeechError("locale is empty")
+    table = _voice_lookup()
+    languages = {lang for v in list_voices() for lang in v.languages}
+    parts = tag.split("-")
+    for n in range(len(parts), 0, -1):
+        candidate = "-".join(parts[:n])
+        candidate = _LOCALE_ALIASES.get(candidate, candidate)
+        if candidate == "es" and len(parts) > 1 and parts[1] != "es":
+            candidate = "es-419"  # every Spanish region but Spain speaks the Latin American voice
+        if candidate in languages and candidate in table:
+            return candidate
+    raise SpeechError(f"no espeak voice speaks locale {locale!r}")

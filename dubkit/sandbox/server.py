@@ -1,0 +1,190 @@
+"""Run the sandbox: in a background thread of this process, or standalone (``dubkit sandbox``).
+
+>>> box = dubkit.sandbox.start()          # ephemeral data dir, free port
+>>> box.url, box.api_key                  # talk to it with dubkit.Client(box.api_key, box.url)
+>>> box.set_faults(dropAfterCommit=0.3)   # admin helpers for tests and demos
+>>> box.stop()
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+import uvicorn
+
+from .app import create_app
+from .backend import Backend
+from .delivery import Deliverer
+
+
+class _QuietDrops(logging.Filter):
+    """The dropAfterCommit fault makes uvicorn log an error by design; keep logs readable."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "without completing response" not in record.getMessage()
+
+
+class SandboxHandle:
+    """A running sandbox: its ``url``, default ``api_key`` and ``webhook_secret``, and admin calls.
+
+    The key and secret are real credentials for this sandbox, so the repr masks them.
+    """
+
+    def __init__(self, url: str, backend: Backend | None = None,
+                 server: uvicorn.Server | None = None, thread: threading.Thread | None = None,
+                 deliverer: Deliverer | None = None, tmp: tempfile.TemporaryDirectory | None = None
+                 ) -> None:
+        self.url = url
+        self._backend, self._server, self._thread = backend, server, thread
+        self._deliverer, self._tmp = deliverer, tmp
+        self._admin = requests.Session()
+
+    def __repr__(self) -> str:
+        from .._transport import mask_key
+        return f"SandboxHandle(url={self.url!r}, api_key={mask_key(self.api_key)!r})"
+
+    # -- facts
+    def info(self) -> dict[str, Any]:
+        return self.admin("GET", "/info")
+
+    @property
+    def api_key(self) -> str:
+        return self.info()["apiKey"]
+
+    @property
+    def webhook_secret(self) -> str:
+        return self.info()["webhookSecret"]
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.info()["dataDir"])
+
+    # -- admin helpers (thin wrappers over /_sandbox, see dubkit.sandbox.admin)
+    def admin(self, method: str, path: str, **body: Any) -> Any:
+        answer = self._admin.request(method, f"{self.url}/_sandbox{path}",
+                                     json=body if method != "GET" else None, timeout=30)
+        answer.raise_for_status()
+        return answer.json()
+
+    def reset(self) -> dict[str, Any]:
+        return self.admin("POST", "/reset")
+
+    def create_key(self, name: str = "extra", credits: float = 1_000_000) -> str:
+        return self.admin("POST", "/keys", name=name, credits=credits)["apiKey"]
+
+    def set_credits(self, credits: float, api_key: str | None = None) -> None:
+        self.admin("POST", "/credits", credits=credits, apiKey=api_key)
+
+    def set_webhook(self, url: str | None, *, api_key: str | None = None,
+                    rotate_secret: bool = False, overlap_seconds: float = 3600) -> dict[str, Any]:
+        return self.admin("POST", "/webhook", url=url, apiKey=api_key, rotateSecret=rotate_secret,
+                          overlapSeconds=overlap_seconds)
+
+    def set_timing(self, mode: str = "immediate", value: float = 0) -> None:
+        self.admin("POST", "/timing", mode=mode, value=value)
+
+    def set_faults(self, **faults: Any) -> None:
+        """e.g. ``set_faults(dropAfterCommit=0.3, latencyMs=200, paths=["/task/"])``; none clears."""
+        self.admin("POST", "/faults", **faults)
+
+    def set_limits(self, **limits: Any) -> None:
+        self.admin("POST", "/limits", **limits)
+
+    def set_delivery(self, **schedule: Any) -> None:
+        self.admin("POST", "/delivery", **schedule)
+
+    def deliveries(self) -> dict[str, Any]:
+        return self.admin("GET", "/deliveries")
+
+    # -- lifecycle
+    def stop(self) -> None:
+        """Stop the server and its threads (in-process sandboxes only)."""
+        if self._server is None:
+            return
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._deliverer is not None:
+            self._deliverer.stop()
+        if self._backend is not None:
+            self._backend.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        self._server = None
+
+    def __enter__(self) -> "SandboxHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _serve_config(backend: Backend, sock: socket.socket, log_level: str) -> uvicorn.Server:
+    logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+    config = uvicorn.Config(create_app(backend), log_level=log_level, access_log=False,
+                            timeout_keep_alive=30, limit_concurrency=512, http="h11")
+    return uvicorn.Server(config)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(512)
+    return sock
+
+
+def start(data_dir: str | Path | None = None, *, port: int = 0, host: str = "127.0.0.1",
+          log_level: str = "warning") -> SandboxHandle:
+    """Start a sandbox in a background thread and return once it answers.
+
+    ``data_dir=None`` uses a temporary directory removed on :meth:`SandboxHandle.stop`; give a
+    directory to keep keys, tasks and files across restarts.
+    """
+    tmp = tempfile.TemporaryDirectory(prefix="dubkit-sandbox-") if data_dir is None else None
+    backend = Backend(Path(tmp.name if tmp else data_dir))  # type: ignore[arg-type]
+    sock = _bind(host, port)
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    backend.base_url = url
+    server = _serve_config(backend, sock, log_level)
+    deliverer = Deliverer(backend)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                              name="dubkit-sandbox", daemon=True)
+    backend.start()
+    deliverer.start()
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the sandbox server did not start")
+        time.sleep(0.01)
+    return SandboxHandle(url, backend, server, thread, deliverer, tmp)
+
+
+def serve_forever(data_dir: str | Path, *, port: int, host: str = "127.0.0.1",
+                  log_level: str = "info") -> None:
+    """Run in the foreground until interrupted (the ``dubkit sandbox`` command)."""
+    handle = start(data_dir, port=port, host=host, log_level=log_level)
+    info = handle.info()
+    from .._transport import mask_key
+    # The credentials stay off the terminal (and out of logs); dubkit.connect() with
+    # DUBKIT_BASE_URL set to this URL fetches them from /_sandbox/info on loopback.
+    print(f"dubkit sandbox listening on {handle.url}\n"
+          f"  API key (default):  {mask_key(info['apiKey'])}  (full: GET {handle.url}/_sandbox/info)\n"
+          f"  data dir:           {info['dataDir']}\n"
+          f"  connect with:       DUBKIT_BASE_URL={handle.url} python -c 'import dubkit; dubkit.connect()'",
+          flush=True)
+    try:
+        while handle._thread is not None and handle._thread.is_alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()

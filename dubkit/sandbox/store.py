@@ -1,0 +1,98 @@
+"""SQLite persistence for the sandbox: one file in the data dir, so state survives restarts.
+
+One connection guarded by a re-entrant lock: the sandbox's writes are small and quick, and a
+single connection keeps SQLite's locking out of the picture. Product modules add their own tables
+with :meth:`Store.ensure`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+_CORE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS keys (
+    api_key TEXT PRIMARY KEY, name TEXT NOT NULL, credits REAL NOT NULL, created_at TEXT NOT NULL,
+    webhook_url TEXT, webhook_secret TEXT NOT NULL, previous_secret TEXT, rotated_at REAL);
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY, api_key TEXT NOT NULL, task_type TEXT NOT NULL,
+    status TEXT NOT NULL, is_async INTEGER NOT NULL, request TEXT, result TEXT, message TEXT,
+    error_code INTEGER, extra_data TEXT, pipeline_key TEXT, ready INTEGER NOT NULL DEFAULT 0,
+    release_at REAL, release_polls INTEGER, polls INTEGER NOT NULL DEFAULT 0,
+    deleted INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS tasks_by_key ON tasks (api_key, deleted, seq);
+CREATE TABLE IF NOT EXISTS idempotency (
+    api_key TEXT NOT NULL, path TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL,
+    created_at REAL NOT NULL, PRIMARY KEY (api_key, path, key));
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, api_key TEXT NOT NULL, task_id TEXT NOT NULL,
+    event TEXT NOT NULL, pipeline_key TEXT NOT NULL, body BLOB NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL, state TEXT NOT NULL,
+    last_error TEXT, created_at REAL NOT NULL, delivered_at REAL);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox (state, next_at);
+CREATE TABLE IF NOT EXISTS deliveries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, outbox_id INTEGER NOT NULL, attempt INTEGER NOT NULL,
+    at REAL NOT NULL, url TEXT NOT NULL, status_code INTEGER, error TEXT,
+    duration_ms REAL NOT NULL);
+"""
+
+
+class Store:
+    """A thread-safe SQLite file with a few conveniences."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self.ensure(_CORE_SCHEMA)
+
+    def ensure(self, schema: str) -> None:
+        """Create tables and indexes if they are missing (idempotent)."""
+        with self._lock:
+            self._db.executescript(schema)
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self._db.execute(sql, args)
+
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def one(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Row | None:
+        with self._lock:
+            return self._db.execute(sql, args).fetchone()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """All-or-nothing writes; holds the lock, so keep the body short."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        row = self.one("SELECT value FROM settings WHERE name = ?", (name,))
+        return json.loads(row["value"]) if row else default
+
+    def set_setting(self, name: str, value: Any) -> None:
+        self.execute("INSERT INTO settings (name, value) VALUES (?, ?) "
+                     "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                     (name, json.dumps(value)))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
