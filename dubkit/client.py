@@ -1,0 +1,121 @@
+"""The Client: configuration, the one transport, and one resource object per product.
+
+>>> client = dubkit.connect()                       # sandbox unless DUBKIT_API_KEY is set
+>>> client.translate.create(["Hello"], source="en-US", target="fr-FR").to_frame()
+>>> client.request("GET", "/tasks/list", params={"pageSize": 5})   # the escape hatch
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+import requests
+
+from ._transport import RetryPolicy, Timeout, Transport, mask_key
+from .schema import OPERATIONS, Operation, Wire, parse
+
+
+class Client:
+    """Talks to the service (or a sandbox) at ``base_url`` with ``api_key``.
+
+    The key is sent only in the ``Authorization`` header; reprs and errors show it masked.
+    """
+
+    def __init__(self, api_key: str, base_url: str, *, timeout: Timeout | None = None,
+                 retry: RetryPolicy | None = None, sandbox: Any = None) -> None:
+        self._transport = Transport(api_key, base_url, timeout=timeout, retry=retry)
+        self.sandbox = sandbox   # the SandboxHandle when this client talks to the sandbox
+        from .resources import (MaterialsResource, MediaResource, TasksResource,
+                                TranslateResource, TTSResource, VoicesResource)
+        self.tasks = TasksResource(self)
+        self.translate = TranslateResource(self)
+        self.tts = TTSResource(self)
+        self.voices = VoicesResource(self)
+        self.materials = MaterialsResource(self)
+        self.media = MediaResource(self)
+
+    def __repr__(self) -> str:
+        kind = "sandbox" if self.is_sandbox else "service"
+        return (f"Client({kind}, base_url={self.base_url!r}, "
+                f"api_key={self._transport.masked_key!r})")
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self.sandbox is not None
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                json: Any = None, idempotency_key: str | None = None) -> Any:
+        """Send any call as is and return the envelope's ``data`` (errors still typed)."""
+        return self._transport.request(method, path, params=params, body=json,
+                                       idempotency_key=idempotency_key)
+
+    def call(self, name: str, payload: Any = None, *, idempotency_key: str | None = None) -> Any:
+        """Validate ``payload`` against operation ``name`` and send it.
+
+        Validation happens before the network, so bad input costs nothing and the error names
+        the field. ``payload`` may be a model, a snake_case dict or the raw camelCase wire dict.
+        """
+        op = _OPS[name]
+        model = op.body or op.query
+        wire = parse(model, payload if payload is not None else {}).to_wire() if model else None
+        if op.method == "GET":
+            return self._transport.request("GET", op.path, params=wire)
+        return self._transport.request("POST", op.path, body=wire,
+                                       idempotency_key=idempotency_key)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+_OPS: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+
+
+def connect(api_key: str | None = None, base_url: str | None = None, *, quiet: bool = False,
+            **options: Any) -> Client:
+    """A ready Client: the real service with a key, else the embedded sandbox.
+
+    * ``DUBKIT_API_KEY`` (or ``api_key=``) set: the service at ``DUBKIT_BASE_URL``/``base_url``.
+    * only ``DUBKIT_BASE_URL`` set: a standalone sandbox there (``dubkit sandbox``); its default
+      key is read from its admin endpoint.
+    * neither: this process's embedded sandbox, started in the background (said in one line).
+    """
+    api_key = api_key or os.environ.get("DUBKIT_API_KEY") or None
+    base_url = base_url or os.environ.get("DUBKIT_BASE_URL") or None
+    if api_key:
+        if not base_url:
+            raise ValueError("DUBKIT_BASE_URL (or base_url=) is required with an API key: the "
+                             "service's host is configuration")
+        return Client(api_key, base_url, **options)
+    from . import sandbox
+    if base_url:
+        handle = sandbox.SandboxHandle(base_url.rstrip("/"))
+        try:
+            key = handle.api_key
+        except requests.RequestException as exc:
+            raise ConnectionError(f"no API key is set and {base_url} is not a dubkit sandbox "
+                                  f"({type(exc).__name__})") from None
+        note = f"using the dubkit sandbox at {handle.url}"
+    else:
+        handle, note = sandbox.embedded()
+        key = handle.api_key
+    if not quiet:
+        print(f"dubkit: no DUBKIT_API_KEY set, {note}. Key {mask_key(key)}.")
+    return Client(key, handle.url, sandbox=handle, **options)
+
+
+__all__ = ["Client", "connect", "Wire"]

@@ -1,0 +1,66 @@
+"""What every resource shares: a client, paged listing, and concurrent chunking."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+
+from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Resource:
+    def __init__(self, client: "Client") -> None:
+        self._client = client
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self._client!r}>"
+
+
+def iterate_pages(fetch: Callable[[int, int], dict[str, Any]], page_size: int,
+                  limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """Yield records across pages until ``total`` (or ``limit``) records were seen."""
+    current, seen = 1, 0
+    while True:
+        answer = fetch(current, page_size) or {}
+        records = answer.get("records") or []
+        for record in records:
+            if limit is not None and seen >= limit:
+                return
+            yield record
+            seen += 1
+        if not records or seen >= int(answer.get("total") or 0):
+            return
+        current += 1
+
+
+def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def run_chunks(chunks: Sequence[T], send: Callable[[T], R], *, concurrency: int,
+               progress: bool, description: str, weight: Callable[[T], int] = len) -> list[R]:
+    """Send chunks concurrently; results come back in the chunks' order.
+
+    The first error stops the rest from starting and is raised with its chunk's index.
+    """
+    results: list[R] = [None] * len(chunks)  # type: ignore[list-item]
+    total = sum(weight(c) for c in chunks)
+    with tqdm(total=total, desc=description, disable=not progress, leave=False) as bar, \
+            ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = {pool.submit(send, chunk): i for i, chunk in enumerate(chunks)}
+        try:
+            for future in as_completed(futures):
+                index = futures[future]
+                results[index] = future.result()
+                bar.update(weight(chunks[index]))
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return results

@@ -1,0 +1,178 @@
+"""Tasks: list, detail, delete, and the :class:`Task` handle that waits and monitors.
+
+>>> task = client.translate.create_async(["Hello"], source="en-US", target="fr-FR")
+>>> task.wait(timeout=60).result.to_frame()
+>>> task.monitor()                    # a cell that refreshes itself until the task ends
+>>> client.tasks.list(task_type="textTranslation").to_frame()
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import pandas as pd
+
+from ..errors import TaskFailedError, TaskTimeoutError
+from ..schema import TERMINAL_STATUSES, TaskDetail, TaskSummary
+from ._base import Resource, iterate_pages
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ..widgets.tasks import TaskMonitor
+
+# task type -> how its raw ``result`` becomes a typed object; products register themselves.
+# ``context`` is what the creating call knew (e.g. the source texts) that the result lacks.
+RESULT_TYPES: dict[str, Callable[["Client", dict[str, Any], dict[str, Any]], Any]] = {}
+
+
+class Task:
+    """A task the service is (or was) running. Cheap to hold; :meth:`refresh` asks again."""
+
+    def __init__(self, client: "Client", task_id: str, *, task_type: str | None = None,
+                 status: str | None = None, created_at: str | None = None,
+                 idempotency_key: str | None = None,
+                 context: dict[str, Any] | None = None) -> None:
+        self._client = client
+        self.context = context or {}
+        self.task_id = task_id
+        self.task_type = task_type
+        self.status = status
+        self.created_at = created_at
+        self.idempotency_key = idempotency_key
+        self.raw_result: dict[str, Any] | None = None
+        self._started = _parse_time(created_at) or time.time()
+        self._ended: float | None = None
+
+    def __repr__(self) -> str:
+        return f"Task({self.task_id!r}, type={self.task_type!r}, status={self.status!r})"
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since creation, frozen once the task is seen ended."""
+        return (self._ended or time.time()) - self._started
+
+    @property
+    def result(self) -> Any:
+        """The typed result once finished (``None`` before); raw dict for unknown types."""
+        if self.raw_result is None:
+            return None
+        convert = RESULT_TYPES.get(self.task_type or "")
+        return convert(self._client, self.raw_result, self.context) if convert \
+            else self.raw_result
+
+    @property
+    def error_message(self) -> str | None:
+        if self.status == "failed" and self.raw_result:
+            return self.raw_result.get("errorMessage") or str(self.raw_result)
+        return None
+
+    def refresh(self) -> "Task":
+        detail = TaskDetail.model_validate(
+            self._client.call("tasks.detail", {"taskId": self.task_id}))
+        self.apply(detail.task_type, detail.status, detail.result)
+        return self
+
+    def apply(self, task_type: str | None, status: str | None,
+              result: dict[str, Any] | None) -> None:
+        """Take a newer state (from a poll or a webhook event)."""
+        self.task_type = task_type or self.task_type
+        self.status = status or self.status
+        if result is not None:
+            self.raw_result = result
+        if self.done and self._ended is None:
+            self._ended = time.time()
+
+    def wait(self, timeout: float = 600, *, poll_interval: float = 0.5,
+             max_interval: float = 5.0) -> "Task":
+        """Poll with backoff until the task ends; raise if it failed or the deadline passed."""
+        deadline = time.monotonic() + timeout
+        interval = poll_interval
+        while True:
+            self.refresh()
+            if self.status == "failed":
+                raise TaskFailedError(f"task {self.task_id} ({self.task_type}) failed: "
+                                      f"{self.error_message}", task=self)
+            if self.done:
+                return self
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TaskTimeoutError(
+                    f"task {self.task_id} ({self.task_type}) was still {self.status!r} after "
+                    f"{timeout:g}s; call .wait() again or .monitor() to keep watching",
+                    task=self, last_status=self.status)
+            time.sleep(min(interval, left))
+            interval = min(max_interval, interval * 1.5)
+
+    def monitor(self, **options: Any) -> "TaskMonitor":
+        """A widget that refreshes itself until the task ends (see :class:`TaskMonitor`)."""
+        from ..widgets.tasks import TaskMonitor
+        return TaskMonitor([self], **options)
+
+    def delete(self) -> None:
+        self._client.call("tasks.delete", {"taskId": self.task_id})
+
+    def _repr_html_(self) -> str:
+        from ..widgets.tasks import task_table_html
+        return task_table_html([self])
+
+
+class TaskList(list):
+    """Tasks from :meth:`TasksResource.list`; ``.to_frame()`` for a table."""
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([t.model_dump() for t in self],
+                            columns=["task_id", "task_type", "status", "created_at",
+                                     "updated_at"])
+
+    def _repr_html_(self) -> str:
+        return self.to_frame()._repr_html_()  # type: ignore[operator]
+
+
+class TasksResource(Resource):
+    """``client.tasks``: records of jobs made by any product, scoped to the API key."""
+
+    def list(self, *, task_type: str | None = None, status: str | None = None,
+             limit: int | None = None, page_size: int = 100) -> TaskList:
+        """All matching tasks, newest first, fetched page by page (``limit`` caps the count)."""
+        return TaskList(TaskSummary.model_validate(r)
+                        for r in self.iterate(task_type=task_type, status=status, limit=limit,
+                                              page_size=page_size))
+
+    def iterate(self, *, task_type: str | None = None, status: str | None = None,
+                limit: int | None = None, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        def fetch(page: int, size: int) -> dict[str, Any]:
+            return self._client.call("tasks.list", {"taskType": task_type, "status": status,
+                                                    "currentPage": page, "pageSize": size})
+        return iterate_pages(fetch, page_size, limit)
+
+    def detail(self, task_id: str) -> Task:
+        """The task's current state as a :class:`Task`."""
+        return self.get(task_id).refresh()
+
+    def get(self, task_id: str, task_type: str | None = None) -> Task:
+        """A handle for a known task id, without asking the service yet."""
+        return Task(self._client, task_id, task_type=task_type)
+
+    def delete(self, task_id: str) -> None:
+        self._client.call("tasks.delete", {"taskId": task_id})
+
+
+def _parse_time(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(
+            timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def escape(value: Any) -> str:
+    return html.escape("" if value is None else str(value))

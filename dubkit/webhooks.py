@@ -1,0 +1,58 @@
+"""Webhook verification (interface §4.3).
+
+>>> verify(secret, request.headers["X-Timestamp"], request.get_data(),
+...        request.headers["X-Signature"])          # raises WebhookVerificationError
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from typing import Sequence
+
+from .errors import WebhookVerificationError
+
+TOLERANCE_SECONDS = 300
+
+
+def verify(secret: str | Sequence[str], timestamp: str | bytes | None, raw_body: bytes,
+           signature: str | bytes | None, tolerance: float = TOLERANCE_SECONDS, *,
+           now: float | None = None) -> None:
+    """Check one delivery: HMAC-SHA256(secret, timestamp + raw body) in constant time.
+
+    ``secret`` may be a list (old and new during a rotation). ``raw_body`` must be the bytes as
+    received, never re-serialized JSON. Deliveries more than ``tolerance`` seconds away from
+    ``now`` (either way) are refused. Raises :class:`WebhookVerificationError` whose ``reason``
+    is one of ``missing-header``, ``bad-timestamp``, ``stale``, ``bad-signature``; the message
+    never contains the secret.
+    """
+    if not timestamp or not signature:
+        raise WebhookVerificationError("missing X-Timestamp or X-Signature header",
+                                       reason="missing-header")
+    if isinstance(timestamp, bytes):
+        timestamp = timestamp.decode("latin-1")
+    if isinstance(signature, bytes):
+        signature = signature.decode("latin-1")
+    if not isinstance(raw_body, (bytes, bytearray)):
+        raise TypeError("raw_body must be the raw request bytes, not parsed JSON or text")
+    try:
+        sent_ms = int(timestamp)
+    except ValueError:
+        raise WebhookVerificationError("X-Timestamp is not epoch milliseconds",
+                                       reason="bad-timestamp") from None
+    now_ms = (time.time() if now is None else now) * 1000
+    if abs(now_ms - sent_ms) > tolerance * 1000:
+        raise WebhookVerificationError(
+            f"X-Timestamp is {abs(now_ms - sent_ms) / 1000:.0f} s away from now "
+            f"(tolerance {tolerance:g} s)", reason="stale")
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    if not secrets:
+        raise ValueError("no webhook secret given")
+    message = timestamp.encode() + bytes(raw_body)
+    matched = False
+    for candidate in secrets:   # check every secret so timing does not reveal which matched
+        expected = hmac.new(candidate.encode(), message, hashlib.sha256).hexdigest()
+        matched |= hmac.compare_digest(expected, signature)
+    if not matched:
+        raise WebhookVerificationError("signature does not match", reason="bad-signature")
