@@ -20,7 +20,7 @@ import html
 import re
 from dataclasses import dataclass
 
-__all__ = ["Cue", "to_srt", "to_vtt", "parse_srt", "parse_vtt"]
+__all__ = ["Cue", "to_srt", "to_vtt", "parse_srt", "parse_vtt", "ass_style"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,50 @@ def parse_vtt(text: str) -> list[Cue]:
     if not re.fullmatch(r"WEBVTT([ \t].*)?", first):
         raise ValueError("not WebVTT: the first line must be 'WEBVTT'")
     return [Cue(start, end, html.unescape(body)) for start, end, body, _ in _blocks(text, vtt=True)]
+
+
+def ass_style(style: dict[str, object]) -> str:
+    """ASS ``force_style`` text for burned-in subtitles from a style dict.
+
+    Keys are ASS style fields (``FontName``, ``FontSize``, ``PrimaryColour``, ``OutlineColour``,
+    ``Bold``, ``Outline``, ``Shadow``, ``Alignment``, ``MarginV``...) or the shorthands ``font``,
+    ``size``, ``color``, ``outline_color`` and ``position`` (``"top"``/``"bottom"``). Colours may be
+    CSS-like ``"#RRGGBB"``/``"#RRGGBBAA"``; booleans become ASS's -1/0.
+
+    >>> ass_style({"font": "Noto Sans", "size": 24, "color": "#FFFF00", "position": "top"})
+    'FontName=Noto Sans,FontSize=24,PrimaryColour=&H0000FFFF,Alignment=8'
+    """
+    fields: dict[str, str] = {}
+    for key, value in style.items():
+        name = _STYLE_SHORTHANDS.get(key.lower(), key)
+        if name == "position":
+            if value not in ("top", "bottom"):
+                raise ValueError(f"style position must be 'top' or 'bottom'; got {value!r}")
+            name, value = "Alignment", 8 if value == "top" else 2
+        if isinstance(value, bool):
+            value = -1 if value else 0
+        if isinstance(value, str) and value.startswith("#"):
+            value = _ass_colour(value)
+        text = str(value)
+        if not re.fullmatch(r"[A-Za-z]+", name) or re.search(r"[,=\n]", text):
+            raise ValueError(f"style field {key!r}={value!r} cannot be expressed as an ASS style")
+        fields[name] = text
+    return ",".join(f"{name}={text}" for name, text in fields.items())
+
+
+_STYLE_SHORTHANDS = {"font": "FontName", "size": "FontSize", "color": "PrimaryColour",
+                     "colour": "PrimaryColour", "outline_color": "OutlineColour",
+                     "outline_colour": "OutlineColour", "position": "position"}
+
+
+def _ass_colour(css: str) -> str:
+    match = re.fullmatch(r"#([0-9a-fA-F]{2})([0-9a-fA-F]{2})([0-9a-fA-F]{2})([0-9a-fA-F]{2})?", css)
+    if match is None:
+        raise ValueError(f"colour must look like #RRGGBB or #RRGGBBAA; got {css!r}")
+    red, green, blue, alpha = match.groups()
+    # ASS writes blue-green-red, and its alpha counts transparency (00 is opaque).
+    transparency = 255 - int(alpha or "FF", 16)
+    return f"&H{transparency:02X}{blue}{green}{red}".upper()
 
 
 # Hours are optional (VTT allows mm:ss.ttt); the separator before milliseconds may be ',' or '.'

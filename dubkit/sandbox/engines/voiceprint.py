@@ -27,11 +27,11 @@ _ANALYSIS_RATE = 11025  # plenty for F0 up to 500 Hz and the 300-3000 Hz envelop
 _HOP_SECONDS = 0.010
 _F0_MIN, _F0_MAX = 60.0, 500.0
 _YIN_THRESHOLD = 0.15
-_WINDOW_FRACTION = 1.0
-_VOICED_MAX_DIP = 0.25  # a frame whose best YIN dip is above this is treated as unvoiced
+_WINDOW_FRACTION = 0.3  # short windows keep fast, gliding speech periodic within a frame
+_VOICED_MAX_DIP = 0.35  # a frame whose best YIN dip is above this is treated as unvoiced
 _SILENCE_DB = 35.0  # frames this far under the loud frames are not analysed
-_DIP_DB = 2.0
-_MIN_NUCLEUS_GAP = 0.08  # seconds; no one says more than ~12 syllables a second
+_DIP_DB = 1.5
+_MIN_NUCLEUS_GAP = 0.06  # seconds; faster than any human syllable rate
 _FEMALE_ABOVE_HZ = 165.0
 _MIN_VOICED_FRAMES = 10
 
@@ -194,7 +194,9 @@ _CALIBRATION_TEXT = (
     "summer holidays and the old house by the lake."
 )
 _PITCH_GRID = (0, 25, 50, 75, 100)
-_RATE_GRID = (80, 130, 175, 250, 350, 450)
+# Above ~250 wpm espeak slurs syllables together and nucleus counts stop growing, so the
+# rate curve is fitted where it is reliable and extrapolated (it is close to linear).
+_RATE_GRID = (80, 120, 160, 200, 250)
 _RANGE_GRID = (0, 50, 100)
 _calibrations: dict[tuple[str, str | None], dict[str, np.ndarray]] = {}
 _calibration_lock = threading.Lock()
@@ -216,10 +218,12 @@ def _calibrate(voice: str, variant: str | None) -> dict[str, np.ndarray]:
         for r in _RANGE_GRID:
             vp = hear(speech.Prosody(pitch_range=r))
             spreads.append(vp.pitch_range_hz / vp.median_pitch_hz)
-        # np.interp needs increasing x; espeak's mappings are monotonic up to measurement noise.
+        slope, intercept = np.polyfit(np.asarray(_RATE_GRID, dtype=float), rates, 1)
+        # np.interp needs increasing x; espeak's pitch and range mappings are monotonic up
+        # to measurement noise.
         table = {
             "pitch_hz": np.maximum.accumulate(np.array(pitch_hz)),
-            "rate": np.maximum.accumulate(np.array(rates)),
+            "rate_fit": np.array([max(slope, 1e-4), intercept]),
             "spread": np.maximum.accumulate(np.array(spreads)),
         }
         _calibrations[key] = table
@@ -234,8 +238,9 @@ def derive_prosody(target: Voiceprint, voice: str = "en-us", variant: str | None
     """Prosody that makes ``voice`` (+``variant``) sound like ``target`` in pitch and pace.
 
     Calibrates once per (voice, variant) by synthesising a fixed sentence over a grid of
-    espeak pitch, rate and range settings and measuring each; the target is then looked
-    up in those curves. Targets beyond what the voice can reach are clamped to its limits.
+    espeak pitch, rate and range settings and measuring each with ``measure``; the target
+    is then looked up in those curves (a straight-line fit for rate). Targets beyond what
+    the voice can reach are clamped to its limits (pitch 0..100, 80..450 wpm).
 
     >>> slow_low = Voiceprint(90.0, 30.0, 2.5, 0.6, "male")
     >>> p = derive_prosody(slow_low)
@@ -243,9 +248,10 @@ def derive_prosody(target: Voiceprint, voice: str = "en-us", variant: str | None
     True
     """
     table = _calibrate(voice, variant)
+    slope, intercept = table["rate_fit"]
     spread = target.pitch_range_hz / max(target.median_pitch_hz, 1e-6)
     return speech.Prosody(
-        rate_wpm=_invert(target.speaking_rate, table["rate"], _RATE_GRID),
+        rate_wpm=int(np.clip(round((target.speaking_rate - intercept) / slope), 80, 450)),
         pitch=_invert(target.median_pitch_hz, table["pitch_hz"], _PITCH_GRID),
         pitch_range=_invert(spread, table["spread"], _RANGE_GRID),
     )
