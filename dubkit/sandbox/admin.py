@@ -10,7 +10,7 @@ sandbox listens on loopback only.
 ``POST /_sandbox/webhook``   ``{apiKey?, url, rotateSecret?, overlapSeconds?}`` -> secret
 ``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
 ``POST /_sandbox/faults``    ``{dropAfterCommit, error502Before, error502After, latencyMs,
-                             paths}`` (rates 0..1; ``{}`` clears)
+                             paths, seed}`` (rates 0..1; ``{}`` clears; seed: repeatable)
 ``POST /_sandbox/limits``    ``{bodyLimit?, idempotencyWindow?}``
 ``GET  /_sandbox/deliveries`` webhook outbox and every delivery attempt
 ``POST /_sandbox/delivery``  ``{baseDelay, maxDelay, maxAttempts}`` retry schedule
@@ -19,6 +19,7 @@ sandbox listens on loopback only.
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any, Literal, Optional
 
@@ -67,6 +68,7 @@ class Faults(Wire):
     error502_after: float = Field(default=0, ge=0, le=1)
     latency_ms: float = Field(default=0, ge=0)
     paths: Optional[list[str]] = None
+    seed: Optional[int] = None
 
 
 class Limits(Wire):
@@ -147,8 +149,10 @@ def set_timing(body: Timing, request: Request) -> dict[str, Any]:
 
 @admin_router.post("/faults")
 def set_faults(body: Faults, request: Request) -> dict[str, Any]:
-    faults = body.model_dump(by_alias=True, exclude_defaults=True)
-    _backend(request).set_setting("faults", faults)
+    backend = _backend(request)
+    backend.fault_rng = random.Random(body.seed)
+    faults = body.model_dump(by_alias=True, exclude_defaults=True, exclude={"seed"})
+    backend.set_setting("faults", faults)
     return faults
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import ValidationError
 from ..schema import MAX_IDEMPOTENCY_KEY, OPERATIONS_BY_PATH, parse
@@ -74,17 +74,22 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
         return envelope(401, "unauthorized: API key missing or invalid "
                              "(send 'Authorization: Bearer <api_key>')")
 
-    faults = backend.setting("faults", {})
-    targeted = _targeted(faults, path)
-    if targeted and faults.get("latencyMs"):
-        await asyncio.sleep(float(faults["latencyMs"]) / 1000)
-
     limit = int(backend.setting("body_limit", DEFAULT_BODY_LIMIT))
     if int(request.headers.get("content-length") or 0) > limit:
         return envelope(413, f"payload too large: the body limit is {limit} bytes")
-    raw_bytes = await request.body()
+    try:
+        raw_bytes = await request.body()
+    except ClientDisconnect:
+        return Response(status_code=499)   # nobody is listening; nothing was done
     if len(raw_bytes) > limit:
         return envelope(413, f"payload too large: the body limit is {limit} bytes")
+
+    faults = backend.setting("faults", {})
+    targeted = _targeted(faults, path)
+    if targeted and faults.get("latencyMs"):
+        # Latency after the body arrived, like a slow service: the work still happens even
+        # if the client gives up waiting.
+        await asyncio.sleep(float(faults["latencyMs"]) / 1000)
 
     if op.method == "POST":
         try:
@@ -111,7 +116,7 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     except ValidationError as exc:
         return envelope(400, f"invalid request: {exc}")
 
-    if targeted and random.random() < float(faults.get("error502Before", 0)):
+    if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
         return envelope(502, "bad gateway (injected by the sandbox before any work)")
 
     call = Call(backend, api_key, op, body, raw, idem)
@@ -135,9 +140,9 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     if reserved:
         backend.commit_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
 
-    if targeted and random.random() < float(faults.get("dropAfterCommit", 0)):
+    if targeted and backend.fault_rng.random() < float(faults.get("dropAfterCommit", 0)):
         request.scope["dubkit.drop"] = True
-    if targeted and random.random() < float(faults.get("error502After", 0)):
+    if targeted and backend.fault_rng.random() < float(faults.get("error502After", 0)):
         return envelope(502, "bad gateway (injected by the sandbox after the work was "
                              "committed); poll tasks/detail or wait for the webhook")
     return envelope(200, "", data)

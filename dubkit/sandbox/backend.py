@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import secrets
 import threading
 import time
@@ -76,6 +77,7 @@ class Backend:
         self._ticker = threading.Thread(target=self._tick_forever, name="sandbox-ticker",
                                         daemon=True)
         self.on_release: list[Callable[[dict[str, Any]], None]] = []
+        self.fault_rng = random.Random()   # admin /faults may seed it for repeatable runs
         self.default_key = self._ensure_default_key()
 
     def start(self) -> None:
