@@ -55,7 +55,7 @@ def duck(original: np.ndarray, sr: int, segments: list[tuple[float, float]],
     The gain is fully applied inside each span; the fades sit just outside it, so the original
     speech never leaks into the start of a dubbed line. The rest (music, ambience) is untouched.
 
-    >>> duck(np.ones(16000, np.float32), 16000, [(0.25, 0.5)], remove=True)[6000]
+    >>> float(duck(np.ones(16000, np.float32), 16000, [(0.25, 0.5)], remove=True)[6000])
     0.0
     """
     data = np.asarray(original, dtype=np.float32)
@@ -100,8 +100,8 @@ def place(clips: list[tuple[float, np.ndarray]], sr: int, total: float) -> np.nd
 def mix(*tracks: np.ndarray) -> np.ndarray:
     """Sum tracks (the shorter ones padded with silence) and keep peaks under ``CEILING``.
 
-    The limiter only turns down the 10 ms blocks around a peak, with gain glided between blocks,
-    so a single loud spot does not make the whole mix quieter.
+    The limiter only turns down the short blocks (441 samples, 10 ms at 44.1 kHz) around a peak,
+    gliding the gain between blocks, so one loud spot does not make the whole mix quieter.
 
     >>> float(np.abs(mix(np.full(100, 0.8, np.float32), np.full(100, 0.8, np.float32))).max()) <= CEILING
     True

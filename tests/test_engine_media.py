@@ -1,0 +1,356 @@
+"""The media engine on real files made here: ffmpeg does the work, nothing is mocked.
+
+A 4 s test card with a 440 Hz tone and two subtitle cues is made once per module; every test
+checks something a user of the sandbox would see or hear in its output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import imageio_ffmpeg
+import numpy as np
+import pytest
+
+from dubkit.sandbox.engines import media, mixing
+from dubkit.sandbox.engines.media import MediaError
+from dubkit.sandbox.engines.subtitles import Cue, ass_style, parse_srt, parse_vtt, to_srt, to_vtt
+
+SR = 44100
+CUES = [Cue(0.5, 1.8, "Hello there"), Cue(2.0, 3.5, "Second line\nand more")]
+
+
+def tone(freq: float, seconds: float, sr: int = SR, level: float = 0.3) -> np.ndarray:
+    t = np.arange(round(seconds * sr)) / sr
+    return (level * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def dominant_hz(samples: np.ndarray, sr: int) -> float:
+    spectrum = np.abs(np.fft.rfft(samples * np.hanning(len(samples))))
+    return float(np.argmax(spectrum) * sr / len(samples))
+
+
+def rms_db(samples: np.ndarray) -> float:
+    return float(10 * np.log10(np.mean(np.square(samples, dtype=np.float64)) + 1e-20))
+
+
+def frame(path: Path, at: float) -> np.ndarray:
+    """One decoded frame as an RGB array, straight from ffmpeg (an independent reader)."""
+    info = media.probe(path)
+    raw = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-ss", str(at), "-i", str(path),
+                          "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                         capture_output=True, check=True).stdout
+    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("media")
+
+
+@pytest.fixture(scope="module")
+def clip(workdir: Path) -> Path:
+    path = workdir / "card.mp4"
+    media.make_test_pattern(path, 4.0, width=320, height=240, fps=25, audio=tone(440, 4.0),
+                            sample_rate=SR, subtitles=CUES)
+    return path
+
+
+@pytest.fixture(scope="module")
+def dub_wav(workdir: Path) -> Path:
+    path = workdir / "dub.wav"
+    media.encode_audio(tone(660, 3.0), SR, "wav", path)  # shorter than the video on purpose
+    return path
+
+
+# --- probe and extraction ----------------------------------------------------------------------
+
+def test_probe_reports_what_the_card_contains(clip: Path) -> None:
+    info = media.probe(clip)
+    assert info.duration == pytest.approx(4.0, abs=0.05)
+    assert (info.has_video, info.has_audio) == (True, True)
+    assert (info.width, info.height, info.fps) == (320, 240, 25.0)
+    assert (info.audio_rate, info.audio_channels) == (SR, 1)
+    assert info.subtitle_streams == 1
+    assert (info.category, info.mime_type) == ("video", "video/mp4")
+
+
+def test_extract_subtitles_returns_the_embedded_cues(clip: Path) -> None:
+    assert media.extract_subtitles(clip) == CUES
+
+
+def test_extract_subtitles_is_empty_without_a_track(workdir: Path) -> None:
+    path = workdir / "plain.mp3"
+    media.encode_audio(tone(440, 1.0), SR, "mp3", path)
+    assert media.extract_subtitles(path) == []
+
+
+def test_extract_audio_gives_an_m4a_of_the_same_length(clip: Path, workdir: Path) -> None:
+    out = workdir / "card.m4a"
+    media.extract_audio(clip, out)
+    info = media.probe(out)
+    assert (info.category, info.mime_type, info.has_video) == ("audio", "audio/mp4", False)
+    assert info.duration == pytest.approx(4.0, abs=0.05)
+    samples, rate = media.decode_audio(out)
+    assert dominant_hz(samples, rate) == pytest.approx(440, rel=0.01)
+
+
+def test_thumbnail_is_a_jpeg_frame(clip: Path, workdir: Path) -> None:
+    out = workdir / "thumb.jpg"
+    media.thumbnail(clip, out)
+    assert out.read_bytes()[:3] == b"\xff\xd8\xff"
+    with pytest.raises(MediaError, match="not audio or video"):
+        media.probe(out)  # a material must be audio or video, not a still image
+
+
+def test_decode_audio_resamples_and_keeps_channels(clip: Path) -> None:
+    mono, rate = media.decode_audio(clip, sample_rate=16000)
+    assert rate == 16000 and mono.dtype == np.float32 and mono.ndim == 1
+    assert len(mono) / rate == pytest.approx(4.0, abs=0.05)
+    stereo_path = clip.with_name("stereo.flac")
+    media.encode_audio(np.stack([tone(440, 1.0), tone(880, 1.0)], axis=1), SR, "flac", stereo_path)
+    both, _ = media.decode_audio(stereo_path, mono=False)
+    assert both.shape == (SR, 2)
+    assert dominant_hz(both[:, 1], SR) == pytest.approx(880, rel=0.01)
+
+
+@pytest.mark.parametrize("fmt, mime", [("wav", "audio/wav"), ("mp3", "audio/mpeg"), ("m4a", "audio/mp4"),
+                                       ("flac", "audio/flac"), ("ogg", "audio/ogg")])
+def test_encode_decode_round_trip(fmt: str, mime: str, workdir: Path) -> None:
+    original = tone(440, 2.0, sr=24000)
+    path = workdir / f"round.{fmt}"
+    media.encode_audio(original, 24000, fmt, path)
+    info = media.probe(path)
+    assert (info.category, info.mime_type, info.audio_rate) == ("audio", mime, 24000)
+    decoded, rate = media.decode_audio(path)
+    assert rate == 24000
+    assert len(decoded) / rate == pytest.approx(2.0, rel=0.02)
+    assert dominant_hz(decoded, rate) == pytest.approx(440, rel=0.01)
+    assert rms_db(decoded) == pytest.approx(rms_db(original), abs=0.5)
+    if fmt in ("wav", "flac"):  # lossless: the samples themselves come back (16-bit steps)
+        np.testing.assert_allclose(decoded, original, atol=1e-4)
+
+
+def test_encode_audio_rejects_unknown_formats(workdir: Path) -> None:
+    with pytest.raises(ValueError, match="wav, mp3, m4a, flac, ogg"):
+        media.encode_audio(tone(440, 0.1), SR, "aiff", workdir / "x.aiff")
+
+
+# --- corrupt and unsuitable input --------------------------------------------------------------
+
+def test_text_file_is_not_media(workdir: Path) -> None:
+    path = workdir / "notes.mp4"
+    path.write_text("this is not a video\n" * 50)
+    with pytest.raises(MediaError, match="not readable as audio or video") as caught:
+        media.probe(path)
+    assert "ffmpeg said" in str(caught.value) and "Invalid data" in str(caught.value)
+
+
+def test_truncated_upload_is_detected(clip: Path, workdir: Path) -> None:
+    data = clip.read_bytes()
+    head_only = workdir / "head.mp4"
+    head_only.write_bytes(data[:3000])
+    with pytest.raises(MediaError):
+        media.probe(head_only)
+    cut = workdir / "cut.mp4"
+    cut.write_bytes(data[: len(data) // 3])  # header intact, most of the data missing
+    with pytest.raises(MediaError, match="cut short"):
+        media.probe(cut)
+
+
+def test_random_bytes_are_not_media(workdir: Path) -> None:
+    path = workdir / "noise.mp3"
+    path.write_bytes(np.random.default_rng(1).integers(0, 256, 40000, dtype=np.uint8).tobytes())
+    with pytest.raises(MediaError):
+        media.probe(path)
+
+
+def test_missing_file(workdir: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        media.probe(workdir / "nowhere.mp4")
+
+
+def test_video_steps_refuse_audio_only_input(workdir: Path) -> None:
+    path = workdir / "voice.wav"
+    media.encode_audio(tone(300, 1.0), SR, "wav", path)
+    with pytest.raises(MediaError, match="no video track"):
+        media.thumbnail(path, workdir / "t.jpg")
+
+
+# --- time ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("factor", [0.5, 0.8, 1.25, 2.0])
+def test_time_stretch_changes_length_not_pitch(factor: float) -> None:
+    original = tone(300, 2.0, sr=24000)
+    stretched = media.time_stretch(original, 24000, factor)
+    assert len(stretched) / 24000 == pytest.approx(2.0 * factor, rel=0.02)
+    middle = stretched[len(stretched) // 4: 3 * len(stretched) // 4]
+    assert dominant_hz(middle, 24000) == pytest.approx(300, rel=0.03)
+
+
+def test_time_stretch_keeps_events_in_place() -> None:
+    sr = 16000
+    x = np.zeros(3 * sr, np.float32)
+    x[sr: sr + sr // 5] = tone(300, 0.2, sr=sr, level=0.5)  # a beep at 1.0 s
+    y = media.time_stretch(x, sr, 1.5)
+    loud = np.flatnonzero(np.abs(y) > 0.05)
+    assert loud[0] / sr == pytest.approx(1.5, abs=0.06)
+
+
+def test_time_stretch_range() -> None:
+    with pytest.raises(ValueError, match="0.25..4"):
+        media.time_stretch(tone(300, 0.5), SR, 5)
+
+
+def test_stretch_video_changes_the_picture_length(clip: Path, workdir: Path) -> None:
+    out = workdir / "slow.mp4"
+    media.stretch_video(clip, out, 1.5)
+    info = media.probe(out)
+    assert info.duration == pytest.approx(6.0, abs=0.1)
+    assert (info.has_video, info.has_audio, info.fps) == (True, False, 25.0)
+
+
+# --- mux and variants --------------------------------------------------------------------------
+
+def test_mux_with_burned_subtitles(clip: Path, dub_wav: Path, workdir: Path) -> None:
+    srt = workdir / "dub.srt"
+    srt.write_text(to_srt([Cue(0.5, 1.8, "Bonjour"), Cue(2.0, 3.5, "Au revoir")]), encoding="utf-8")
+    out = workdir / "burned.mp4"
+    media.mux(clip, dub_wav, out, subtitles_path=srt, burn=True, style={"size": 28, "color": "#FFFF00"})
+    info = media.probe(out)
+    assert (info.has_video, info.has_audio, info.mime_type) == (True, True, "video/mp4")
+    assert info.duration == pytest.approx(4.0, abs=0.1)  # as long as the picture, not the dub
+    assert [c.text for c in media.extract_subtitles(out)] == ["Bonjour", "Au revoir"]
+    heard, rate = media.decode_audio(out)
+    assert dominant_hz(heard[: 2 * rate], rate) == pytest.approx(660, rel=0.01)  # the dub, not the tone
+    # The lower part of the picture changes while a cue is on screen, and only then.
+    assert media.default_fontsdir() is not None  # the font comes from a dependency, not the system
+    bottom = slice(int(info.height * 0.7), info.height)
+
+    def changed(at: float) -> float:  # share of pixels in the bottom band that clearly differ
+        return float((np.abs(frame(out, at)[bottom] - frame(clip, at)[bottom]).max(axis=2) > 60).mean())
+
+    during, between = changed(1.0), changed(1.9)
+    print(f"\nburned pixels: during a cue {during:.3f}, between cues {between:.3f}")
+    assert during > 0.01 and during > 10 * between
+
+
+def test_mux_soft_subtitles_copies_the_video(clip: Path, dub_wav: Path, workdir: Path) -> None:
+    vtt = workdir / "dub.vtt"
+    vtt.write_text(to_vtt([Cue(1.0, 2.0, "Hola")]), encoding="utf-8")
+    out = workdir / "soft.mp4"
+    media.mux(clip, dub_wav, out, subtitles_path=vtt)
+    assert media.extract_subtitles(out) == [Cue(1.0, 2.0, "Hola")]
+    assert np.abs(frame(out, 1.5) - frame(clip, 1.5)).max() == 0  # copied, not re-encoded
+
+
+def test_compress_scales_down_but_never_up(clip: Path, workdir: Path) -> None:
+    small = workdir / "120p.mp4"
+    media.compress(clip, small, 120)
+    info = media.probe(small)
+    assert (info.width, info.height) == (160, 120)
+    assert info.has_audio and info.subtitle_streams == 1
+    assert info.duration == pytest.approx(4.0, abs=0.1)
+    same = workdir / "480p.mp4"
+    media.compress(clip, same, 480)
+    assert media.probe(same).height == 240
+
+
+def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
+    """probe -> extract -> mux (soft subs) -> 480p on 60 s of 720p; prints, never asserts, times."""
+    cues = [Cue(i * 2.0, i * 2.0 + 1.5, f"line {i}") for i in range(30)]
+    source, srt, dub = workdir / "minute.mp4", workdir / "minute.srt", workdir / "minute.wav"
+    media.make_test_pattern(source, 60.0, audio=tone(330, 60.0), sample_rate=SR, subtitles=cues)
+    srt.write_text(to_srt(cues), encoding="utf-8")
+    media.encode_audio(tone(220, 60.0), SR, "wav", dub)
+    times: dict[str, float] = {}
+
+    def step(name: str, call, *args, **kwargs):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        result = call(*args, **kwargs)
+        times[name] = time.perf_counter() - start
+        return result
+
+    step("probe", media.probe, source)
+    step("extract_audio", media.extract_audio, source, workdir / "minute.m4a")
+    step("mux_soft", media.mux, source, dub, workdir / "minute-dub.mp4", subtitles_path=srt)
+    step("compress_480p", media.compress, workdir / "minute-dub.mp4", workdir / "minute-480.mp4", 480)
+    print("\n60 s 720p, seconds:", {k: round(v, 2) for k, v in times.items()},
+          "total", round(sum(times.values()), 2))
+    assert media.probe(workdir / "minute-480.mp4").height == 480
+
+
+# --- mixing ------------------------------------------------------------------------------------
+
+def test_duck_lowers_speech_spans_by_the_gain() -> None:
+    sr = 16000
+    original = tone(200, 6.0, sr=sr)
+    ducked = mixing.duck(original, sr, [(1.0, 2.0), (4.0, 5.0)], gain_db=-18)
+    for a, b in [(1.0, 2.0), (4.0, 5.0)]:
+        span = slice(int(a * sr), int(b * sr))
+        assert rms_db(ducked[span]) - rms_db(original[span]) == pytest.approx(-18, abs=0.5)
+    untouched = slice(int(2.2 * sr), int(3.8 * sr))
+    np.testing.assert_array_equal(ducked[untouched], original[untouched])
+    removed = mixing.duck(original, sr, [(1.0, 2.0)], remove=True)
+    assert np.abs(removed[int(1.0 * sr): int(2.0 * sr)]).max() == 0
+    # Fades, not steps: no jump larger than the tone's own slope around the span edges.
+    assert np.abs(np.diff(ducked)).max() <= np.abs(np.diff(original)).max() * 1.05
+
+
+def test_place_and_mix() -> None:
+    sr = 1000
+    track = mixing.place([(0.5, np.full(200, 0.25, np.float32)), (0.6, np.full(100, 0.25, np.float32)),
+                          (1.9, np.full(300, 0.25, np.float32))], sr, total=2.0)
+    assert len(track) == 2000
+    assert track[450] == 0 and track[550] == 0.25 and track[650] == 0.5 and track[1950] == 0.25
+    quiet = mixing.mix(track, np.full(1500, 0.1, np.float32))
+    assert len(quiet) == 2000 and quiet[650] == pytest.approx(0.6)  # under the ceiling: a plain sum
+    loud = mixing.mix(tone(100, 1.0, sr=8000, level=0.9), tone(100, 1.0, sr=8000, level=0.9))
+    assert np.abs(loud).max() <= mixing.CEILING
+    assert np.abs(loud).max() > 0.8  # limited, not normalised into quietness
+
+
+def test_trim_silence() -> None:
+    sr = 16000
+    x = np.concatenate([np.zeros(sr, np.float32), tone(300, 0.5, sr=sr), np.zeros(sr, np.float32)])
+    trimmed = mixing.trim_silence(x, sr)
+    assert len(trimmed) / sr == pytest.approx(0.5, abs=0.05)
+    assert mixing.trim_silence(np.zeros(sr, np.float32), sr).size == 0
+
+
+# --- subtitle text formats ---------------------------------------------------------------------
+
+def test_srt_and_vtt_text() -> None:
+    cues = [Cue(1.5, 3.25, "Hello\nworld"), Cue(3661.001, 3662.0, "A < B & C")]
+    assert to_srt(cues) == ("1\n00:00:01,500 --> 00:00:03,250\nHello\nworld\n\n"
+                            "2\n01:01:01,001 --> 01:01:02,000\nA < B & C\n")
+    assert to_vtt(cues) == ("WEBVTT\n\n00:00:01.500 --> 00:00:03.250\nHello\nworld\n\n"
+                            "01:01:01.001 --> 01:01:02.000\nA &lt; B &amp; C\n")
+    assert parse_srt(to_srt(cues)) == cues
+    assert parse_vtt(to_vtt(cues)) == cues
+
+
+def test_parsers_accept_real_world_variations() -> None:
+    srt = ("\ufeff1\r\n00:00:01.5 --> 00:00:02,000 X1:10 X2:20\r\nOne\r\n\r\n\r\n"
+           "00:00:03,000 --> 00:00:04,000\r\nTwo\r\n")
+    assert parse_srt(srt) == [Cue(1.5, 2.0, "One"), Cue(3.0, 4.0, "Two")]
+    vtt = ("WEBVTT - made by hand\nKind: captions\n\nNOTE a comment\nspanning lines\n\n"
+           "intro\n00:01.000 --> 00:02.500 align:start line:0\nFirst\n\nSTYLE\n::cue { color: red }\n\n"
+           "01:00:00.000 --> 01:00:01.000\nLast &gt; first\n")
+    assert parse_vtt(vtt) == [Cue(1.0, 2.5, "First"), Cue(3600.0, 3601.0, "Last > first")]
+
+
+def test_parsers_name_the_bad_line() -> None:
+    with pytest.raises(ValueError, match="line 6: expected a timing line"):
+        parse_srt("1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:03 -> 00:00:04\ntext\n")
+    with pytest.raises(ValueError, match="WEBVTT"):
+        parse_vtt("00:00:01.000 --> 00:00:02.000\nno header\n")
+
+
+def test_ass_style_shorthands() -> None:
+    style = {"font": "Noto Sans", "size": 24, "color": "#FFFF0080", "position": "top", "Bold": True}
+    assert ass_style(style) == "FontName=Noto Sans,FontSize=24,PrimaryColour=&H7F00FFFF,Alignment=8,Bold=-1"
+    with pytest.raises(ValueError):
+        ass_style({"font": "A,B"})
