@@ -43,7 +43,7 @@ _SYLLABLES = {
 _DEFAULT_SYLLABLES = "ka lo ri ma te so pa ve ro an el ia ne do mi sa vi ur".split()
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
 _FILLERS = re.compile(r"\b(?:uh+|um+|erm|er|ah+|hmm+)\b[,.]?\s*", re.IGNORECASE)
-_REPEATS = re.compile(r"\b(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+_REPEATS = re.compile(r"\b(\w+)(?:[\s,]+\1\b)+", re.IGNORECASE)
 SUBTITLE_LINE = 42
 
 
