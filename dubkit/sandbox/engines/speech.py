@@ -115,6 +115,7 @@ _chunks: list[bytes] = []
 _voices: list[EspeakVoice] | None = None
 _variants: list[str] | None = None
 _lookup: dict[str, str] | None = None
+_priorities: dict[tuple[str, str], int] = {}
 
 
 @_CALLBACK
@@ -182,18 +183,17 @@ def _has_dictionary(identifier: str, languages: tuple[str, ...]) -> bool:
     return bool(dictionary) and (data / f"{dictionary}_dict").exists()
 
 
-def _read_languages(address: int | None) -> tuple[str, ...]:
-    found: list[tuple[int, int, str]] = []
-    if not address:
-        return ()
-    while (priority := ctypes.c_ubyte.from_address(address).value) != 0:
+def _read_languages(address: int | None) -> tuple[tuple[str, int], ...]:
+    """(language, priority) pairs in the voice file's order; lower priority = better match."""
+    found: list[tuple[str, int]] = []
+    while address and (priority := ctypes.c_ubyte.from_address(address).value) != 0:
         raw = ctypes.string_at(address + 1)
-        found.append((priority, len(found), raw.decode("utf-8", "replace")))
+        found.append((raw.decode("utf-8", "replace"), priority))
         address += len(raw) + 2
-    return tuple(lang for _, _, lang in sorted(found))
+    return tuple(found)
 
 
-def _list_raw(spec: _Voice | None) -> list[tuple[str, str, tuple[str, ...], int]]:
+def _list_raw(spec: _Voice | None) -> list[tuple[str, str, tuple[tuple[str, int], ...], int]]:
     """Copy espeak's voice list out of library-owned memory. Caller holds _LOCK."""
     lib = _library()
     array = lib.espeak_ListVoices(ctypes.byref(spec) if spec is not None else None)
@@ -217,15 +217,17 @@ def list_voices() -> list[EspeakVoice]:
     >>> any(v.identifier == "roa/fr" for v in list_voices())
     True
     """
-    global _voices
+    global _voices, _priorities
     with _LOCK:
         if _voices is None:
             genders = {1: "male", 2: "female"}
-            _voices = [
-                EspeakVoice(ident, name, langs, genders.get(g, "unknown"))
-                for ident, name, langs, g in _list_raw(None)
-                if _has_dictionary(ident, langs)
-            ]
+            voices, priorities = [], {}
+            for ident, name, langs, gender in _list_raw(None):
+                languages = tuple(lang for lang, _ in langs)
+                if _has_dictionary(ident, languages):
+                    voices.append(EspeakVoice(ident, name, languages, genders.get(gender, "unknown")))
+                    priorities.update({(ident, lang): prio for lang, prio in langs})
+            _voices, _priorities = voices, priorities
         return list(_voices)
 
 
@@ -254,10 +256,12 @@ def _voice_lookup() -> dict[str, str]:
         table: dict[str, str] = {}
         best: dict[str, int] = {}
         # Language codes first and weakest: a voice's own identifier or name must win.
+        # Among voices claiming a language, espeak's own priority (lower wins) decides.
         for v in voices:
-            for rank, lang in enumerate(v.languages):
-                if lang not in best or rank < best[lang]:
-                    best[lang] = rank
+            for lang in v.languages:
+                priority = _priorities.get((v.identifier, lang), 99)
+                if lang not in best or priority < best[lang]:
+                    best[lang] = priority
                     table[lang] = v.identifier
         for v in voices:
             table[v.name.lower()] = v.identifier

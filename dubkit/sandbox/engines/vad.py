@@ -28,6 +28,8 @@ HOP_SECONDS = 0.010
 _FLOOR_PERCENTILE = 10  # speech rarely fills >90% of a bin's frames, so this is the background
 _DYNAMIC_RANGE_DB = 50.0  # anything this far below the loudest frames counts as silence
 _BAND_HZ = (80.0, 8000.0)
+_MAX_BANDS = 128  # ~60 Hz bands: narrow enough that a hum or tone fills only one or two
+_BLOCK_FRAMES = 4096
 
 
 @dataclass(frozen=True)
@@ -43,12 +45,12 @@ class Segment:
 
 
 def _mono(samples: np.ndarray) -> np.ndarray:
-    x = np.asarray(samples, dtype=np.float64)
+    x = np.asarray(samples, dtype=np.float32)  # float32 halves memory on long tracks
     if x.ndim == 2:  # (frames, channels) or (channels, frames): average the short axis
         x = x.mean(axis=1 if x.shape[0] >= x.shape[1] else 0)
     if x.ndim != 1:
         raise ValueError(f"expected mono or 2-D multichannel audio, got shape {np.shape(samples)}")
-    return np.nan_to_num(x)
+    return x if np.isfinite(x).all() else np.nan_to_num(x)
 
 
 def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
@@ -68,12 +70,19 @@ def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
         x, shape=(n_frames, win), strides=(x.strides[0] * hop, x.strides[0]), writeable=False
     )
     n_fft = 1 << (win - 1).bit_length()
-    power = np.abs(np.fft.rfft(frames * np.hanning(win), n=n_fft, axis=1)) ** 2
     freqs = np.fft.rfftfreq(n_fft, 1.0 / sample_rate)
-    power = power[:, (freqs >= _BAND_HZ[0]) & (freqs <= _BAND_HZ[1])]
+    in_band = np.flatnonzero((freqs >= _BAND_HZ[0]) & (freqs <= _BAND_HZ[1]))
+    # Neighbouring bins are pooled into at most _MAX_BANDS bands, and the STFT is taken a
+    # block of frames at a time, so an hour of audio needs megabytes, not gigabytes.
+    starts = in_band[:: max(1, -(-in_band.size // _MAX_BANDS))]
+    window = np.hanning(win)
+    power = np.empty((n_frames, starts.size), dtype=np.float32)
+    for i in range(0, n_frames, _BLOCK_FRAMES):
+        spectrum = np.abs(np.fft.rfft(frames[i : i + _BLOCK_FRAMES] * window, n=n_fft, axis=1)) ** 2
+        power[i : i + _BLOCK_FRAMES] = np.add.reduceat(spectrum[:, : in_band[-1] + 1], starts, axis=1)
 
     floor = np.percentile(power, _FLOOR_PERCENTILE, axis=0)
-    total = power.sum(axis=1)
+    total = power.sum(axis=1, dtype=np.float64)
     loud = np.percentile(total, 99) if total.size else 0.0
     if loud <= 0.0:
         return np.zeros(n_frames), hop / sample_rate
@@ -81,7 +90,7 @@ def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
     floor_total = max(float(floor.sum()), loud * 10 ** (-_DYNAMIC_RANGE_DB / 10))
     # Twice the floor: a stationary background's power fluctuates around its mean, and
     # those fluctuations should not read as speech.
-    excess = np.clip(power - 2.0 * floor, 0.0, None).sum(axis=1)
+    excess = np.clip(power - 2.0 * floor, 0.0, None).sum(axis=1, dtype=np.float64)
     return 10.0 * np.log10(1.0 + excess / floor_total), hop / sample_rate
 
 
@@ -107,10 +116,11 @@ def segment_speech(
     >>> segment_speech(np.zeros(16000), 16000)
     []
     """
-    level, hop_s = activity(samples, sample_rate)
+    x = _mono(samples)
+    level, hop_s = activity(x, sample_rate)
     if level.size == 0 or not np.any(level > 0):
         return []
-    duration = _mono(samples).size / sample_rate
+    duration = x.size / sample_rate
     quiet = float(np.percentile(level, 10))
     peak = float(np.percentile(level, 98))
     if peak - quiet < 6.0:  # nothing stands out from the background

@@ -25,9 +25,11 @@ __all__ = ["Voiceprint", "derive_prosody", "measure"]
 
 _ANALYSIS_RATE = 11025  # plenty for F0 up to 500 Hz and the 300-3000 Hz envelope band
 _HOP_SECONDS = 0.010
-_F0_MIN, _F0_MAX = 60.0, 500.0
+_F0_MIN, _F0_MAX = 50.0, 500.0
 _YIN_THRESHOLD = 0.15
-_WINDOW_FRACTION = 0.3  # short windows keep fast, gliding speech periodic within a frame
+# YIN integration window. Short enough that fast, gliding speech stays periodic within it,
+# long enough that one ringing formant at low pitch is not mistaken for a period.
+_YIN_WINDOW_SECONDS = 0.010
 _VOICED_MAX_DIP = 0.35  # a frame whose best YIN dip is above this is treated as unvoiced
 _SILENCE_DB = 35.0  # frames this far under the loud frames are not analysed
 _DIP_DB = 1.5
@@ -47,15 +49,9 @@ class Voiceprint:
     gender: str  # "female" if the median F0 is above 165 Hz, else "male"
 
 
-def _to_analysis_rate(x: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
-    q = sample_rate // _ANALYSIS_RATE
-    if q < 2:
-        return x, sample_rate
-    # FFT low-pass then integer decimation: exact band limiting, no scipy needed.
-    n = 1 << (x.size - 1).bit_length()
-    spectrum = np.fft.rfft(x, n=n)
-    spectrum[int(len(spectrum) * 0.9 / q):] = 0.0
-    return np.fft.irfft(spectrum, n=n)[: x.size : q], sample_rate // q
+def _blocks(count: int, size: int = 4096) -> list[slice]:
+    """Slices covering range(count); frame-wise work runs per block to bound memory."""
+    return [slice(i, min(i + size, count)) for i in range(0, count, size)]
 
 
 def _frames(x: np.ndarray, length: int, hop: int) -> np.ndarray:
@@ -65,12 +61,24 @@ def _frames(x: np.ndarray, length: int, hop: int) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(x, (count, length), (x.strides[0] * hop, x.strides[0]), writeable=False)
 
 
-def _yin(x: np.ndarray, sr: int, hop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-frame F0 (Hz, NaN where unvoiced) and the YIN dip depth, for frames of x."""
-    tau_min = int(sr / _F0_MAX)
-    tau_max = int(np.ceil(sr / _F0_MIN))
-    width = max(8, int(tau_max * _WINDOW_FRACTION))
-    frames = _frames(x, width + tau_max + 1, hop)
+def _to_analysis_rate(x: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
+    """Low-pass (windowed-sinc FIR) and decimate by an integer factor towards 11 kHz."""
+    q = sample_rate // _ANALYSIS_RATE
+    if q < 2:
+        return x, sample_rate
+    half = 8 * q
+    n = np.arange(-half, half + 1)
+    cutoff = 0.45 / q  # cycles per input sample: just under the new Nyquist frequency
+    taps = 2 * cutoff * np.sinc(2 * cutoff * n) * np.hamming(n.size)
+    windows = _frames(np.pad(x, (half, half)), taps.size, q)[: -(-x.size // q)]
+    out = np.empty(windows.shape[0])
+    for block in _blocks(windows.shape[0], 65536):
+        out[block] = windows[block] @ taps[::-1]
+    return out, sample_rate // q
+
+
+def _yin_block(frames: np.ndarray, sr: int, width: int, tau_min: int, tau_max: int) -> np.ndarray:
+    """F0 in Hz (NaN where unvoiced) for each row of ``frames`` (YIN, vectorised)."""
     n = 1 << (frames.shape[1] - 1).bit_length()
     # d(tau) = E(head) + E(shifted head) - 2 * crosscorr(head, frame); all via cumsum/FFT.
     head = np.fft.rfft(frames[:, :width], n=n, axis=1)
@@ -80,10 +88,8 @@ def _yin(x: np.ndarray, sr: int, hop: int) -> tuple[np.ndarray, np.ndarray]:
     lags = np.arange(tau_max + 1)
     shifted = energy[:, lags + width] - energy[:, lags]
     diff = np.maximum(energy[:, [width]] + shifted - 2.0 * corr, 0.0)
-    diff[:, 0] = 0.0
-    cum = np.cumsum(diff[:, 1:], axis=1)
     cmnd = np.ones_like(diff)
-    cmnd[:, 1:] = diff[:, 1:] * lags[1:] / np.maximum(cum, 1e-12)
+    cmnd[:, 1:] = diff[:, 1:] * lags[1:] / np.maximum(np.cumsum(diff[:, 1:], axis=1), 1e-12)
 
     search = cmnd[:, tau_min : tau_max + 1]
     below = search < _YIN_THRESHOLD
@@ -100,10 +106,20 @@ def _yin(x: np.ndarray, sr: int, hop: int) -> tuple[np.ndarray, np.ndarray]:
     left = cmnd[rows, np.maximum(tau - 1, 0)]
     right = cmnd[rows, np.minimum(tau + 1, tau_max)]
     denom = left - 2.0 * dip + right
-    offset = np.where(np.abs(denom) > 1e-12, 0.5 * (left - right) / np.where(denom == 0, 1, denom), 0.0)
+    safe = np.where(np.abs(denom) > 1e-12, denom, 1.0)
+    offset = np.where(np.abs(denom) > 1e-12, 0.5 * (left - right) / safe, 0.0)
     period = tau + np.clip(offset, -1.0, 1.0)
-    f0 = np.where((dip < _VOICED_MAX_DIP) & (tau > tau_min) & (tau < tau_max), sr / period, np.nan)
-    return f0, dip
+    voiced = (dip < _VOICED_MAX_DIP) & (tau > tau_min) & (tau < tau_max)
+    return np.where(voiced, sr / period, np.nan)
+
+
+def _yin(x: np.ndarray, sr: int, hop: int) -> np.ndarray:
+    """Per-frame F0 in Hz, NaN where unvoiced; frame i starts at sample i * hop."""
+    tau_min = int(sr / _F0_MAX)
+    tau_max = int(np.ceil(sr / _F0_MIN))
+    width = max(8, int(_YIN_WINDOW_SECONDS * sr))
+    frames = _frames(x, width + tau_max + 1, hop)
+    return np.concatenate([_yin_block(frames[b], sr, width, tau_min, tau_max) for b in _blocks(len(frames))])
 
 
 def _nuclei(x: np.ndarray, sr: int, hop: int, voiced: np.ndarray) -> int:
@@ -111,9 +127,13 @@ def _nuclei(x: np.ndarray, sr: int, hop: int, voiced: np.ndarray) -> int:
     win = int(0.03 * sr)
     frames = _frames(x, win, hop)[: voiced.size]
     n = 1 << (win - 1).bit_length()
-    power = np.abs(np.fft.rfft(frames * np.hanning(win), n=n, axis=1)) ** 2
     freqs = np.fft.rfftfreq(n, 1.0 / sr)
-    band = power[:, (freqs >= 300) & (freqs <= 3000)].sum(axis=1)
+    vowel_band = (freqs >= 300) & (freqs <= 3000)  # where vowels are loud and fricatives are not
+    window = np.hanning(win)
+    band = np.concatenate([
+        (np.abs(np.fft.rfft(frames[b] * window, n=n, axis=1)[:, vowel_band]) ** 2).sum(axis=1)
+        for b in _blocks(len(frames))
+    ])
     kernel = np.hanning(7)  # ~50 ms smoothing merges the ripples inside one vowel
     envelope = np.convolve(band, kernel / kernel.sum(), mode="same")
     db = 10.0 * np.log10(envelope + 1e-12)
@@ -147,12 +167,13 @@ def measure(samples: np.ndarray, sample_rate: int) -> Voiceprint:
     >>> vp.gender
     'female'
     """
-    x = np.asarray(samples, dtype=np.float64)
+    x = np.asarray(samples, dtype=np.float32)  # float32 keeps long recordings affordable
     if x.ndim == 2:
         x = x.mean(axis=1 if x.shape[0] >= x.shape[1] else 0)
     if x.ndim != 1 or sample_rate <= 0:
         raise ValueError(f"expected mono audio and a positive sample rate, got {x.shape} at {sample_rate}")
-    x = np.nan_to_num(x)
+    if not np.isfinite(x).all():
+        x = np.nan_to_num(x)
     segments = vad.segment_speech(x, sample_rate, pad=0.0)
     speech_seconds = sum(s.duration for s in segments)
     if not segments:
@@ -160,14 +181,16 @@ def measure(samples: np.ndarray, sample_rate: int) -> Voiceprint:
 
     y, sr = _to_analysis_rate(x, sample_rate)
     hop = max(1, int(round(_HOP_SECONDS * sr)))
-    f0, _ = _yin(y, sr, hop)
+    f0 = _yin(y, sr, hop)
     times = np.arange(f0.size) * hop / sr
     inside = np.zeros(f0.size, dtype=bool)
-    for s in segments:
-        inside |= (times >= s.start) & (times < s.end)
-    rms = np.sqrt(np.mean(_frames(y, hop * 3, hop)[: f0.size] ** 2, axis=1))
-    rms = np.pad(rms, (0, f0.size - rms.size))
-    loud = rms > np.percentile(rms[inside], 95) * 10 ** (-_SILENCE_DB / 20) if inside.any() else inside
+    for seg in segments:
+        inside |= (times >= seg.start) & (times < seg.end)
+    if not inside.any():
+        raise ValueError("audio is not speech: no speech activity found (silence or steady noise)")
+    energy_frames = _frames(np.pad(y, (0, 3 * hop)), 3 * hop, hop)[: f0.size]
+    rms = np.concatenate([np.sqrt(np.mean(energy_frames[b] ** 2, axis=1)) for b in _blocks(f0.size)])
+    loud = rms > np.percentile(rms[inside], 95) * 10 ** (-_SILENCE_DB / 20)
     voiced = inside & loud & ~np.isnan(f0)
     # Isolated "voiced" frames are noise catching a lucky periodicity; speech voicing lasts.
     for start, end in vad._runs(voiced):
@@ -176,7 +199,11 @@ def measure(samples: np.ndarray, sample_rate: int) -> Voiceprint:
     if voiced.sum() < _MIN_VOICED_FRAMES:
         raise ValueError("audio is not speech: too little voiced sound to measure a pitch")
 
-    pitch = f0[voiced]
+    # Frames more than an octave from the utterance median are tracking errors (a formant
+    # or a subharmonic), not intonation; drop them from the pitch statistics.
+    centre = np.median(f0[voiced])
+    octave_ok = np.abs(np.log2(np.where(voiced, f0, centre) / centre)) <= 1.0
+    pitch = f0[voiced & octave_ok]
     p10, p50, p90 = np.percentile(pitch, [10, 50, 90])
     nuclei = _nuclei(y, sr, hop, voiced)
     return Voiceprint(
@@ -194,15 +221,16 @@ _CALIBRATION_TEXT = (
     "summer holidays and the old house by the lake."
 )
 _PITCH_GRID = (0, 25, 50, 75, 100)
+_RANGE_GRID = (0, 100)  # measured median and spread are both close to linear in espeak's range
 # Above ~250 wpm espeak slurs syllables together and nucleus counts stop growing, so the
-# rate curve is fitted where it is reliable and extrapolated (it is close to linear).
+# rate line is fitted where counts are reliable and extrapolated (it is close to linear).
 _RATE_GRID = (80, 120, 160, 200, 250)
-_RANGE_GRID = (0, 50, 100)
 _calibrations: dict[tuple[str, str | None], dict[str, np.ndarray]] = {}
 _calibration_lock = threading.Lock()
 
 
 def _calibrate(voice: str, variant: str | None) -> dict[str, np.ndarray]:
+    """Measure espeak over a grid of its own settings, once per (voice, variant)."""
     key = (voice, variant)
     with _calibration_lock:
         if key in _calibrations:
@@ -212,35 +240,58 @@ def _calibrate(voice: str, variant: str | None) -> dict[str, np.ndarray]:
             audio = speech.synthesize(_CALIBRATION_TEXT, voice, variant=variant, prosody=prosody)
             return measure(audio, speech.SAMPLE_RATE)
 
-        pitch_hz = [hear(speech.Prosody(pitch=p)).median_pitch_hz for p in _PITCH_GRID]
-        rates = [hear(speech.Prosody(rate_wpm=r)).speaking_rate for r in _RATE_GRID]
-        spreads = []
-        for r in _RANGE_GRID:
-            vp = hear(speech.Prosody(pitch_range=r))
-            spreads.append(vp.pitch_range_hz / vp.median_pitch_hz)
+        pitches, median, spread = [], [], []
+        for p in _PITCH_GRID:
+            try:
+                heard = [hear(speech.Prosody(pitch=p, pitch_range=r)) for r in _RANGE_GRID]
+            except ValueError:  # whispered, or pitched under the tracker's 50 Hz floor
+                continue
+            pitches.append(p)
+            median.append([vp.median_pitch_hz for vp in heard])
+            spread.append([vp.pitch_range_hz for vp in heard])
+        try:
+            if len(pitches) < 2:
+                raise ValueError("no measurable pitch")
+            rates = [hear(speech.Prosody(rate_wpm=r)).speaking_rate for r in _RATE_GRID]
+        except ValueError as exc:
+            name = f"{voice}+{variant}" if variant else voice
+            raise speech.SpeechError(f"cannot clone with voice {name!r}: its pitch cannot be measured") from exc
         slope, intercept = np.polyfit(np.asarray(_RATE_GRID, dtype=float), rates, 1)
-        # np.interp needs increasing x; espeak's pitch and range mappings are monotonic up
-        # to measurement noise.
+        # np.interp needs increasing x; the pitch mapping is monotonic up to measurement noise.
         table = {
-            "pitch_hz": np.maximum.accumulate(np.array(pitch_hz)),
+            "pitches": np.asarray(pitches, dtype=float),
+            "median": np.maximum.accumulate(np.asarray(median), axis=0),
+            "spread": np.asarray(spread),
             "rate_fit": np.array([max(slope, 1e-4), intercept]),
-            "spread": np.maximum.accumulate(np.array(spreads)),
         }
         _calibrations[key] = table
         return table
 
 
-def _invert(target: float, measured: np.ndarray, grid: tuple[int, ...]) -> int:
-    return int(round(float(np.interp(target, measured, np.asarray(grid, dtype=float)))))
+def _solve_pitch(table: dict[str, np.ndarray], median_hz: float, range_hz: float) -> tuple[float, float]:
+    """Find espeak (pitch, range) whose measured median and spread match the target."""
+    pitches = table["pitches"]
+    r_lo, r_hi = _RANGE_GRID
+    rng = 50.0
+    pitch = 50.0
+    for _ in range(5):  # alternate the two 1-D inversions; converges in a few rounds
+        w = (rng - r_lo) / (r_hi - r_lo)
+        curve = (1 - w) * table["median"][:, 0] + w * table["median"][:, 1]
+        pitch = float(np.interp(median_hz, curve, pitches))
+        lo = float(np.interp(pitch, pitches, table["spread"][:, 0]))
+        hi = float(np.interp(pitch, pitches, table["spread"][:, 1]))
+        rng = float(np.clip(r_lo + (range_hz - lo) / max(hi - lo, 1e-6) * (r_hi - r_lo), 0, 100))
+    return pitch, rng
 
 
 def derive_prosody(target: Voiceprint, voice: str = "en-us", variant: str | None = None) -> speech.Prosody:
     """Prosody that makes ``voice`` (+``variant``) sound like ``target`` in pitch and pace.
 
     Calibrates once per (voice, variant) by synthesising a fixed sentence over a grid of
-    espeak pitch, rate and range settings and measuring each with ``measure``; the target
-    is then looked up in those curves (a straight-line fit for rate). Targets beyond what
-    the voice can reach are clamped to its limits (pitch 0..100, 80..450 wpm).
+    espeak pitch x range settings and rates, measuring each with ``measure``; the target is
+    then looked up in those curves (a straight line for rate). Targets beyond what the
+    voice can reach are clamped to its limits (pitch and range 0..100, 80..450 wpm).
+    Raises ``SpeechError`` for voices whose pitch cannot be measured (e.g. "whisper").
 
     >>> slow_low = Voiceprint(90.0, 30.0, 2.5, 0.6, "male")
     >>> p = derive_prosody(slow_low)
@@ -249,9 +300,9 @@ def derive_prosody(target: Voiceprint, voice: str = "en-us", variant: str | None
     """
     table = _calibrate(voice, variant)
     slope, intercept = table["rate_fit"]
-    spread = target.pitch_range_hz / max(target.median_pitch_hz, 1e-6)
+    pitch, rng = _solve_pitch(table, target.median_pitch_hz, target.pitch_range_hz)
     return speech.Prosody(
         rate_wpm=int(np.clip(round((target.speaking_rate - intercept) / slope), 80, 450)),
-        pitch=_invert(target.median_pitch_hz, table["pitch_hz"], _PITCH_GRID),
-        pitch_range=_invert(spread, table["spread"], _RANGE_GRID),
+        pitch=int(round(pitch)),
+        pitch_range=int(round(rng)),
     )
