@@ -7,13 +7,15 @@ sandbox listens on loopback only.
 ``POST /_sandbox/reset``     forget everything; a fresh default key
 ``GET|POST /_sandbox/keys``  list keys / create one ``{name, credits}``
 ``POST /_sandbox/credits``   ``{apiKey?, credits}``
-``POST /_sandbox/webhook``   ``{apiKey?, url, rotateSecret?, overlapSeconds?}`` -> secret
+``POST /_sandbox/webhook``   ``{apiKey?, url?, rotateSecret?, overlapSeconds?}`` -> secrets
 ``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
 ``POST /_sandbox/faults``    ``{dropAfterCommit, error502Before, error502After, latencyMs,
                              paths, seed}`` (rates 0..1; ``{}`` clears; seed: repeatable)
 ``POST /_sandbox/limits``    ``{bodyLimit?, idempotencyWindow?}``
-``GET  /_sandbox/deliveries`` webhook outbox and every delivery attempt
-``POST /_sandbox/delivery``  ``{baseDelay, maxDelay, maxAttempts}`` retry schedule
+``GET  /_sandbox/deliveries`` outbox rows with their attempts; ``?taskId=&state=&apiKey=``
+``POST /_sandbox/deliveries/redeliver`` ``{taskId? | ids?}``: send again, same body (a replay)
+``GET|POST /_sandbox/delivery`` retry schedule ``{baseDelay, maxDelay, maxAttempts, timeout,
+                             jitter}`` (partial updates; see :mod:`dubkit.sandbox.delivery`)
 =====================  ==================================================================
 """
 
@@ -23,10 +25,12 @@ import random
 import time
 from typing import Any, Literal, Optional
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
+from .._transport import mask_key
 from ..schema import Wire
+from . import delivery
 from .backend import Backend, new_secret
 
 admin_router = APIRouter(prefix="/_sandbox", include_in_schema=True)
@@ -78,9 +82,16 @@ class Limits(Wire):
 
 
 class DeliverySchedule(Wire):
-    base_delay: float = Field(default=1.0, gt=0)
-    max_delay: float = Field(default=60.0, gt=0)
-    max_attempts: int = Field(default=20, ge=1)
+    base_delay: Optional[float] = Field(default=None, gt=0)
+    max_delay: Optional[float] = Field(default=None, gt=0)
+    max_attempts: Optional[int] = Field(default=None, ge=1)
+    timeout: Optional[float] = Field(default=None, gt=0)
+    jitter: Optional[float] = Field(default=None, ge=0, lt=1)
+
+
+class Redeliver(Wire):
+    task_id: Optional[str] = None
+    ids: Optional[list[int]] = None
 
 
 @admin_router.get("/info")
@@ -125,11 +136,15 @@ def set_webhook(body: WebhookSettings, request: Request) -> dict[str, Any]:
     """Point a key's webhooks at ``url``; optionally rotate its secret.
 
     On rotation the old secret is reported as ``previousSecret`` for ``overlapSeconds`` so a
-    receiver can accept both while it switches; deliveries are signed with the new one.
+    receiver can accept both while it switches. Deliveries are signed with the new one; during
+    the overlap a 401/403 is retried signed with the old one (see
+    :mod:`dubkit.sandbox.delivery`). Without ``url`` in the body the URL is left as it is.
     """
     backend = _backend(request)
     key = _key(backend, body.api_key)
-    backend.store.execute("UPDATE keys SET webhook_url = ? WHERE api_key = ?", (body.url, key))
+    if "url" in body.model_fields_set:   # rotating alone keeps the URL
+        backend.store.execute("UPDATE keys SET webhook_url = ? WHERE api_key = ?",
+                              (body.url, key))
     if body.rotate_secret:
         backend.store.execute(
             "UPDATE keys SET previous_secret = webhook_secret, webhook_secret = ?, "
@@ -167,17 +182,54 @@ def set_limits(body: Limits, request: Request) -> dict[str, Any]:
     return body.model_dump(by_alias=True, exclude_none=True)
 
 
+@admin_router.get("/delivery")
+def get_delivery(request: Request) -> dict[str, Any]:
+    return delivery.schedule(_backend(request))
+
+
 @admin_router.post("/delivery")
 def set_delivery(body: DeliverySchedule, request: Request) -> dict[str, Any]:
-    schedule = body.model_dump(by_alias=True)
-    _backend(request).set_setting("delivery", schedule)
-    return schedule
+    backend = _backend(request)
+    plan = delivery.schedule(backend) | body.model_dump(by_alias=True, exclude_none=True)
+    backend.set_setting("delivery", plan)
+    return plan
 
 
 @admin_router.get("/deliveries")
-def deliveries(request: Request) -> dict[str, Any]:
+def deliveries(request: Request, task_id: Optional[str] = Query(None, alias="taskId"),
+               state: Optional[str] = None,
+               api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
+    """Outbox rows, oldest first, each with its attempts; no secrets, no bodies."""
+    sql, args = "SELECT * FROM outbox WHERE 1 = 1", []
+    for column, value in (("task_id", task_id), ("state", state), ("api_key", api_key)):
+        if value is not None:
+            sql += f" AND {column} = ?"
+            args.append(value)
     store = _backend(request).store
-    outbox = [dict(r) | {"body": None} for r in store.all(
-        "SELECT * FROM outbox ORDER BY id")]
-    attempts = [dict(r) for r in store.all("SELECT * FROM deliveries ORDER BY id")]
-    return {"outbox": outbox, "attempts": attempts}
+    rows = [dict(r) for r in store.all(sql + " ORDER BY id", args)]
+    attempts: dict[int, list[dict[str, Any]]] = {}
+    if rows:
+        marks = ",".join("?" * len(rows))
+        for a in store.all(f"SELECT * FROM deliveries WHERE outbox_id IN ({marks}) ORDER BY id",
+                           [r["id"] for r in rows]):
+            attempts.setdefault(a["outbox_id"], []).append(
+                {"attempt": a["attempt"], "at": a["at"], "url": a["url"],
+                 "statusCode": a["status_code"], "error": a["error"],
+                 "durationMs": round(a["duration_ms"], 1), "secret": a["secret"]})
+    return {"deliveries": [
+        {"id": r["id"], "apiKey": mask_key(r["api_key"]), "taskId": r["task_id"],
+         "event": r["event"], "pipelineKey": r["pipeline_key"], "state": r["state"],
+         "attempts": r["attempts"], "nextAt": r["next_at"], "lastError": r["last_error"],
+         "createdAt": r["created_at"], "deliveredAt": r["delivered_at"],
+         "log": attempts.get(r["id"], [])} for r in rows]}
+
+
+@admin_router.post("/deliveries/redeliver")
+def redeliver(body: Redeliver, request: Request) -> dict[str, Any]:
+    """Queue rows again (by ``ids``, or every row of ``taskId``): the receiver sees a replay."""
+    backend = _backend(request)
+    ids = list(body.ids or [])
+    if body.task_id:
+        ids += [r["id"] for r in backend.store.all("SELECT id FROM outbox WHERE task_id = ?",
+                                                   (body.task_id,))]
+    return {"requeued": delivery.redeliver(backend, ids)}

@@ -1,7 +1,8 @@
-"""Webhook verification (interface §4.3).
+"""Signing and verifying one delivery (interface §4.3).
 
 >>> verify(secret, request.headers["X-Timestamp"], request.get_data(),
 ...        request.headers["X-Signature"])          # raises WebhookVerificationError
+>>> verify([new_secret, old_secret], ...)           # during a secret rotation
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ import hmac
 import time
 from typing import Sequence
 
-from .errors import WebhookVerificationError
+from ..errors import WebhookVerificationError
 
 TOLERANCE_SECONDS = 300
+_HEX = frozenset("0123456789abcdef")   # the service emits lowercase; compare exactly (§7.2.10)
+
+
+def sign(secret: str, timestamp: str, raw_body: bytes) -> str:
+    """Lowercase hex HMAC-SHA256 of ``timestamp`` + ``raw_body``, keyed by ``secret``.
+
+    What the service puts in ``X-Signature``; the sandbox signs with it, tests forge with it.
+    """
+    return hmac.new(secret.encode(), timestamp.encode() + bytes(raw_body),
+                    hashlib.sha256).hexdigest()
 
 
 def verify(secret: str | Sequence[str], timestamp: str | bytes | None, raw_body: bytes,
@@ -36,11 +47,10 @@ def verify(secret: str | Sequence[str], timestamp: str | bytes | None, raw_body:
         signature = signature.decode("latin-1")
     if not isinstance(raw_body, (bytes, bytearray)):
         raise TypeError("raw_body must be the raw request bytes, not parsed JSON or text")
-    try:
-        sent_ms = int(timestamp)
-    except ValueError:
+    if not timestamp.isdigit():   # int() would also take "-5", " 12" or "1_000"
         raise WebhookVerificationError("X-Timestamp is not epoch milliseconds",
-                                       reason="bad-timestamp") from None
+                                       reason="bad-timestamp")
+    sent_ms = int(timestamp)
     now_ms = (time.time() if now is None else now) * 1000
     if abs(now_ms - sent_ms) > tolerance * 1000:
         raise WebhookVerificationError(
@@ -49,10 +59,11 @@ def verify(secret: str | Sequence[str], timestamp: str | bytes | None, raw_body:
     secrets = [secret] if isinstance(secret, str) else list(secret)
     if not secrets:
         raise ValueError("no webhook secret given")
-    message = timestamp.encode() + bytes(raw_body)
+    if len(signature) != 64 or not all(c in _HEX for c in signature):
+        raise WebhookVerificationError("X-Signature is not 64 lowercase hex characters",
+                                       reason="bad-signature")
     matched = False
     for candidate in secrets:   # check every secret so timing does not reveal which matched
-        expected = hmac.new(candidate.encode(), message, hashlib.sha256).hexdigest()
-        matched |= hmac.compare_digest(expected, signature)
+        matched |= hmac.compare_digest(sign(candidate, timestamp, raw_body), signature)
     if not matched:
         raise WebhookVerificationError("signature does not match", reason="bad-signature")

@@ -1,0 +1,45 @@
+"""Webhooks from the service (interface §4): verify, parse, and a Receiver that runs handlers.
+
+In a notebook::
+
+    receiver = dubkit.webhooks.Receiver(client.sandbox.webhook_secret, store="events.sqlite3")
+    receiver.on("openapi-translate", lambda event: print(event.result.items))
+    client.sandbox.set_webhook(receiver.serve(port=8787))
+    task = client.translate.create_async(["Hello"], source="en-US", target="fr-FR")
+    task.monitor()            # this cell now updates the instant the event arrives
+
+In your own web framework, verify and parse yourself (always the raw bytes, verify first)::
+
+    verify(secret, headers["X-Timestamp"], raw_body, headers["X-Signature"])
+    event = parse(raw_body)   # TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent
+    # or hand both to receiver.handle(headers, raw_body) and send back its status and body
+
+Behind gunicorn or waitress (``app.py`` holds ``receiver = Receiver(...)`` and its handlers)::
+
+    gunicorn -w 4 'app:receiver.wsgi_app'        waitress-serve app:receiver.wsgi_app
+
+**Several processes.** Dedupe is only as wide as the store. Every process on one host must open
+the *same* SQLite file (``store=`` or ``$DUBKIT_WEBHOOK_DB``): its primary key lets exactly one
+process accept a ``pipelineKey`` however many retries race in, and the others answer 200 as a
+duplicate. Each process runs its own handler threads, started lazily on its first delivery (so
+``gunicorn --preload`` forks before any thread exists). A process that dies with accepted work
+leaves it *pending* under a lease (``lease=``, 300 s): when the lease runs out, any process on
+the store takes it over, so nothing accepted is lost. Several hosts need a store they all see:
+SQLite on a network filesystem is not one. Give :class:`Receiver` an object with
+:class:`EventStore`'s methods over your database (``claim`` is ``INSERT ... ON CONFLICT DO
+NOTHING``), or route all deliveries to one host. Handlers may still run twice for one event if a
+process dies mid-handler (at-least-once): keep their side effects keyed by ``event.task_id``.
+"""
+
+from ..errors import WebhookVerificationError
+from . import push
+from .events import (EVENT_TYPES, CloneEvent, MediaTranslationEvent, TranslateEvent, TTSEvent,
+                     WebhookEvent, parse)
+from .receiver import Answer, Delivery, Receiver
+from .signature import TOLERANCE_SECONDS, sign, verify
+from .store import EventStore, default_store_path
+
+__all__ = ["verify", "sign", "parse", "Receiver", "EventStore", "Answer", "Delivery",
+           "WebhookEvent", "TTSEvent", "TranslateEvent", "CloneEvent", "MediaTranslationEvent",
+           "EVENT_TYPES", "WebhookVerificationError", "TOLERANCE_SECONDS",
+           "default_store_path", "push"]

@@ -1,0 +1,163 @@
+"""Typed webhook events: one class per ``event`` (interface §4.4-§4.5), built by :func:`parse`.
+
+>>> event = parse(raw_body)                   # after verify(); raises ValidationError if malformed
+>>> if isinstance(event, TranslateEvent) and event.succeeded:
+...     print([item.text for item in event.result.items])
+
+``result`` is typed with the same models the client uses for sync answers (``TTSResult``,
+``TranslateResult``, ``CloneResult``; the media-translation result stays a dict, as in
+``tasks/detail``). An envelope whose ``event`` is unknown, or whose ``data`` does not fit its
+event's shape, still parses: as a plain :class:`WebhookEvent` with ``problem`` saying why, so a
+newer service never makes a receiver fail.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Mapping, Optional
+
+from pydantic import PrivateAttr
+
+from ..errors import ValidationError
+from ..schema import (CloneResult, TranslateResult, TTSResult, Wire, WebhookEnvelope,
+                      parse as parse_wire)
+
+
+class WebhookEvent(WebhookEnvelope):
+    """One delivery's envelope. The subclasses type ``data`` for their ``event``."""
+
+    EVENT: ClassVar[Optional[str]] = None
+    TASK_TYPE: ClassVar[Optional[str]] = None
+    _problem: Optional[str] = PrivateAttr(default=None)
+
+    @property
+    def problem(self) -> str | None:
+        """Why this envelope was not given a typed class (unknown event, unexpected data)."""
+        return self._problem
+
+    @property
+    def task_id(self) -> str | None:
+        value = self.data.get("taskId") if isinstance(self.data, dict) else self.data.task_id
+        return value if isinstance(value, str) else None
+
+    @property
+    def task_type(self) -> str | None:
+        return self.TASK_TYPE
+
+    @property
+    def status(self) -> str | None:
+        """``finished`` or ``failed``: from ``code`` (200 = finished); None when code is absent."""
+        if self.code is None:
+            return None
+        return "finished" if self.code == 200 else "failed"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "finished"
+
+    @property
+    def result(self) -> Any:
+        """The typed result of a task that finished; None otherwise."""
+        return self.data if self.succeeded else None
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The ``X-Idempotency-Key`` of the submit (dubkit echoes it in ``extraData``)."""
+        return (self.extra_data or {}).get("dubkitIdempotencyKey")
+
+    def task_result(self) -> dict[str, Any] | None:
+        """The raw result as ``tasks/detail`` shows it, for :meth:`dubkit.Task.apply`.
+
+        A failure becomes ``{errorCode, errorMessage}``, the shape the sandbox's detail uses.
+        """
+        if self.status == "failed":
+            return {"errorCode": self.code, "errorMessage": self.message or ""}
+        if not self.succeeded:
+            return None
+        return self.data if isinstance(self.data, dict) else self.data.to_wire()
+
+    def __repr__(self) -> str:
+        extra = f", problem={self._problem!r}" if self._problem else ""
+        return (f"{type(self).__name__}(event={self.event!r}, task_id={self.task_id!r}, "
+                f"status={self.status!r}, pipeline_key={self.pipeline_key!r}{extra})")
+
+
+class TTSEvent(WebhookEvent):
+    EVENT: ClassVar[Optional[str]] = "openapi-tts"
+    TASK_TYPE: ClassVar[Optional[str]] = "tts"
+    data: TTSResult  # type: ignore[assignment]
+
+
+class TranslateEvent(WebhookEvent):
+    EVENT: ClassVar[Optional[str]] = "openapi-translate"
+    TASK_TYPE: ClassVar[Optional[str]] = "textTranslation"
+    data: TranslateResult  # type: ignore[assignment]
+
+
+class CloneEvent(WebhookEvent):
+    EVENT: ClassVar[Optional[str]] = "openapi-clone-voice"
+    TASK_TYPE: ClassVar[Optional[str]] = "cloneVoice"
+    data: CloneResult  # type: ignore[assignment]
+
+
+class MediaEventData(Wire):
+    task_id: Optional[str] = None
+    task_type: Optional[str] = None
+    status: Optional[str] = None
+    result: Optional[dict[str, Any]] = None
+
+
+class MediaTranslationEvent(WebhookEvent):
+    """``data`` carries its own ``status`` and ``taskType`` (``vt`` or ``at``)."""
+
+    EVENT: ClassVar[Optional[str]] = "openapi-media-translation"
+    data: MediaEventData  # type: ignore[assignment]
+
+    @property
+    def task_type(self) -> str | None:
+        return self.data.task_type
+
+    @property
+    def status(self) -> str | None:
+        return self.data.status or super().status
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        return self.data.result if self.succeeded else None
+
+    def task_result(self) -> dict[str, Any] | None:
+        return self.data.result if self.succeeded else super().task_result()
+
+
+EVENT_TYPES: dict[str, type[WebhookEvent]] = {
+    cls.EVENT: cls for cls in (TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent)
+}
+
+
+def parse(body: bytes | str | Mapping[str, Any]) -> WebhookEvent:
+    """The typed event for a delivery's body (verify the raw bytes first).
+
+    Raises :class:`dubkit.ValidationError` naming the field when the body is not a JSON object
+    or lacks ``data``. Unknown events and unexpected ``data`` shapes do not raise: see
+    :attr:`WebhookEvent.problem`.
+    """
+    payload: Any = body
+    if isinstance(body, (bytes, bytearray, str)):
+        try:
+            payload = json.loads(body)
+        except (ValueError, RecursionError) as exc:   # bad UTF-8 is a ValueError too
+            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            raise ValidationError("body", f"is not JSON ({detail})") from None
+    if not isinstance(payload, Mapping):
+        raise ValidationError("body", f"must be a JSON object (the envelope), got "
+                                      f"{type(payload).__name__}")
+    generic = parse_wire(WebhookEvent, dict(payload))
+    typed = EVENT_TYPES.get(generic.event or "")
+    if typed is None:
+        generic._problem = f"unknown event {generic.event!r}"
+        return generic
+    try:
+        return parse_wire(typed, dict(payload))
+    except ValidationError as exc:
+        generic._problem = f"data does not fit {generic.event}: {exc}"
+        return generic

@@ -1,0 +1,384 @@
+"""The Receiver: verify, dedupe, answer at once, then run handlers in the background.
+
+>>> receiver = Receiver(secret, store="events.sqlite3")
+>>> @receiver.on("openapi-translate")
+... def translated(event: TranslateEvent) -> None:
+...     save(event.task_id, event.result.items)
+>>> receiver.serve(port=8787)            # a notebook; or gunicorn 'app:receiver.wsgi_app'
+
+One delivery, in order: size check (413), :func:`verify` (401), :func:`parse` (400), then the
+``pipelineKey`` is recorded in the :class:`EventStore` (a key seen before is answered 200 and
+nothing runs again) and queued, and the answer is 200. Handlers run on worker threads; a handler
+that raises is retried with backoff (``retry_delay * 2**n``) up to ``max_attempts`` times, then
+the event becomes a dead letter (:meth:`Receiver.dead_letters`, :meth:`Receiver.revive`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+from .._transport import mask_key
+from ..errors import ValidationError, WebhookVerificationError
+from . import push
+from ._queue import WorkQueue
+from .events import WebhookEvent, parse
+from .signature import TOLERANCE_SECONDS, verify
+from .store import EventStore
+
+log = logging.getLogger("dubkit.webhooks")
+# A library logs, the application decides where to: without this, Python's last-resort handler
+# would print rejections into whichever notebook cell happens to be running.
+log.addHandler(logging.NullHandler())
+Handler = Callable[[WebhookEvent], Any]
+DEFAULT_MAX_BODY = 8 * 1024 * 1024   # envelopes are small; the sandbox's own body limit
+
+
+@dataclass
+class Delivery:
+    """One entry of the receiver's log: what arrived and what became of it.
+
+    ``outcome`` is ``verified``, ``duplicate``, ``rejected`` (``reason`` says why) or
+    ``recovered`` (pending work taken back from the store after a restart). ``handling`` follows
+    a verified event: ``queued``, ``handled``, ``no handler``, ``retrying (n/max): error``,
+    ``dead: error``.
+    """
+
+    number: int
+    at: float
+    outcome: str
+    http_status: int
+    reason: str | None = None
+    event: str | None = None
+    pipeline_key: str | None = None
+    task_id: str | None = None
+    handling: str | None = None
+
+
+class Answer(NamedTuple):
+    """What to send back: an HTTP status and a small JSON body."""
+
+    status: int
+    body: dict[str, Any]
+    delivery: Delivery
+
+
+class Receiver:
+    """Receives the service's webhooks; see the module docstring for the path of a delivery.
+
+    ``secret`` is the webhook secret, or several during a rotation (see :meth:`rotate_secret`).
+    ``store`` is the SQLite file that remembers keys and pending work (default
+    :func:`~dubkit.webhooks.store.default_store_path`); share it between processes on one host.
+    """
+
+    def __init__(self, secret: str | Sequence[str], *, store: str | Path | EventStore | None = None,
+                 tolerance: float = TOLERANCE_SECONDS, max_body: int = DEFAULT_MAX_BODY,
+                 workers: int = 2, max_attempts: int = 5, retry_delay: float = 1.0,
+                 lease: float = 300.0, log_size: int = 1000) -> None:
+        self._secrets: list[tuple[str, float | None]] = [
+            (s, None) for s in ([secret] if isinstance(secret, str) else secret)]
+        if not self._secrets:
+            raise ValueError("secret: at least one webhook secret is required")
+        self.store = store if isinstance(store, EventStore) else EventStore(store)
+        self.tolerance, self.max_body = tolerance, max_body
+        self.workers, self.max_attempts, self.retry_delay = workers, max_attempts, retry_delay
+        self.lease = lease
+        self.url: str | None = None
+        self._handlers: dict[str, Handler] = {}
+        self._default: Handler | None = None
+        self._log: deque[Delivery] = deque(maxlen=log_size)
+        self._by_key: dict[str, Delivery] = {}
+        self._watchers: list[Callable[[Delivery], None]] = []
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+        self._queue: WorkQueue | None = None
+        self._threads: list[threading.Thread] = []
+        self._pid = 0
+        self._http: Any = None
+
+    def __repr__(self) -> str:
+        secrets = ", ".join(mask_key(s) for s in self.secrets)
+        state = f"serving at {self.url}" if self._http else (
+            "running" if self.running else "stopped")
+        return f"Receiver({state}, secrets=[{secrets}], store={str(self.store.path)!r})"
+
+    # ------------------------------------------------------------------ configuration
+
+    def on(self, event: str, handler: Handler | None = None) -> Any:
+        """Register the handler for one ``event`` (usable as a decorator); one per event."""
+        def register(fn: Handler) -> Handler:
+            if event in self._handlers:
+                raise ValueError(f"event: a handler for {event!r} is already registered; "
+                                 f"one handler per event keeps retries free of repeats")
+            self._handlers[event] = fn
+            return fn
+        return register(handler) if handler is not None else register
+
+    def default(self, handler: Handler) -> Handler:
+        """The handler for events without their own, including unknown ones (see ``problem``)."""
+        self._default = handler
+        return handler
+
+    @property
+    def secrets(self) -> list[str]:
+        """The secrets accepted right now (an old one drops out when its overlap ends)."""
+        now = time.time()
+        return [s for s, until in self._secrets if until is None or until > now]
+
+    def rotate_secret(self, new_secret: str, *, overlap: float = 3600) -> None:
+        """Accept ``new_secret`` from now on and the current ones for ``overlap`` more seconds."""
+        until = time.time() + overlap
+        self._secrets = [(s, until if u is None else min(u, until)) for s, u in self._secrets
+                         if s != new_secret] + [(new_secret, None)]
+
+    # ------------------------------------------------------------------ one delivery
+
+    def handle(self, headers: Mapping[str, str], body: bytes) -> Answer:
+        """Judge one delivery and answer it; framework-neutral (the WSGI app calls this)."""
+        get = {k.lower(): v for k, v in headers.items()}.get
+        if len(body) > self.max_body:
+            return self.refuse_oversize(len(body))
+        try:
+            verify(self.secrets, get("x-timestamp"), body, get("x-signature"), self.tolerance)
+        except WebhookVerificationError as exc:
+            return self._answer(401, "rejected", f"{exc.reason}: {exc.message}")
+        try:
+            event = parse(body)
+        except ValidationError as exc:
+            return self._answer(400, "rejected", f"verified but malformed: {exc}")
+        # pipelineKey is optional on the wire; a retry repeats the exact body, so its hash
+        # dedupes as well when the key is missing.
+        key = event.pipeline_key or "sha256:" + hashlib.sha256(body).hexdigest()
+        self._ensure_started()
+        try:
+            first = self.store.claim(key, event.event, event.task_id, body, lease=self.lease)
+        except Exception as exc:   # the store is down: not accepted, so the service retries
+            log.exception("webhook store unavailable")
+            return self._answer(503, "rejected", f"store unavailable: {type(exc).__name__}",
+                                event=event, key=key)
+        if not first:
+            return self._answer(200, "duplicate", "pipelineKey seen before; not run again",
+                                event=event, key=key)
+        answer = self._answer(200, "verified", event.problem, event=event, key=key,
+                              handling="queued")
+        self._queue.put(key)   # type: ignore[union-attr]
+        return answer
+
+    def refuse_oversize(self, size: int) -> Answer:
+        """The answer to a body over ``max_body`` (WSGI calls it before reading the body)."""
+        return self._answer(413, "rejected", f"body of {size} bytes is over the "
+                                             f"{self.max_body}-byte limit")
+
+    def _answer(self, status: int, outcome: str, reason: str | None, *,
+                event: WebhookEvent | None = None, key: str | None = None,
+                handling: str | None = None) -> Answer:
+        record = Delivery(next(self._numbers), time.time(), outcome, status, reason,
+                          event.event if event else None, key,
+                          event.task_id if event else None, handling)
+        level = logging.WARNING if outcome == "rejected" else logging.INFO
+        log.log(level, "webhook %s, HTTP %s, event %s, task %s%s", outcome, status, record.event,
+                record.task_id, f": {reason}" if reason else "")
+        with self._lock:
+            self._log.append(record)
+            if outcome == "verified" and key:
+                self._by_key[key] = record
+        self._notify(record)
+        body: dict[str, Any] = {"received": status == 200}
+        if outcome == "duplicate":
+            body["duplicate"] = True
+        if status != 200:
+            body["error"] = reason
+        return Answer(status, body, record)
+
+    # ------------------------------------------------------------------ the log
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        """The most recent deliveries, oldest first."""
+        with self._lock:
+            return list(self._log)
+
+    def watch(self, callback: Callable[[Delivery], None]) -> Callable[[], None]:
+        """Call ``callback(delivery)`` on every new or updated entry; returns unwatch."""
+        with self._lock:
+            self._watchers.append(callback)
+
+        def unwatch() -> None:
+            with self._lock:
+                if callback in self._watchers:
+                    self._watchers.remove(callback)
+        return unwatch
+
+    def _notify(self, record: Delivery) -> None:
+        with self._lock:
+            watchers = list(self._watchers)
+        for callback in watchers:
+            try:
+                callback(record)
+            except Exception:
+                log.exception("webhook log watcher failed")
+
+    def _set_handling(self, key: str, handling: str, event: WebhookEvent | None = None) -> None:
+        with self._lock:
+            record = self._by_key.get(key)
+            if record is None:   # work recovered from the store after a restart
+                record = Delivery(next(self._numbers), time.time(), "recovered", 200,
+                                  "pending in the store when this receiver started",
+                                  event.event if event else None, key,
+                                  event.task_id if event else None)
+                self._log.append(record)
+                self._by_key[key] = record
+            record.handling = handling
+        self._notify(record)
+
+    # ------------------------------------------------------------------ handler workers
+
+    @property
+    def running(self) -> bool:
+        return self._queue is not None and self._pid == os.getpid()
+
+    def start(self) -> "Receiver":
+        """Start the handler workers and take back pending work left in the store."""
+        self._ensure_started()
+        return self
+
+    def _ensure_started(self) -> None:
+        # Lazily, and again after a fork: threads do not survive into gunicorn's workers.
+        if self.running:
+            return
+        with self._lock:
+            if self.running:
+                return
+            self._queue = WorkQueue()
+            self._pid = os.getpid()
+            self._threads = [threading.Thread(target=self._work_forever, args=(self._queue,),
+                                              name=f"dubkit-webhook-{i}", daemon=True)
+                             for i in range(self.workers)]
+            self._threads.append(threading.Thread(target=self._sweep_forever,
+                                                  args=(self._queue,),
+                                                  name="dubkit-webhook-sweeper", daemon=True))
+        for thread in self._threads:
+            thread.start()
+        push.set_running(self, True)
+
+    def _sweep_forever(self, queue: WorkQueue) -> None:
+        """Adopt pending rows nobody holds: at start, then every little while."""
+        interval = max(0.5, min(self.lease / 4, 30.0))
+        while True:
+            try:
+                for row in self.store.take_orphans(lease=self.lease):
+                    queue.put(row["pipeline_key"], at=row["next_at"])
+            except Exception:
+                log.exception("webhook sweeper")
+            if not queue.sleep(interval):
+                return
+
+    def _work_forever(self, queue: WorkQueue) -> None:
+        while (key := queue.get()) is not None:
+            try:
+                self._run_handler(key, queue)
+            except Exception:   # a bug here must not kill the worker
+                log.exception("webhook worker")
+            finally:
+                queue.done()
+
+    def _run_handler(self, key: str, queue: WorkQueue) -> None:
+        row = self.store.get(key)
+        if row is None or row["state"] != "pending":
+            return
+        self.store.extend(key, self.lease)
+        event = parse(row["body"])
+        push.publish(event)   # live task cells: idempotent, so every attempt may tell them
+        handler = self._handlers.get(event.event or "", self._default)
+        if handler is None:
+            self.store.finish(key)
+            self._set_handling(key, "no handler", event)
+            return
+        try:
+            handler(event)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            attempt = row["attempts"] + 1
+            if attempt >= self.max_attempts:
+                self.store.fail(key, error, None, lease=self.lease)
+                log.error("webhook %s for task %s is a dead letter after %d attempts: %s",
+                          event.event, event.task_id, attempt, error)
+                self._set_handling(key, f"dead: {error}", event)
+                return
+            retry_at = time.time() + self.retry_delay * 2 ** (attempt - 1)
+            self.store.fail(key, error, retry_at, lease=self.lease)
+            log.warning("webhook handler failed (attempt %d/%d), retrying: %s", attempt,
+                        self.max_attempts, error)
+            self._set_handling(key, f"retrying ({attempt}/{self.max_attempts}): {error}", event)
+            queue.put(key, at=retry_at)
+            return
+        self.store.finish(key)
+        self._set_handling(key, "handled", event)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until every queued handler run (retries included) is over; True if it was."""
+        queue = self._queue
+        return queue is None or queue.wait_idle(timeout)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """Events whose handler failed ``max_attempts`` times (with the last error)."""
+        return self.store.dead_letters()
+
+    def revive(self, pipeline_key: str | None = None) -> int:
+        """Run dead letters again (all, or one); the sweeper picks them up shortly."""
+        return self.store.revive(pipeline_key)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving; let queued handlers finish for up to ``timeout`` seconds.
+
+        Whatever is still queued stays pending in the store and runs when a receiver on the
+        same store starts again: nothing accepted is lost.
+        """
+        if self._http is not None:
+            from ._server import stop_server
+            stop_server(self._http)
+            self._http, self.url = None, None
+        queue = self._queue
+        if queue is None:
+            return
+        queue.wait_idle(timeout, include_scheduled=False)
+        self.store.release(queue.close())
+        self._queue = None
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads = []
+        push.set_running(self, False)
+
+    # ------------------------------------------------------------------ HTTP
+
+    def wsgi_app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        """The WSGI application (gunicorn ``module:receiver.wsgi_app``, waitress, ...)."""
+        from ._server import wsgi_call
+        return wsgi_call(self, environ, start_response)
+
+    def serve(self, port: int = 0, host: str = "127.0.0.1") -> str:
+        """Serve in a background thread (a notebook's receiver); returns the URL.
+
+        For the real service the URL must be reachable from the internet (a tunnel such as
+        ngrok in front of this port, or a deployed WSGI server).
+        """
+        from ._server import start_server
+        if self._http is not None:
+            return self.url   # type: ignore[return-value]
+        self._ensure_started()
+        self._http, self.url = start_server(self, host, port)
+        return self.url
+
+    def __enter__(self) -> "Receiver":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
