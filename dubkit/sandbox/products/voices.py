@@ -1,10 +1,24 @@
 """Voice catalogue (interface §2.7, §3.2-§3.3): preset list, clone list / rename / delete.
 
-The cloned-voice table lives here; the clone products (clone-voice create) add rows with
-:func:`insert_clone`, TTS reads them with :func:`find_clone`.
+Presets come from :mod:`dubkit.sandbox.catalogue`. The cloned-voice table lives here; the
+clone products (clone-voice create) add rows with :func:`insert_clone`, TTS reads them with
+:func:`find_clone`.
 
 Choices where the interface is silent (*choice*):
 
+* *choice* A preset's ``audio`` (a WAV of the voice saying "Hello! This is my voice." in its
+  language) and ``cover`` (an SVG badge) are made the first time a list answer includes the
+  voice, then served from the files dir; later lists reuse them.
+* *choice* Preset filters: ``locale`` matches the code case-insensitively, and a bare
+  language (``en``) matches all its regions; an unknown code is 400 with suggestions.
+  ``gender``, ``age`` and ``category`` match case-insensitively; ``quality: high`` keeps HD
+  voices; ``emotionPrompt: include`` keeps voices recommended for ``emoPrompt`` (record field
+  ``supportsEmotionPrompt``), ``exclude`` the others; ``searchName`` is a case-insensitive
+  substring of ``displayName`` or ``localName``. ``topIds`` that pass the filters come first,
+  in the order given. Without ``orderBy``: preferred first, then by score (both descending),
+  then ``voiceId``; ``orderBy`` sorts by that field in ``order`` (default desc), ties by
+  ``voiceId``. Records carry three labelled extras: ``age``, ``category`` and
+  ``supportsEmotionPrompt``.
 * *choice* Clones belong to the key that made them; another key's clone is 404, like an
   unknown one. Deleted clones vanish from list, rename and TTS (404 / "not found").
 * *choice* Clone list: ``searchName`` is a case-insensitive substring of the name; ``voiceId``
@@ -16,17 +30,21 @@ Choices where the interface is silent (*choice*):
 
 from __future__ import annotations
 
+import html
 import json
+import os
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from ...schema import CloneRename, CloneVoiceQuery, VoiceIdBody
+from ... import locales
+from ...schema import CloneRename, CloneVoiceQuery, PresetVoiceQuery, VoiceIdBody
 from ..backend import Backend, ServiceError, new_id, now_iso
-from ..catalogue import SpeakingVoice
+from ..catalogue import TIERS, Preset, SpeakingVoice, presets
+from ..engines import media, speech
 from ..operations import Call, handles
 from ..store import Store
-from .common import page
+from .common import check_locale, page
 
 CLONE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS cloned_voices (
@@ -155,3 +173,91 @@ def delete_clone(call: Call) -> None:
         "UPDATE cloned_voices SET deleted = 1, update_time = ? WHERE voice_id = ?",
         (now_iso(), clone.record["voiceId"]))
     return None
+
+
+# --------------------------------------------------------------------------- presets
+
+_PRESET_ORDER = {"voiceId": "voiceId", "score": "score", "create_time": "createTime",
+                 "update_time": "updateTime", "is_preferred": "isPreferred"}
+_TIER_COLOURS = ("#0969da", "#1a7f37", "#8250df", "#bf3989", "#9a6700", "#cf222e", "#1b7c83")
+
+
+@handles("voices.presets")
+def list_presets(call: Call) -> dict[str, Any]:
+    query: PresetVoiceQuery = call.body  # type: ignore[assignment]
+    if query.locale is not None:
+        _check_locale_filter(query.locale)
+    matching = [p for p in presets() if _matches(p.record, query)]
+    if query.order_by:
+        key = _PRESET_ORDER[query.order_by]
+        matching.sort(key=lambda p: p.voice_id)
+        matching.sort(key=lambda p: p.record[key], reverse=query.order != "asc")
+    else:
+        matching.sort(key=lambda p: (-p.record["isPreferred"], -p.record["score"], p.voice_id))
+    pinned = {voice_id: i for i, voice_id in enumerate(query.top_ids or [])}
+    matching.sort(key=lambda p: pinned.get(p.voice_id, len(pinned)))   # stable: keeps order
+    answer = page(matching, query.current_page, query.page_size, default_size=10)
+    answer["records"] = [_served(call.backend, p) for p in answer["records"]]
+    return answer
+
+
+def _matches(record: dict[str, Any], query: PresetVoiceQuery) -> bool:
+    def same(field: str, wanted: str | None) -> bool:
+        return wanted is None or record[field].lower() == wanted.lower()
+
+    if query.locale is not None:
+        code = query.locale.lower()
+        if record["locale"].lower() != code and not record["locale"].lower().startswith(code + "-"):
+            return False
+    if query.search_name:
+        needle = query.search_name.lower()
+        if needle not in record["displayName"].lower() and needle not in record["localName"].lower():
+            return False
+    if query.quality == "high" and not record["isHd"]:
+        return False
+    if query.emotion_prompt and record["supportsEmotionPrompt"] != (query.emotion_prompt == "include"):
+        return False
+    return (same("voiceId", query.voice_id) and same("gender", query.gender)
+            and same("age", query.age) and same("category", query.category))
+
+
+def _check_locale_filter(code: str) -> None:
+    lowered = code.lower()
+    if any(t.lower() == lowered or t.lower().startswith(lowered + "-") for t in locales.TARGET):
+        return
+    check_locale("locale", code, locales.TARGET)
+
+
+def _served(backend: Backend, preset: Preset) -> dict[str, Any]:
+    """The record with its preview and cover URLs, making the files on first use."""
+    voice_id = preset.voice_id
+    audio = f"voices/previews/{voice_id}.wav"
+    if not backend.file_path(audio).is_file():
+        _write_atomically(backend, audio, lambda path: media.encode_audio(
+            preset.speaking.speak(preset.sample_text), speech.SAMPLE_RATE, "wav", path))
+    cover = f"voices/covers/{voice_id}.svg"
+    if not backend.file_path(cover).is_file():
+        svg = _cover_svg(preset)
+        _write_atomically(backend, cover, lambda path: path.write_text(svg, encoding="utf-8"))
+    return {**preset.record, "audio": backend.file_url(audio), "cover": backend.file_url(cover)}
+
+
+def _write_atomically(backend: Backend, relpath: str, write: Any) -> None:
+    # Two list calls may make the same file at once; a reader must never see half of it.
+    target = backend.file_path(relpath)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.stem}.{os.getpid()}.{id(write)}{target.suffix}")
+    write(partial)
+    os.replace(partial, target)
+
+
+def _cover_svg(preset: Preset) -> str:
+    record = preset.record
+    colour = _TIER_COLOURS[list(TIERS).index(record["provider"]) % len(_TIER_COLOURS)]
+    initial = html.escape(record["displayName"][:1].upper())
+    return ("<svg xmlns='http://www.w3.org/2000/svg' width='96' height='96' viewBox='0 0 96 96'>"
+            f"<circle cx='48' cy='48' r='46' fill='{colour}'/>"
+            "<text x='48' y='60' font-family='sans-serif' font-size='40' fill='white' "
+            f"text-anchor='middle'>{initial}</text>"
+            "<text x='48' y='84' font-family='sans-serif' font-size='13' fill='white' "
+            f"text-anchor='middle'>{html.escape(record['provider'])}</text></svg>")

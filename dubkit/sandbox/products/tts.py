@@ -1,0 +1,304 @@
+"""Text to speech, sync and async (interface §2.1), spoken by espeak-ng, encoded by ffmpeg.
+
+Before anything is charged, a request is checked in the interface's order: each ``voiceId``
+exists (preset catalogue or this key's clones), one provider per batch, ``timbreRefAudio``
+only with clone providers. Then one credit per character is taken (*choice*) and each line
+is spoken on its own: a line that fails gets its ``errorMessage`` (and its characters back),
+the others are unaffected.
+
+How the options sound in the sandbox (*choice*, the interface leaves the effect open):
+
+* ``language.target``: the line's voice keeps its timbre (variant, pitch, pace) and speaks the
+  target language's espeak voice. A target espeak cannot speak is 422. Without it, each voice
+  speaks its own locale.
+* ``emoPrompt``: keywords (see ``EMOTIONS``; e.g. "happy", "sad and tired", "angry") move pace,
+  pitch, intonation range and loudness; an unknown prompt keeps a neutral delivery. Several
+  keywords average. ``emoWeight`` (default 0.6 when a prompt or reference is given) scales the
+  change; without a prompt or reference it has no effect.
+* ``emoRefAudio``: the reference's pace and intonation range are measured and the voice's
+  delivery moves toward them by ``emoWeight``; its own timbre and base pitch stay.
+* ``timbreRefAudio``: the line is spoken with an espeak voice imitating the reference's pitch
+  and pace (variant by its gender). It wins over a clone ``voiceId``'s own timbre. Lines with
+  ``timbreRefAudio`` and no ``voiceId`` belong to the batch's clone engine, ``V1`` if none.
+* ``trim`` cuts leading and trailing silence; ``duration`` then time-stretches (pitch kept)
+  to exactly that length. Factors beyond 0.25x..4x of the natural reading fail that line.
+* Each result item carries a labelled extra ``emotion`` describing the delivery applied.
+* Lines longer than ``MAX_TEXT`` characters are refused (400) before any credit is taken.
+* Identical lines (same key, text, voice, delivery, options and format) are served from a
+  cache of earlier results: same ``uri``, no new synthesis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import requests
+
+from ... import locales
+from ...schema import TTSLine, TTSRequest
+from ..backend import Backend, ServiceError
+from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
+from ..engines import media, mixing, speech, voiceprint
+from ..operations import Call, handles
+from ..store import Store
+from .common import check_locale, create
+from .voices import find_clone
+
+log = logging.getLogger("dubkit.sandbox")
+
+MAX_TEXT = 10_000            # characters per line
+DEFAULT_EMO_WEIGHT = 0.6
+TIMBRE_ONLY_PROVIDER = "V1"
+MAX_REFERENCE_BYTES = 50 * 1024 * 1024
+# keyword: (pace factor, pitch step, intonation-range step, loudness step) at emoWeight 1
+EMOTIONS: dict[str, tuple[float, int, int, int]] = {
+    "happy": (1.10, 8, 30, 10), "joy": (1.12, 10, 35, 15), "cheerful": (1.12, 10, 35, 10),
+    "excited": (1.20, 12, 40, 25), "sad": (0.82, -8, -25, -15), "melanchol": (0.85, -6, -25, -15),
+    "tired": (0.85, -6, -20, -20), "angry": (1.08, 4, 25, 45), "furious": (1.12, 6, 30, 60),
+    "calm": (0.90, -3, -15, -10), "gentle": (0.92, -2, -10, -15), "soft": (0.92, 0, -10, -25),
+    "relaxed": (0.90, -3, -15, -10), "fear": (1.15, 10, 15, 0), "scared": (1.15, 10, 15, 0),
+    "nervous": (1.12, 8, 10, -5), "anxious": (1.12, 8, 10, -5), "surprise": (1.05, 12, 45, 10),
+    "serious": (0.95, -4, -20, 0), "whisper": (0.90, 0, -20, -55),
+}
+CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tts_cache (key TEXT PRIMARY KEY, relpath TEXT NOT NULL,
+                                      duration REAL NOT NULL);
+"""
+_ready: "weakref.WeakSet[Store]" = weakref.WeakSet()
+
+
+class LineError(Exception):
+    """This line cannot be spoken; the others go on."""
+
+
+@dataclass
+class Line:
+    index: int
+    spec: TTSLine
+    voice: SpeakingVoice | None      # None: timbre comes from timbreRefAudio
+    provider: str
+
+
+# --------------------------------------------------------------------------- checks
+
+def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
+    """Check the request the way the service does; return its lines and target espeak."""
+    request: TTSRequest = call.body  # type: ignore[assignment]
+    target = request.language.target if request.language else None
+    check_locale("language.target", target, locales.TARGET)
+    for i, line in enumerate(request.data):
+        if len(line.text) > MAX_TEXT:
+            raise ServiceError(400, f"invalid request: data[{i}].text: at most {MAX_TEXT} "
+                                    f"characters per line, got {len(line.text)}")
+    found: dict[int, tuple[SpeakingVoice, str]] = {}
+    missing = []
+    for i, line in enumerate(request.data):
+        if not line.voice_id:
+            continue
+        if (voice := preset(line.voice_id)) is not None:
+            found[i] = (voice.speaking, voice.record["provider"])
+        elif (clone := find_clone(call.backend, call.api_key, line.voice_id)) is not None:
+            found[i] = (clone.voice, clone.provider)
+        else:
+            missing.append(f"data[{i}] (voiceId {line.voice_id!r})")
+    if missing:
+        raise ServiceError(400, "voiceId not found in system or clone voice library: "
+                                f"{', '.join(missing)}; list the ids you can use with "
+                                "/openapi/v1/assets/voice/basic/list (presets) and "
+                                "/openapi/v1/assets/voice/clone/list (clones)")
+    by_provider: dict[str, list[int]] = {}
+    for i, (_, provider) in found.items():
+        by_provider.setdefault(provider, []).append(i)
+    if len(by_provider) > 1:
+        listing = "; ".join(f"{p} ({', '.join(f'data[{i}]' for i in idx)})"
+                            for p, idx in sorted(by_provider.items()))
+        raise ServiceError(400, "all voiceId in one batch must share the same provider, but "
+                                f"found multiple: {listing}; send one request per provider")
+    provider = next(iter(by_provider), None)
+    if provider and provider.startswith("S") and any(l.timbre_ref_audio for l in request.data):
+        raise ServiceError(400, "timbreRefAudio requires a clone provider (V1-V5), but voiceId "
+                                f"in this batch resolved to a system provider ({provider}); use "
+                                "cloned voices (cv_...) or send those lines without voiceId")
+    espeak = None
+    if target:
+        try:
+            espeak = speech.voice_for_locale(target)
+        except speech.SpeechError:
+            raise ServiceError(422, f"language.target: the sandbox cannot speak {target!r} "
+                                    "(no espeak-ng voice for it)") from None
+    lines = [Line(i, spec, found[i][0] if i in found else None,
+                  provider or TIMBRE_ONLY_PROVIDER) for i, spec in enumerate(request.data)]
+    return request, lines, espeak
+
+
+# --------------------------------------------------------------------------- speaking one line
+
+def _fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int]:
+    """Decode a reference recording; sandbox files are read from disk, others downloaded."""
+    served = backend.base_url + "/files/"
+    try:
+        if url.startswith(served):
+            path = backend.file_path(url[len(served):].split("?")[0])
+            if not path.is_file():
+                raise LineError(f"{field}: no such file: {url}")
+            return media.decode_audio(path)
+        with requests.get(url, timeout=(5, 30), stream=True) as answer:
+            if answer.status_code != 200:
+                raise LineError(f"{field}: could not fetch {url}: HTTP {answer.status_code}")
+            with tempfile.NamedTemporaryFile(suffix=Path(url.split("?")[0]).suffix) as tmp:
+                size = 0
+                for chunk in answer.iter_content(1 << 16):
+                    size += len(chunk)
+                    if size > MAX_REFERENCE_BYTES:
+                        raise LineError(f"{field}: larger than {MAX_REFERENCE_BYTES} bytes")
+                    tmp.write(chunk)
+                tmp.flush()
+                return media.decode_audio(tmp.name)
+    except requests.RequestException as exc:
+        raise LineError(f"{field}: could not fetch {url}: {type(exc).__name__}") from None
+    except media.MediaError as exc:
+        raise LineError(f"{field}: not audio the sandbox can decode ({exc})") from None
+
+
+def _delivery(backend: Backend, line: Line, voice: SpeakingVoice) -> tuple[SpeakingVoice, str | None]:
+    """Apply emoPrompt / emoRefAudio at emoWeight; say what was done."""
+    spec = line.spec
+    if not spec.emo_prompt and not spec.emo_ref_audio:
+        return voice, None
+    weight = DEFAULT_EMO_WEIGHT if spec.emo_weight is None else spec.emo_weight
+    p = voice.prosody
+    if spec.emo_ref_audio:
+        samples, rate = _fetch_audio(backend, spec.emo_ref_audio, "emoRefAudio")
+        try:
+            heard = voiceprint.derive_prosody(voiceprint.measure(samples, rate), voice.espeak,
+                                              voice.variant)
+        except ValueError as exc:
+            raise LineError(f"emoRefAudio: {exc}") from None
+        voice = voice.with_prosody(
+            rate_wpm=_clip(p.rate_wpm + weight * (heard.rate_wpm - p.rate_wpm), 80, 450),
+            pitch_range=_clip(p.pitch_range + weight * (heard.pitch_range - p.pitch_range), 0, 100))
+        return voice, f"delivery of emoRefAudio x{weight:.2f}"
+    prompt = spec.emo_prompt.lower()  # type: ignore[union-attr]
+    hits = [values for word, values in EMOTIONS.items() if word in prompt]
+    if not hits:
+        return voice, f"prompt {spec.emo_prompt!r} not recognised: neutral delivery"
+    pace, pitch, spread, loud = (sum(v[k] for v in hits) / len(hits) for k in range(4))
+    voice = voice.with_prosody(
+        rate_wpm=_clip(p.rate_wpm * (1 + weight * (pace - 1)), 80, 450),
+        pitch=_clip(p.pitch + weight * pitch, 0, 100),
+        pitch_range=_clip(p.pitch_range + weight * spread, 0, 100),
+        volume=_clip(p.volume + weight * loud, 0, 200))
+    words = ", ".join(w for w, v in EMOTIONS.items() if v in hits and w in prompt)
+    return voice, f"{words} x{weight:.2f}"
+
+
+def _clip(value: float, low: int, high: int) -> int:
+    return int(min(high, max(low, round(value))))
+
+
+def _speak(call: Call, line: Line, request: TTSRequest, espeak: str | None) -> dict[str, Any]:
+    backend, spec = call.backend, line.spec
+    voice = line.voice
+    language = espeak or (voice.espeak if voice else "en-us")
+    if spec.timbre_ref_audio:
+        samples, rate = _fetch_audio(backend, spec.timbre_ref_audio, "timbreRefAudio")
+        try:
+            voice = speaking_voice_from_audio(samples, rate, language)
+        except ValueError as exc:
+            raise LineError(f"timbreRefAudio: {exc}") from None
+    assert voice is not None
+    voice, emotion = _delivery(backend, line, voice)
+    fmt = request.output_format or "m4a"
+    key = hashlib.sha256(json.dumps(
+        [call.api_key, spec.text, voice.to_json(), language, fmt, bool(request.trim),
+         spec.duration]).encode()).hexdigest()
+    cached = _cache_get(backend, key)
+    if cached is None:
+        cached = _synthesize(backend, key, spec, voice, language, bool(request.trim), fmt)
+    relpath, duration = cached
+    return {"uri": backend.file_url(relpath), "duration": duration, "errorMessage": None,
+            "emotion": emotion}
+
+
+def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
+                language: str, trim: bool, fmt: str) -> tuple[str, float]:
+    rate = speech.SAMPLE_RATE
+    try:
+        samples = voice.speak(spec.text, espeak=language)
+    except speech.SpeechError as exc:
+        raise LineError(f"text: {exc}") from None
+    if trim:
+        samples = mixing.trim_silence(samples, rate)
+    if samples.size == 0 or float(np.abs(samples).max()) < 1e-3:
+        raise LineError("text: nothing audible to say (only silence came out)")
+    if spec.duration is not None:
+        natural = samples.size / rate
+        factor = spec.duration / natural
+        if not 0.25 <= factor <= 4:
+            raise LineError(f"duration: {spec.duration:g} s cannot be met; the natural reading "
+                            f"takes {natural:.2f} s and speech stretches only 0.25x to 4x")
+        samples = media.time_stretch(samples, rate, factor)
+    relpath = f"tts/{key[:2]}/{key}.{fmt}"
+    target = backend.file_path(relpath)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    media.encode_audio(samples, rate, fmt, target)
+    duration = round(samples.size / rate, 3)
+    _cache_table(backend).execute("INSERT OR REPLACE INTO tts_cache VALUES (?, ?, ?)",
+                                  (key, relpath, duration))
+    return relpath, duration
+
+
+def _cache_table(backend: Backend) -> Store:
+    if backend.store not in _ready:
+        backend.store.ensure(CACHE_SCHEMA)
+        _ready.add(backend.store)
+    return backend.store
+
+
+def _cache_get(backend: Backend, key: str) -> tuple[str, float] | None:
+    row = _cache_table(backend).one("SELECT relpath, duration FROM tts_cache WHERE key = ?",
+                                    (key,))
+    if row is None or not backend.file_path(row["relpath"]).is_file():
+        return None
+    return row["relpath"], row["duration"]
+
+
+# --------------------------------------------------------------------------- the operations
+
+def _work(call: Call) -> Any:
+    request, lines, espeak = _resolve(call)
+    characters = [len(line.spec.text) for line in lines]
+    call.backend.charge(call.api_key, sum(characters),
+                        f"speaking {len(lines)} line(s) of {sum(characters)} characters")
+
+    def run(task_id: str) -> dict[str, Any]:
+        results = []
+        for line in lines:
+            try:
+                results.append(_speak(call, line, request, espeak))
+            except Exception as exc:   # one line's failure never fails the others
+                if not isinstance(exc, LineError):
+                    log.exception("tts line %d of task %s", line.index, task_id)
+                call.backend.refund(call.api_key, characters[line.index])
+                results.append({"uri": None, "duration": None, "errorMessage": str(exc)})
+        created = call.backend.task_row(task_id)["created_at"]
+        return {"taskId": task_id, "results": results, "createdAt": created}
+    return run
+
+
+@handles("tts.create")
+def create_sync(call: Call) -> dict[str, Any]:
+    return create(call, "tts", _work(call), is_async=False)
+
+
+@handles("tts.create_async")
+def create_async(call: Call) -> dict[str, Any]:
+    return create(call, "tts", _work(call), is_async=True)
