@@ -21,6 +21,7 @@ Backoff is exponential with full jitter, capped; ``Retry-After`` wins when the s
 from __future__ import annotations
 
 import logging
+import os
 import random
 import time
 import uuid
@@ -108,6 +109,13 @@ class Transport:
         self.session.mount("https://", adapter)
         self.session.headers.update({"Authorization": f"Bearer {api_key}",
                                      "User-Agent": f"dubkit/{__version__}"})
+        # requests re-reads proxy and CA-bundle variables from os.environ on every call
+        # (~0.25 ms); read them once here and keep honouring them.
+        self.session.proxies.update(requests.utils.get_environ_proxies(self.base_url))
+        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        if bundle:
+            self.session.verify = bundle
+        self.session.trust_env = False
 
     def __repr__(self) -> str:
         return f"Transport(base_url={self.base_url!r}, api_key={mask_key(self._api_key)!r})"
