@@ -20,11 +20,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from ..errors import ValidationError
-from ..schema import MAX_IDEMPOTENCY_KEY, OPERATIONS_BY_PATH, parse
+from ..schema import MAX_IDEMPOTENCY_KEY, OPERATIONS_BY_PATH, Operation, parse
 from . import products  # noqa: F401  (registers every product's handlers)
 from .admin import admin_router
 from .backend import Backend, ServiceError
 from .operations import HANDLERS, Call
+from .storage import storage_router
 
 log = logging.getLogger("dubkit.sandbox")
 PREFIX = "/openapi/v1"
@@ -43,6 +44,7 @@ def create_app(backend: Backend) -> FastAPI:
                   openapi_url="/_sandbox/openapi.json")
     app.state.backend = backend
     app.include_router(admin_router)
+    app.include_router(storage_router)
 
     @app.exception_handler(StarletteHTTPException)
     async def _framework_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -63,82 +65,31 @@ def create_app(backend: Backend) -> FastAPI:
 
 
 async def _serve(backend: Backend, path: str, request: Request) -> Response:
-    op = OPERATIONS_BY_PATH.get((request.method, path))
-    if op is None:
-        known = any(p == path for (_, p) in OPERATIONS_BY_PATH)
-        return envelope(405 if known else 404,
-                        f"{'method not allowed' if known else 'no such endpoint'}: "
-                        f"{request.method} {PREFIX}{path}")
-    api_key = _bearer(request)
-    if api_key is None or backend.key(api_key) is None:
-        return envelope(401, "unauthorized: API key missing or invalid "
-                             "(send 'Authorization: Bearer <api_key>')")
-
-    limit = int(backend.setting("body_limit", DEFAULT_BODY_LIMIT))
-    if int(request.headers.get("content-length") or 0) > limit:
-        return envelope(413, f"payload too large: the body limit is {limit} bytes")
-    try:
-        raw_bytes = await request.body()
-    except ClientDisconnect:
-        return Response(status_code=499)   # nobody is listening; nothing was done
-    if len(raw_bytes) > limit:
-        return envelope(413, f"payload too large: the body limit is {limit} bytes")
-
+    """Answer one API call; every refusal along the way is a ServiceError -> envelope."""
     faults = backend.setting("faults", {})
     targeted = _targeted(faults, path)
-    if targeted and faults.get("latencyMs"):
-        # Latency after the body arrived, like a slow service: the work still happens even
-        # if the client gives up waiting.
-        await asyncio.sleep(float(faults["latencyMs"]) / 1000)
-
-    if op.method == "POST":
-        try:
-            raw = json.loads(raw_bytes) if raw_bytes.strip() else None
-        except ValueError as exc:
-            return envelope(400, f"malformed JSON body: {exc}")
-        if raw is None and op.idempotency_required:
-            return envelope(400, "body: a JSON object is required")
-        raw = raw if raw is not None else {}
-        if not isinstance(raw, dict):
-            return envelope(400, "body: must be a JSON object")
-    else:
-        raw = {k: v for k, v in request.query_params.items() if k != "req_id"}
-
-    idem = request.headers.get("x-idempotency-key")
-    if op.idempotency_required or (op.method == "POST" and idem is not None):
-        problem = _idempotency_problem(idem)
-        if problem:
-            return envelope(400, f"X-Idempotency-Key header: {problem}")
-
-    model = op.body or op.query
     try:
-        body = parse(model, raw) if model else None
-    except ValidationError as exc:
-        return envelope(400, f"invalid request: {exc}")
-
-    if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
-        return envelope(502, "bad gateway (injected by the sandbox before any work)")
-
-    call = Call(backend, api_key, op, body, raw, idem)
-    reserved = op.method == "POST" and idem is not None
-    if reserved:
+        op = _operation(request.method, path)
+        api_key = _authenticate(backend, request)
+        raw_bytes = await _read_body(backend, request)
+        if targeted and faults.get("latencyMs"):
+            # After the body arrived, like a slow service: the work still happens even if
+            # the client gives up waiting.
+            await asyncio.sleep(float(faults["latencyMs"]) / 1000)
+        raw = _decode(op, raw_bytes, request)
+        idem = _idempotency_key(op, request)
+        model = op.body or op.query
         try:
-            backend.reserve_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
-        except ServiceError as exc:
-            return envelope(exc.code, exc.message, headers=exc.headers)
-    try:
-        data = await run_in_threadpool(HANDLERS[op.name], call)
+            body = parse(model, raw) if model else None
+        except ValidationError as exc:
+            raise ServiceError(400, f"invalid request: {exc}") from None
+        if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
+            raise ServiceError(502, "bad gateway (injected by the sandbox before any work)")
+        data = await _commit(backend, Call(backend, api_key, op, body, raw, idem), path)
     except ServiceError as exc:
-        if reserved:
-            backend.release_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
         return envelope(exc.code, exc.message, headers=exc.headers)
-    except Exception as exc:
-        log.exception("sandbox handler %s failed", op.name)
-        if reserved:
-            backend.release_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
-        return envelope(500, f"internal error in the sandbox: {type(exc).__name__}: {exc}")
-    if reserved:
-        backend.commit_idempotency_key(api_key, path, idem)  # type: ignore[arg-type]
+    except ClientDisconnect:
+        return Response(status_code=499)   # nobody is listening; nothing was done
 
     if targeted and backend.fault_rng.random() < float(faults.get("dropAfterCommit", 0)):
         request.scope["dubkit.drop"] = True
@@ -148,20 +99,91 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     return envelope(200, "", data)
 
 
+def _operation(method: str, path: str) -> Operation:
+    op = OPERATIONS_BY_PATH.get((method, path))
+    if op is None:
+        known = any(p == path for (_, p) in OPERATIONS_BY_PATH)
+        raise ServiceError(405 if known else 404,
+                           f"{'method not allowed' if known else 'no such endpoint'}: "
+                           f"{method} {PREFIX}{path}")
+    return op
+
+
+def _authenticate(backend: Backend, request: Request) -> str:
+    api_key = _bearer(request)
+    if api_key is None or backend.key(api_key) is None:
+        raise ServiceError(401, "unauthorized: API key missing or invalid "
+                                "(send 'Authorization: Bearer <api_key>')")
+    return api_key
+
+
+async def _read_body(backend: Backend, request: Request) -> bytes:
+    limit = int(backend.setting("body_limit", DEFAULT_BODY_LIMIT))
+    too_large = ServiceError(413, f"payload too large: the body limit is {limit} bytes")
+    if int(request.headers.get("content-length") or 0) > limit:
+        raise too_large
+    raw_bytes = await request.body()
+    if len(raw_bytes) > limit:
+        raise too_large
+    return raw_bytes
+
+
+def _decode(op: Operation, raw_bytes: bytes, request: Request) -> dict[str, Any]:
+    """POST: the JSON object body; GET: the query parameters (``req_id`` is only for tracing)."""
+    if op.method != "POST":
+        return {k: v for k, v in request.query_params.items() if k != "req_id"}
+    try:
+        raw = json.loads(raw_bytes) if raw_bytes.strip() else None
+    except ValueError as exc:
+        raise ServiceError(400, f"malformed JSON body: {exc}") from None
+    if raw is None and op.idempotency_required:
+        raise ServiceError(400, "body: a JSON object is required")
+    if raw is not None and not isinstance(raw, dict):
+        raise ServiceError(400, "body: must be a JSON object")
+    return raw or {}
+
+
+def _idempotency_key(op: Operation, request: Request) -> str | None:
+    key = request.headers.get("x-idempotency-key")
+    if not (op.idempotency_required or (op.method == "POST" and key is not None)):
+        return None
+    if key is None:
+        problem = "required on this operation (a unique string of at most 64 characters)"
+    elif not key.strip():
+        problem = "must not be empty"
+    elif len(key) > MAX_IDEMPOTENCY_KEY:
+        problem = f"at most {MAX_IDEMPOTENCY_KEY} characters, got {len(key)}"
+    else:
+        return key
+    raise ServiceError(400, f"X-Idempotency-Key header: {problem}")
+
+
+async def _commit(backend: Backend, call: Call, path: str) -> Any:
+    """Run the handler under the idempotency key: kept on success, released on refusal."""
+    key = call.idempotency_key
+    if key is not None:
+        backend.reserve_idempotency_key(call.api_key, path, key)
+    committed = False
+    try:
+        data = await run_in_threadpool(HANDLERS[call.op.name], call)
+        committed = True
+    except ServiceError:
+        raise
+    except Exception as exc:
+        log.exception("sandbox handler %s failed", call.op.name)
+        raise ServiceError(500, f"internal error in the sandbox: {type(exc).__name__}: "
+                                f"{exc}") from None
+    finally:
+        if key is not None:
+            (backend.commit_idempotency_key if committed
+             else backend.release_idempotency_key)(call.api_key, path, key)
+    return data
+
+
 def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
-
-
-def _idempotency_problem(key: str | None) -> str | None:
-    if key is None:
-        return "required on this operation (a unique string of at most 64 characters)"
-    if not key.strip():
-        return "must not be empty"
-    if len(key) > MAX_IDEMPOTENCY_KEY:
-        return f"at most {MAX_IDEMPOTENCY_KEY} characters, got {len(key)}"
-    return None
 
 
 def _targeted(faults: dict[str, Any], path: str) -> bool:
