@@ -7,7 +7,9 @@ from typing import Any, Callable
 
 from ... import locales
 from ..backend import ServiceError
-from ..operations import Call
+from ..operations import Call, handles
+
+Plan = Callable[[Call], Callable[[str], dict[str, Any]]]
 
 
 def check_locale(field: str, code: str | None, allowed: frozenset[str], *,
@@ -54,3 +56,15 @@ def task_result(task: dict[str, Any]) -> dict[str, Any] | None:
     if task["status"] == "running" or not task["result"]:
         return None
     return json.loads(task["result"])
+
+
+def sync_and_async(product: str, task_type: str, plan: Plan) -> None:
+    """Register ``<product>.create`` and ``<product>.create_async`` with one plan.
+
+    ``plan(call)`` checks the request and charges for it (refusals raise before any task
+    exists), then returns the work ``work(task_id) -> result`` that both forms run.
+    """
+    handles(f"{product}.create")(
+        lambda call: create(call, task_type, plan(call), is_async=False))
+    handles(f"{product}.create_async")(
+        lambda call: create(call, task_type, plan(call), is_async=True))

@@ -13,11 +13,11 @@ from ... import locales
 from ...schema import TranslateRequest
 from ..backend import now_iso
 from ..engines import translate as engine
-from ..operations import Call, handles
-from .common import check_locale, create
+from ..operations import Call
+from .common import check_locale, sync_and_async
 
 
-def _work(call: Call) -> Any:
+def _plan(call: Call) -> Any:
     request: TranslateRequest = call.body  # type: ignore[assignment]
     check_locale("language.source", request.language.source, locales.SOURCE)
     check_locale("language.target", request.language.target, locales.TARGET)
@@ -47,11 +47,5 @@ def _work(call: Call) -> Any:
     return run
 
 
-@handles("translate.create")
-def create_sync(call: Call) -> dict[str, Any]:
-    return create(call, "textTranslation", _work(call), is_async=False)
 
-
-@handles("translate.create_async")
-def create_async(call: Call) -> dict[str, Any]:
-    return create(call, "textTranslation", _work(call), is_async=True)
+sync_and_async("translate", "textTranslation", _plan)
