@@ -1,9 +1,201 @@
-"""Preset and cloned voices: ``client.voices``."""
+"""Preset and cloned voices: ``client.voices``.
+
+>>> client.voices.presets(locale="en-US", gender="female", quality="high").to_frame()
+>>> client.voices.presets(search="ava", limit=5)          # a table with a play control a voice
+>>> client.voices.clones(search="narrator")
+>>> client.voices.rename("cv_…", "Narrator (warm)"); client.voices.delete("cv_…")
+>>> client.voices.browser()                               # filters, table, audition panel
+>>> client.voices.audition("Welcome aboard!", ["sv_…", "sv_…", "cv_…"])   # side by side
+
+Every listing pages through the service for you (``limit`` caps the count) and remembers
+each voice's provider, which ``client.tts`` uses to keep one provider per request.
+"""
 
 from __future__ import annotations
 
-from ._base import Resource
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import pandas as pd
+
+from ..errors import NotFoundError
+from ..schema import ClonedVoice, PresetVoice
+from ._base import Resource, iterate_pages
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ..widgets.voices import Audition, VoiceBrowser
+    from .tasks import Task
+
+# The sandbox's preset ids carry their tier (sv_s3_…); other ids are learnt from listings.
+_TIER_IN_ID = re.compile(r"^sv_(s\d+)_", re.IGNORECASE)
+PRESET_COLUMNS = ["voice_id", "display_name", "locale", "gender", "age", "provider", "style",
+                  "is_hd", "is_preferred", "score", "audio"]
+CLONE_COLUMNS = ["voice_id", "name", "provider", "example_language", "content", "audio",
+                 "create_time"]
+
+
+class VoiceList(list):
+    """Voices from a listing; ``.to_frame()`` for a table, a play control a voice in notebooks.
+
+    ``total`` is what the service counted for the query (may exceed ``len`` with ``limit``).
+    """
+
+    def __init__(self, voices: Iterable[PresetVoice | ClonedVoice] = (), total: int | None = None
+                 ) -> None:
+        super().__init__(voices)
+        self.total = len(self) if total is None else total
+
+    @property
+    def ids(self) -> list[str]:
+        return [v.voice_id for v in self]
+
+    def to_frame(self) -> pd.DataFrame:
+        clones = bool(self) and isinstance(self[0], ClonedVoice)
+        columns = CLONE_COLUMNS if clones else PRESET_COLUMNS
+        rows = [{c: v.model_dump().get(c) for c in columns} for v in self]
+        return pd.DataFrame(rows, columns=columns)
+
+    def __repr__(self) -> str:
+        return f"VoiceList({len(self)} voices of {self.total})"
+
+    def _repr_html_(self) -> str:
+        from ..widgets.voices import voice_table_html
+        return voice_table_html(self)
 
 
 class VoicesResource(Resource):
-    """``client.voices``."""
+    """``client.voices``: the preset catalogue and this key's cloned voices."""
+
+    def __init__(self, client: "Client") -> None:
+        super().__init__(client)
+        self._providers: dict[str, str] = {}
+
+    # ----------------------------------------------------------------- presets
+
+    def presets(self, *, locale: str | None = None, gender: str | None = None,
+                age: str | None = None, quality: str | None = None,
+                category: str | None = None, emotion_prompt: str | None = None,
+                search: str | None = None, voice_id: str | None = None,
+                top_ids: Sequence[str] | None = None, order_by: str | None = None,
+                order: str | None = None, limit: int | None = None, page_size: int = 50,
+                **wire: Any) -> VoiceList:
+        """Preset voices matching every filter given, all pages (``limit`` caps the count).
+
+        ``age``: young, adult, senior; ``quality``: any, high; ``emotion_prompt``: include,
+        exclude; ``search`` matches display or local name; ``top_ids`` pins voices first;
+        ``order_by``: voiceId, score, create_time, update_time, is_preferred; ``order``: asc,
+        desc. Other wire fields pass through ``**wire``.
+        """
+        query = {"voiceId": voice_id, "searchName": search, "locale": locale, "age": age,
+                 "gender": gender, "quality": quality, "category": category,
+                 "emotionPrompt": emotion_prompt,
+                 "topIds": list(top_ids) if top_ids is not None else None,
+                 "orderBy": order_by, "order": order, **wire}
+        return self._list("voices.presets", PresetVoice, query, limit, page_size)
+
+    def presets_page(self, page: int = 1, page_size: int = 10, **filters: Any) -> VoiceList:
+        """One page of presets (for paged views); ``total`` counts every match."""
+        return self._page("voices.presets", PresetVoice, page, page_size, filters)
+
+    def preset(self, voice_id: str) -> PresetVoice:
+        """The preset ``voice_id`` (``NotFoundError`` if the catalogue has none)."""
+        found = self.presets(voice_id=voice_id, limit=1)
+        if not found:
+            raise NotFoundError(f"no preset voice {voice_id!r}; search with "
+                                f"client.voices.presets(...)", code=404)
+        return found[0]
+
+    # ----------------------------------------------------------------- clones
+
+    def clones(self, *, voice_id: str | None = None, voice_ids: Sequence[str] | None = None,
+               search: str | None = None, order_by: str | None = None,
+               order: str | None = None, limit: int | None = None, page_size: int = 50,
+               **wire: Any) -> VoiceList:
+        """This key's cloned voices, all pages. ``order_by``: voiceId, name, create_time,
+        update_time; ``order``: asc, desc."""
+        query = {"voiceId": voice_id, "searchName": search,
+                 "voiceIds": list(voice_ids) if voice_ids is not None else None,
+                 "orderBy": order_by, "order": order, **wire}
+        return self._list("voices.clones", ClonedVoice, query, limit, page_size)
+
+    def clone(self, source: Any, **options: Any) -> Any:
+        """Clone a voice from a recording (a local file or URL); see ``dubkit.resources.clone``."""
+        from .clone import clone_voice
+        return clone_voice(self._client, source, **options)
+
+    def clone_async(self, source: Any, **options: Any) -> "Task":
+        """Like :meth:`clone`, returning a :class:`Task` at once."""
+        from .clone import clone_voice_async
+        return clone_voice_async(self._client, source, **options)
+
+    def rename(self, voice_id: str, name: str) -> None:
+        """Give a cloned voice a new display name."""
+        self._client.call("voices.rename", {"voiceId": voice_id, "voiceName": name})
+
+    def delete(self, voice_id: str) -> None:
+        """Delete a cloned voice (it disappears from lists and TTS)."""
+        self._client.call("voices.delete", {"voiceId": voice_id})
+        self._providers.pop(voice_id, None)
+
+    # ----------------------------------------------------------------- providers, views
+
+    def provider_of(self, voice_id: str) -> str | None:
+        """The provider (S1…, V1…) of a voice seen in a listing or named by its id, else None."""
+        if voice_id in self._providers:
+            return self._providers[voice_id]
+        match = _TIER_IN_ID.match(voice_id)
+        return match.group(1).upper() if match else None
+
+    def remember(self, voice_id: str, provider: str | None) -> None:
+        """Note a voice's provider (clone results call this for new clones)."""
+        if provider:
+            self._providers[voice_id] = provider
+
+    def browser(self, **filters: Any) -> "VoiceBrowser":
+        """A widget: filters, a table with a play control a voice, an audition panel."""
+        from ..widgets.voices import VoiceBrowser
+        return VoiceBrowser(self._client, **filters)
+
+    def audition(self, text: str, voice_ids: Sequence[str], **options: Any) -> "Audition":
+        """Say ``text`` with each voice and show them side by side (any providers mixed)."""
+        from ..widgets.voices import Audition
+        speech = self._client.tts.batch([{"text": text, "voice_id": v} for v in voice_ids],
+                                        progress=False, **options)
+        return Audition(text, list(voice_ids), speech)
+
+    # ----------------------------------------------------------------- paging
+
+    def _list(self, op: str, model: type, query: dict[str, Any], limit: int | None,
+              page_size: int) -> VoiceList:
+        totals: list[int] = []
+
+        def fetch(page: int, size: int) -> dict[str, Any]:
+            answer = self._client.call(op, _clean({**query, "currentPage": page,
+                                                   "pageSize": size}))
+            totals.append(int(answer.get("total") or 0))
+            return answer
+        voices = [self._seen(model.model_validate(r))
+                  for r in iterate_pages(fetch, page_size, limit)]
+        return VoiceList(voices, totals[0] if totals else 0)
+
+    def _page(self, op: str, model: type, page: int, page_size: int,
+              filters: dict[str, Any]) -> VoiceList:
+        wire = {_WIRE_NAMES.get(k, k): v for k, v in filters.items()}
+        answer = self._client.call(op, _clean({**wire, "currentPage": page,
+                                               "pageSize": page_size}))
+        return VoiceList([self._seen(model.model_validate(r)) for r in answer["records"]],
+                         int(answer.get("total") or 0))
+
+    def _seen(self, voice: Any) -> Any:
+        self.remember(voice.voice_id, voice.provider)
+        return voice
+
+
+_WIRE_NAMES = {"voice_id": "voiceId", "search": "searchName", "emotion_prompt": "emotionPrompt",
+               "top_ids": "topIds", "order_by": "orderBy", "voice_ids": "voiceIds"}
+
+
+def _clean(query: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in query.items() if v is not None and v != ""}
+
