@@ -47,5 +47,4 @@ def _plan(call: Call) -> Any:
     return run
 
 
-
 sync_and_async("translate", "textTranslation", _plan)
