@@ -1,0 +1,201 @@
+"""Media translation, end to end: a video or audio file in, a dubbed one with subtitles out.
+
+Stages (each timed; the seconds land in the result's ``timings``)::
+
+    probe -> decode -> transcribe (segment speech, subtitle text) -> speakers -> translate
+    -> voices (cast / clone) -> synthesize -> fit (time-stretch into slots) -> separate
+    -> mix -> subtitles -> mux (mp4 / m4a) -> compress | publish (stems, lines, thumbnail)
+
+``compress`` and ``publish`` run side by side, so ``timings.total`` (wall time) is less than
+the sum of the stages.
+
+Each stage module states its own choices: :mod:`.settings` (options), :mod:`.transcript`
+(segments, text, speakers), :mod:`.casting` (voices), :mod:`.dubbing` (translation, fitting),
+:mod:`.render` (separation, mux, variants), :mod:`.result` (the §3.6 shape).
+
+A failing stage ends the task with a message that names the stage: media and speech problems
+are 422 (the input cannot be processed), anything else 500. Nothing is left running.
+
+>>> result = run(Job(task_id, Path("talk.mp4"), settings, library, outputs, source))  # doctest: +SKIP
+>>> result["build"]["video"]["url"], result["timings"]["mux"]                          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..backend import ServiceError
+from ..engines import media, mixing, speech
+from ..engines.speech import SpeechError
+from . import dubbing, render
+from .casting import Casting, Voice, VoiceLibrary
+from .outputs import Outputs
+from .result import assemble
+from .settings import Settings, TextOptions, read_settings
+from .transcript import Line, assign_speakers, find_lines
+
+__all__ = ["Job", "run", "Settings", "TextOptions", "read_settings", "Voice", "VoiceLibrary",
+           "Outputs", "WORK_RATE"]
+
+log = logging.getLogger("dubkit.sandbox")
+WORK_RATE = 44100        # the mix's sample rate; the dub is resampled up to it
+ASR_RATE = 16000         # monoAudio: what a recogniser would be given
+MIN_SILENCE = {"fast": 0.35, "normal": 0.25}
+
+
+@dataclass
+class Job:
+    """What one run needs: the file, the settings, the voices it may use, where to write."""
+
+    task_id: str
+    media_path: Path
+    settings: Settings
+    library: VoiceLibrary
+    outputs: Outputs
+    source: dict[str, Any]    # the material: materialId, url, category, duration
+
+
+class Stages:
+    """Times each stage and turns its failure into a ``ServiceError`` naming the stage."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        except ServiceError:
+            raise
+        except (media.MediaError, SpeechError, LookupError, ValueError, OSError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ServiceError(422, f"{name} failed: {first}") from exc
+        except Exception as exc:
+            log.exception("media translation stage %s", name)
+            raise ServiceError(500, f"{name} failed: internal error: {exc}") from exc
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0)
+                                       + time.perf_counter() - started, 3)
+
+
+def run(job: Job) -> dict[str, Any]:
+    """Dub ``job.media_path`` as ``job.settings`` say; returns the task's result (§3.6)."""
+    settings, out = job.settings, job.outputs
+    started = time.perf_counter()
+    stage = Stages()
+    notices = list(settings.notices)
+    files: dict[str, Any] = {}
+    with stage("probe"):
+        info = media.probe(job.media_path)
+        if not info.has_audio:
+            raise ServiceError(422, "probe failed: the material has no audio track, so there "
+                                    "is no speech to translate")
+    video_task = settings.task_type == "vt" and info.has_video
+    with stage("decode"):
+        original, rate = _decode(job.media_path)
+        mono = original if original.ndim == 1 else original.mean(axis=1)
+        total = len(mono) / rate
+    with stage("transcribe"):
+        cues = media.extract_subtitles(job.media_path)
+        lines = find_lines(mono, rate, cues, min_silence=MIN_SILENCE[settings.transcribe_mode])
+        if not lines:
+            raise ServiceError(422, "transcribe failed: no speech found in the material's "
+                                    "audio, so there is nothing to dub")
+        if not cues:
+            notices.append("the material has no subtitle track and the sandbox has no speech "
+                           "recogniser: every line's text is a labelled placeholder")
+        elif any(line.placeholder for line in lines):
+            notices.append("some speech had no subtitle cue: those lines carry a labelled "
+                           "placeholder")
+    with stage("speakers"):
+        speakers = assign_speakers(lines, mono, rate, settings.speaker_num)
+    with stage("translate"):
+        dubbing.translate(lines, settings)
+        if settings.source == "auto":
+            notices.append("language.source 'auto': the sandbox cannot identify languages; "
+                           "the source stays 'auto'")
+    with stage("voices"):
+        casting = Casting(settings, job.library, job.task_id, mono, rate,
+                          lambda name, audio: out.audio(name, audio, rate))
+        casting.cast(lines, speakers)
+        notices += casting.notices
+    with stage("synthesize"):
+        clips = dubbing.synthesize(lines, casting.speaking)
+    with stage("fit"):
+        scale = dubbing.timeline_stretch(lines, clips, total) if settings.dynamic_length else 1.0
+        dubbing.fit(lines, clips, total, scale, natural_pace=settings.dynamic_length)
+        if any(line.truncated for line in lines):
+            notices.append("lines " + ", ".join(line.id for line in lines if line.truncated)
+                           + " were too long for their place even at double speed and were cut")
+        if scale > 1:
+            original = media.time_stretch(original, rate, scale)
+    with stage("separate"):
+        stems = render.separate(original, rate, lines, settings, scale)
+    with stage("mix"):
+        channels = 1 if original.ndim == 1 else original.shape[1]
+        mixed = mixing.mix(stems.bed, render.dub_track(lines, rate, len(original) / rate,
+                                                       channels))
+        out.audio("dubbed.m4a", mixed, rate)
+        files["audio"] = out.media_file("dubbed.m4a")
+    with stage("subtitles"):
+        files["subtitles"] = render.write_subtitles(out, lines, settings.target)
+    with stage("mux"):
+        if video_task:
+            built = render.video(out, str(job.media_path), "dubbed.m4a", settings, scale,
+                                 f"subtitles.{settings.target}.srt")
+            files["video"] = out.media_file(built)
+    # The compressed variants are the slowest step (x264); the small encodes of publish run
+    # meanwhile instead of after it.
+    with ThreadPoolExecutor(1, thread_name_prefix="dub-compress") as pool:
+        variants = pool.submit(_compress, stage, out, video_task, info.height)
+        with stage("publish"):
+            _publish(out, files, job.media_path, stems, lines, rate, video_task)
+        files["compress"] = variants.result()
+    timings = dict(stage.seconds)
+    timings["total"] = round(time.perf_counter() - started, 3)
+    return assemble(task_id=job.task_id, settings=settings,
+                    category="video" if video_task else "audio", lines=lines,
+                    speakers=speakers, matches=casting.matches, files=files, scale=scale,
+                    total=total, source=job.source, timings=timings, notices=notices)
+
+
+def _compress(stage: Stages, out: Outputs, video_task: bool,
+              height: int | None) -> dict[str, Any]:
+    with stage("compress"):
+        return (render.compress(out, "dubbed.mp4", height) if video_task
+                else render.compress(out, "dubbed.m4a", None))
+
+
+def _publish(out: Outputs, files: dict[str, Any], source: Path, stems: render.Stems,
+             lines: list[Line], rate: int, video_task: bool) -> None:
+    """Stems, the ASR input, each dubbed line and a thumbnail, as files with URLs."""
+    asr_input, asr_rate = media.decode_audio(source, sample_rate=ASR_RATE)
+    files["mono"] = out.audio("original-mono.wav", asr_input, asr_rate)
+    files["speech"] = out.audio("stems/speech.m4a", stems.speech, rate)
+    files["background"] = out.audio("stems/background.m4a", stems.background, rate)
+    files["lines"] = {line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", line.clip,
+                                         speech.SAMPLE_RATE) for line in lines}
+    if video_task:
+        media.thumbnail(out.path("dubbed.mp4"), out.path("thumbnail.jpg"))
+        files["images"] = [{"url": out.url("thumbnail.jpg"),
+                            "size": out.path("thumbnail.jpg").stat().st_size,
+                            "resolution": files["video"].get("resolution")}]
+
+
+def _decode(path: Path) -> tuple[np.ndarray, int]:
+    """The audio at ``WORK_RATE``, mono or stereo (more channels are folded to mono)."""
+    samples, rate = media.decode_audio(path, sample_rate=WORK_RATE, mono=False)
+    if samples.shape[1] == 1:
+        return samples[:, 0], rate
+    if samples.shape[1] > 2:
+        return samples.mean(axis=1), rate
+    return samples, rate

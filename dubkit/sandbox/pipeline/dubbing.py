@@ -1,0 +1,130 @@
+"""Translate the lines, speak them, and fit each dub into its place on the timeline.
+
+Fitting rules (*choice*; the interface leaves them open):
+
+* A dub longer than its source line is sped up, down to 0.7x its length (1.43x faster); if it
+  would then still run into the next line (or past the end) it is squeezed harder, down to
+  0.5x; beyond that it is cut with a short fade and marked ``truncated``.
+* A dub much shorter than its line is slowed by at most 1.15x; the rest is silence.
+* With ``dynamicVideoLength`` the speech keeps its natural pace: the whole timeline (picture
+  and background) is stretched by the one factor that gives every line room, at most 2x; only
+  what still does not fit after that is squeezed as above.
+* Each line starts where its source line starts (scaled by that factor).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..engines import media, mixing, speech
+from ..engines import translate as engine
+from .settings import Settings
+from .transcript import Line
+
+SOFT_FASTEST, HARD_FASTEST, SLOWEST = 0.7, 0.5, 1.15
+MAX_TIMELINE_STRETCH = 2.0
+GAP = 0.05           # seconds kept free before the next line
+FADE = 0.03
+WORKERS = 2          # the machine's cores; each time stretch is one short ffmpeg run
+
+
+def translate(lines: list[Line], settings: Settings) -> None:
+    """Fill ``line.translation`` with the sandbox's translation engine.
+
+    Lines with nothing to translate (digits only) pass through unchanged: a dub needs words.
+    """
+    neighbours = settings.translate_mode == "default"
+    outcomes = engine.translate_segments(
+        [line.text for line in lines], settings.source, settings.target,
+        mode="neighbor" if neighbours else "independent", window=2, scene="video",
+        skip_missing_check=True)
+    for line, outcome in zip(lines, outcomes):
+        line.translation = outcome.text or line.text
+        line.extras["contextUsed"] = list(outcome.context_used)
+
+
+def synthesize(lines: list[Line], speaking: str) -> list[np.ndarray]:
+    """Each line's translation spoken in its voice, silence trimmed, at ``speech.SAMPLE_RATE``."""
+    clips = []
+    for line in lines:
+        audio = line.voice.speaking.speak(line.translation, espeak=speaking)
+        clips.append(mixing.trim_silence(audio, speech.SAMPLE_RATE))
+    return clips
+
+
+def timeline_stretch(lines: list[Line], clips: list[np.ndarray], total: float) -> float:
+    """The factor ``dynamicVideoLength`` stretches the timeline by so every dub has room."""
+    need = 1.0
+    for line, clip, room in zip(lines, clips, _rooms(lines, total)):
+        need = max(need, len(clip) / speech.SAMPLE_RATE / room)
+    return round(min(need, MAX_TIMELINE_STRETCH), 3)
+
+
+def fit(lines: list[Line], clips: list[np.ndarray], total: float, scale: float,
+        *, natural_pace: bool) -> None:
+    """Stretch each clip into its slot and set ``clip``, ``at``, ``stretch``, ``truncated``.
+
+    ``total`` is the source duration; slots are scaled by ``scale``. With ``natural_pace``
+    (dynamic video length) speech is only squeezed when the scaled room is still too short.
+    """
+    rate = speech.SAMPLE_RATE
+    plans = []
+    for line, clip, room in zip(lines, clips, _rooms(lines, total)):
+        length = len(clip) / rate
+        slot, room = line.duration * scale, room * scale
+        factor = 1.0
+        if length > slot and not natural_pace:
+            factor = max(slot / length, SOFT_FASTEST)
+        if length * factor > room:
+            factor = max(room / length, HARD_FASTEST)
+        elif length < slot * 0.9:
+            factor = min(slot / length, SLOWEST)
+        plans.append((factor, room))
+        line.raw_duration = round(length, 3)
+        line.at = round(line.start * scale, 3)
+
+    def stretch(item: tuple[np.ndarray, tuple[float, float]]) -> np.ndarray:
+        clip, (factor, _) = item
+        return clip if abs(factor - 1) < 0.01 else media.time_stretch(clip, rate, factor)
+
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix="dub-fit") as pool:
+        fitted = list(pool.map(stretch, zip(clips, plans)))
+    for line, clip, (factor, room) in zip(lines, fitted, plans):
+        limit = round(room * rate)
+        line.truncated = len(clip) > limit
+        if line.truncated:
+            clip = clip[:limit].copy()
+            fade = min(len(clip), round(FADE * rate))
+            clip[len(clip) - fade:] *= np.linspace(1, 0, fade, dtype=np.float32)
+        line.clip = clip
+        line.stretch = round(len(clip) / max(1, round(line.raw_duration * rate)), 3)
+
+
+def _rooms(lines: list[Line], total: float) -> list[float]:
+    """Seconds from each line's start to the next line's start (or the end), less a gap."""
+    starts = [line.start for line in lines[1:]] + [total]
+    return [max(line.duration, nxt - line.start - GAP) for line, nxt in zip(lines, starts)]
+
+
+def resample(samples: np.ndarray, source_rate: int, target_rate: int) -> np.ndarray:
+    """Band-limited resampling of mono audio by zero-padding its spectrum (numpy only).
+
+    >>> resample(np.ones(100, np.float32), 100, 200).shape
+    (200,)
+    """
+    if source_rate == target_rate or len(samples) == 0:
+        return np.asarray(samples, dtype=np.float32)
+    # Silence around the clip keeps the FFT's wrap-around from smearing its two ends together.
+    pad = 64
+    padded = np.concatenate([np.zeros(pad, np.float32), samples, np.zeros(pad, np.float32)])
+    size = round(len(padded) * target_rate / source_rate)
+    spectrum = np.fft.rfft(padded)
+    bins = size // 2 + 1
+    resized = np.zeros(bins, dtype=complex)
+    keep = min(bins, len(spectrum))
+    resized[:keep] = spectrum[:keep]
+    out = np.fft.irfft(resized, n=size) * (size / len(padded))
+    edge = round(pad * target_rate / source_rate)
+    return out[edge:edge + round(len(samples) * target_rate / source_rate)].astype(np.float32)

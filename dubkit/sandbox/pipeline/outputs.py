@@ -1,0 +1,52 @@
+"""Where a task's deliverables are written and the URLs the sandbox serves them at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..engines import media
+
+
+class Outputs:
+    """A task's output folder; every file written here is served at ``url_for(name)``.
+
+    >>> out = Outputs(Path("/tmp/t1"), lambda name: f"http://sandbox/files/media/t1/{name}")
+    >>> out.url("dubbed.mp4")
+    'http://sandbox/files/media/t1/dubbed.mp4'
+    """
+
+    def __init__(self, folder: Path, url_for: Callable[[str], str]) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._url_for = url_for
+
+    def path(self, name: str) -> Path:
+        target = self.folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def url(self, name: str) -> str:
+        return self._url_for(name)
+
+    def audio(self, name: str, samples: np.ndarray, sample_rate: int) -> str:
+        """Encode audio by the name's extension (wav, m4a, mp3...) and return its URL."""
+        media.encode_audio(samples, sample_rate, name.rsplit(".", 1)[-1], self.path(name))
+        return self.url(name)
+
+    def text(self, name: str, content: str) -> str:
+        self.path(name).write_text(content, encoding="utf-8")
+        return self.url(name)
+
+    def media_file(self, name: str) -> dict[str, Any]:
+        """The interface's media-file record (§3.6) of a written audio or video file."""
+        path = self.path(name)
+        info = media.probe(path)
+        record: dict[str, Any] = {"url": self.url(name), "duration": round(info.duration, 3),
+                                  "size": path.stat().st_size}
+        if info.has_video:
+            record["resolution"] = {"width": info.width, "height": info.height}
+            record["fps"] = round(info.fps) if info.fps else None
+        return record

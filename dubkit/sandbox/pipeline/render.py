@@ -1,0 +1,119 @@
+"""Separation, mixing, muxing, compressed variants and subtitle files.
+
+*choice* The sandbox has no source-separation model. Its "separation" is time-based: the
+speech stem is the original audio inside the detected speech lines, the background stem
+(``mnsUrl``: music and sound) is the original with those lines removed, and the dub is mixed
+over the original ducked (or with speech removed, or kept) under the speech lines, so music
+and ambience between and around lines survive. ``musicUrl``, ``sfxUrl`` and ``otherUrl`` are
+empty strings: the sandbox cannot split them apart.
+
+*choice* Compressed variants (``compress``): for video, 480p and 360p below the source height
+(a source of 360p or less gets one variant at its own height, re-encoded smaller); for audio,
+an ``mp3`` variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..engines import media, mixing, speech
+from ..engines.subtitles import Cue, to_srt, to_vtt
+from .dubbing import resample
+from .outputs import Outputs
+from .settings import Settings
+from .transcript import Line
+
+DUCK_DB = -18.0
+COMPRESS_HEIGHTS = (480, 360)
+
+
+@dataclass
+class Stems:
+    speech: np.ndarray       # original inside the speech lines
+    background: np.ndarray   # original with the speech lines removed
+    bed: np.ndarray          # what the dub is mixed over (per separation.mode)
+
+
+def separate(original: np.ndarray, rate: int, lines: list[Line], settings: Settings,
+             scale: float = 1.0) -> Stems:
+    """Stems of ``original`` (already on the output timeline, stretched by ``scale``)."""
+    spans = [(line.start * scale, line.end * scale) for line in lines]
+    total = len(original) / rate
+    gaps = _complement(spans, total)
+    background = mixing.duck(original, rate, spans, remove=True)
+    if settings.separation == "keep":
+        bed = original
+    else:
+        bed = mixing.duck(original, rate, spans, gain_db=DUCK_DB,
+                          remove=settings.separation == "remove")
+    return Stems(speech=mixing.duck(original, rate, gaps, remove=True), background=background,
+                 bed=bed)
+
+
+def dub_track(lines: list[Line], rate: int, total: float, channels: int) -> np.ndarray:
+    clips = [(line.at, resample(line.clip, speech.SAMPLE_RATE, rate)) for line in lines
+             if line.clip is not None and len(line.clip)]
+    track = mixing.place(clips, rate, total)
+    return track if channels == 1 else np.repeat(track[:, None], channels, axis=1)
+
+
+def cues(lines: list[Line]) -> list[Cue]:
+    """Subtitle cues of the dub: each translation while its dubbed line is heard."""
+    out = []
+    for line in lines:
+        heard = len(line.clip) / speech.SAMPLE_RATE if line.clip is not None else 0.0
+        out.append(Cue(line.at, round(line.at + max(heard, 0.5), 3), line.translation))
+    return out
+
+
+def write_subtitles(out: Outputs, lines: list[Line], target: str) -> dict[str, Any]:
+    found = cues(lines)
+    return {"srt": out.text(f"subtitles.{target}.srt", to_srt(found)),
+            "vtt": out.text(f"subtitles.{target}.vtt", to_vtt(found)),
+            "language": target, "cues": len(found)}
+
+
+def video(out: Outputs, source: str, audio_name: str, settings: Settings, scale: float,
+          subtitle_name: str) -> str:
+    """Mux the dub onto the picture (stretched by ``scale`` first when above 1)."""
+    picture = source
+    if scale > 1:
+        picture = str(out.path("work/stretched.mp4"))
+        media.stretch_video(source, picture, scale)
+    text = settings.text
+    wants_subtitles = text.burn or text.soft
+    media.mux(picture, out.path(audio_name), out.path("dubbed.mp4"),
+              subtitles_path=out.path(subtitle_name) if wants_subtitles else None,
+              burn=text.burn, soft=text.soft, style=text.style or None,
+              fontsdir=media.default_fontsdir())
+    return "dubbed.mp4"
+
+
+def compress(out: Outputs, built: str, height: int | None) -> dict[str, Any]:
+    """The ``compress`` map of a built video (``height`` given) or audio (``None``)."""
+    if height is None:
+        name = "dubbed.mp3"
+        samples, rate = media.decode_audio(out.path(built), mono=False)
+        out.audio(name, samples, rate)
+        return {"mp3": out.media_file(name)}
+    heights = [h for h in COMPRESS_HEIGHTS if h < height] or [height]
+    variants = {}
+    for h in heights:
+        name = f"dubbed-{h}p.mp4"
+        media.compress(out.path(built), out.path(name), h)
+        variants[f"{h}p"] = out.media_file(name)
+    return variants
+
+
+def _complement(spans: list[tuple[float, float]], total: float) -> list[tuple[float, float]]:
+    gaps, cursor = [], 0.0
+    for start, end in sorted(spans):
+        if start > cursor:
+            gaps.append((cursor, start))
+        cursor = max(cursor, end)
+    if cursor < total:
+        gaps.append((cursor, total))
+    return gaps
