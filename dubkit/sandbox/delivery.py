@@ -12,7 +12,7 @@ Choices where the interface is silent (each *choice*):
 * *choice* Retry schedule: a non-2xx answer or no answer within ``timeout`` (5 s) is retried
   after ``baseDelay * 2**(attempt-1)`` seconds, capped at ``maxDelay``, ±``jitter`` (10 %), up
   to ``maxAttempts`` attempts. Defaults 1 s, 60 s, 20 attempts: 1, 2, 4, 8, 16, 32, then 60 s
-  each, about 17 minutes in all; then the row is ``dead``. ``POST /_sandbox/delivery`` changes
+  each, about 14 minutes in all; then the row is ``dead``. ``POST /_sandbox/delivery`` changes
   any of these (tests and notebooks shorten them).
 * *choice* A receiver that was down gets every event once it is back: rows stay ``pending``
   through their retries, and the first 2xx from a URL pulls that key's other pending rows

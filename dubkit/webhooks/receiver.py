@@ -273,13 +273,16 @@ class Receiver:
         """Adopt pending rows nobody holds: at start, then every little while."""
         interval = max(0.5, min(self.lease / 4, 30.0))
         while True:
-            try:
-                for row in self.store.take_orphans(lease=self.lease):
-                    queue.put(row["pipeline_key"], at=row["next_at"])
-            except Exception:
-                log.exception("webhook sweeper")
+            self._adopt_orphans(queue)
             if not queue.sleep(interval):
                 return
+
+    def _adopt_orphans(self, queue: WorkQueue) -> None:
+        try:
+            for row in self.store.take_orphans(lease=self.lease):
+                queue.put(row["pipeline_key"], at=row["next_at"])
+        except Exception:
+            log.exception("webhook sweeper")
 
     def _work_forever(self, queue: WorkQueue) -> None:
         while (key := queue.get()) is not None:
@@ -333,8 +336,11 @@ class Receiver:
         return self.store.dead_letters()
 
     def revive(self, pipeline_key: str | None = None) -> int:
-        """Run dead letters again (all, or one); the sweeper picks them up shortly."""
-        return self.store.revive(pipeline_key)
+        """Run dead letters again (all, or one), now if this receiver is running."""
+        revived = self.store.revive(pipeline_key)
+        if revived and self.running:
+            self._adopt_orphans(self._queue)   # type: ignore[arg-type]
+        return revived
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop serving; let queued handlers finish for up to ``timeout`` seconds.

@@ -47,7 +47,7 @@ def verify(secret: str | Sequence[str], timestamp: str | bytes | None, raw_body:
         signature = signature.decode("latin-1")
     if not isinstance(raw_body, (bytes, bytearray)):
         raise TypeError("raw_body must be the raw request bytes, not parsed JSON or text")
-    if not timestamp.isdigit():   # int() would also take "-5", " 12" or "1_000"
+    if not (timestamp.isascii() and timestamp.isdigit()):   # int() takes "-5", " 12", "١٢"
         raise WebhookVerificationError("X-Timestamp is not epoch milliseconds",
                                        reason="bad-timestamp")
     sent_ms = int(timestamp)

@@ -84,6 +84,7 @@ class EventLog(widgets.VBox):
             self._stop.wait(0.1)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self._view.value = self.html()   # the fallback shows the log as it is now
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/html"] = self._view.value
         bundle["text/plain"] = f"EventLog({len(self.receiver.deliveries)} deliveries)"
