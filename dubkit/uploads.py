@@ -1,0 +1,576 @@
+"""Uploading a file as a material (interface §5) without ever losing a byte.
+
+>>> material = client.materials.upload("talk.mp4")     # what you normally call
+
+What happens:
+
+1. The file is checked (exists, not empty, not text) and its MD5 computed 1 MiB at a time.
+2. ``gen-upload-url``: if the service already holds these bytes it answers the material and
+   nothing is uploaded.
+3. Below ``multipart_threshold``: one PUT of the whole file, then ``complete``.
+4. Above: ``multipart/initiate``, parts of ``recommendedPartSize`` (at least 5 MiB, at most
+   10000 parts) PUT in parallel by ``concurrency`` threads, each reading its own slice of the
+   file, their ETags kept; URLs are presigned in batches and again when they expire; then
+   ``multipart/complete``.
+5. A small JSON state file (upload id, part size, ETags of finished parts) is written after
+   every part. If the process dies or the network goes, calling ``upload`` again resumes:
+   only the missing parts are sent. When the upload cannot finish (the service refuses a
+   part, the bytes are not media, the file changed) it is aborted and the state removed.
+
+Presigned PUTs go through a session of their own, without the API key: storage URLs may
+point at another host, which must never see the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from .errors import (APIConnectionError, APIError, DubkitError, IdempotencyConflictError,
+                     NotFoundError, ValidationError, error_class_for)
+
+if TYPE_CHECKING:
+    from .client import Client
+
+MiB = 1024 * 1024
+MIN_PART_SIZE = 5 * MiB
+DEFAULT_PART_SIZE = 8 * MiB      # when initiate recommends none (as the client examples do)
+MAX_PARTS = 10_000
+MULTIPART_THRESHOLD = 32 * MiB
+PRESIGN_BATCH = 100
+_BLOCK = MiB
+_REPORT_EVERY = 0.2              # seconds between progress reports
+
+ProgressCallback = Callable[["UploadProgress"], None]
+
+
+class UploadError(DubkitError):
+    """An upload stopped. ``resumable``: calling ``upload`` again continues where it stopped."""
+
+    def __init__(self, message: str, *, resumable: bool, state_file: Path | None = None) -> None:
+        super().__init__(message)
+        self.resumable = resumable
+        self.state_file = state_file
+
+
+@dataclass
+class UploadProgress:
+    """A snapshot for progress displays; ``phase`` is hashing, uploading, registering, done."""
+
+    file_name: str
+    total: int
+    phase: str = "hashing"
+    hashed: int = 0
+    sent: int = 0
+    parts_done: int = 0
+    parts_total: int = 0
+    resumed_parts: int = 0
+    resumed_bytes: int = 0          # sent by an earlier, interrupted run
+    material_id: str | None = None
+    duplicate: bool = False
+    started: float = field(default_factory=time.monotonic)
+    sending_since: float | None = None
+    ended: float | None = None
+
+    @property
+    def rate(self) -> float:
+        """Bytes per second sent by this run (0 before sending starts)."""
+        if self.sending_since is None:
+            return 0.0
+        seconds = (self.ended or time.monotonic()) - self.sending_since
+        return (self.sent - self.resumed_bytes) / seconds if seconds > 0 else 0.0
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
+
+
+# --------------------------------------------------------------------------- local checks
+
+def check_media_file(path: str | os.PathLike[str], field: str = "path") -> Path:
+    """The file as a Path, or ValidationError naming ``field`` if it cannot be media.
+
+    >>> check_media_file("notes.txt")
+    Traceback (most recent call last):
+    dubkit.errors.ValidationError: path: 'notes.txt' looks like a text file, not audio or video
+    """
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise ValidationError(field, f"no such file: {str(path)!r}")
+    if not file.is_file():
+        raise ValidationError(field, f"{str(path)!r} is not a file")
+    if file.stat().st_size == 0:
+        raise ValidationError(field, f"{str(path)!r} is empty (0 bytes): nothing to upload")
+    with open(file, "rb") as handle:
+        head = handle.read(4096)
+    if _looks_like_text(head):
+        raise ValidationError(field, f"{str(path)!r} looks like a text file, not audio or video")
+    if not file.suffix:
+        raise ValidationError("fileName", f"{file.name!r} needs an extension (e.g. .mp4, .wav): "
+                                          f"the service reads the type from it")
+    return file
+
+
+def _looks_like_text(head: bytes) -> bool:
+    if b"\x00" in head:
+        return False
+    for cut in range(4):   # the sample may end inside a multi-byte character
+        try:
+            head[:len(head) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
+def file_md5(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+    """Lowercase hex MD5 of a file, read 1 MiB at a time into one reused buffer."""
+    digest = hashlib.md5(usedforsecurity=False)
+    block = bytearray(_BLOCK)
+    view = memoryview(block)
+    with open(path, "rb", buffering=0) as handle:
+        while count := handle.readinto(block):
+            digest.update(view[:count])
+            if on_bytes:
+                on_bytes(count)
+    return digest.hexdigest()
+
+
+def part_size_for(size: int, recommended: int | None, chosen: int | None = None) -> int:
+    """The part size: the caller's, else the recommendation, grown to fit 10000 parts."""
+    base = chosen or recommended or DEFAULT_PART_SIZE
+    if chosen is not None and chosen < MIN_PART_SIZE:
+        raise ValidationError("part_size", f"at least {MIN_PART_SIZE} bytes (5 MiB): storage "
+                                           f"refuses smaller parts except the last")
+    smallest = -(-size // MAX_PARTS)
+    return max(base, MIN_PART_SIZE, smallest)
+
+
+# --------------------------------------------------------------------------- resume state
+
+def default_state_dir() -> Path:
+    """``$DUBKIT_UPLOAD_STATE_DIR``, else ``~/.cache/dubkit/uploads``."""
+    return Path(os.environ.get("DUBKIT_UPLOAD_STATE_DIR")
+                or Path.home() / ".cache" / "dubkit" / "uploads")
+
+
+class UploadState:
+    """What a multipart upload needs to resume, saved atomically after every part."""
+
+    def __init__(self, file: Path, data: dict[str, Any]) -> None:
+        self.file = file
+        self.data = data
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def location(state_dir: Path | None, base_url: str, path: Path) -> Path:
+        ident = hashlib.sha1(f"{base_url}\n{path.resolve()}".encode()).hexdigest()[:20]
+        return (state_dir or default_state_dir()) / f"{ident}.json"
+
+    @classmethod
+    def load(cls, file: Path) -> "UploadState | None":
+        try:
+            return cls(file, json.loads(file.read_text()))
+        except (OSError, ValueError):
+            return None
+
+    def matches(self, path: Path) -> bool:
+        """True if the file is unchanged since the state was written."""
+        stat = path.stat()
+        return (self.data.get("size"), self.data.get("mtimeNs")) == (stat.st_size,
+                                                                     stat.st_mtime_ns)
+
+    @property
+    def etags(self) -> dict[int, str]:
+        return {int(n): tag for n, tag in self.data.get("parts", {}).items()}
+
+    def record_part(self, number: int, etag: str) -> None:
+        with self._lock:
+            self.data.setdefault("parts", {})[str(number)] = etag
+            self.save()
+
+    def save(self) -> None:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.file.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        partial.write_text(json.dumps(self.data))
+        os.replace(partial, self.file)
+
+    def delete(self) -> None:
+        self.file.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- the upload
+
+class _FileSlice:
+    """Bytes ``[offset, offset + length)`` of a file, streamed by requests 1 MiB at a time."""
+
+    def __init__(self, path: Path, offset: int, length: int,
+                 on_read: Callable[[int], None]) -> None:
+        self._file = open(path, "rb")
+        self._file.seek(offset)
+        self._left = length
+        self._length = length
+        self._on_read = on_read
+        self.sent = 0
+
+    def __len__(self) -> int:           # requests sets Content-Length from it
+        return self._length
+
+    def read(self, _size: int = -1) -> bytes:
+        data = self._file.read(min(self._left, _BLOCK))   # larger blocks: fewer syscalls
+        self._left -= len(data)
+        self.sent += len(data)
+        self._on_read(len(data))
+        return data
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _SessionGone(UploadError):
+    """The service no longer knows the multipart session (aborted, or another sandbox)."""
+
+
+class _Refused(Exception):
+    """Storage refused a PUT for a reason a retry cannot fix."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Upload:
+    """One file's way to a registered material; :meth:`run` does it all (see module docs)."""
+
+    def __init__(self, client: "Client", path: str | os.PathLike[str], *,
+                 name: str | None = None, progress: ProgressCallback | None = None,
+                 part_size: int | None = None, concurrency: int = 4,
+                 multipart_threshold: int = MULTIPART_THRESHOLD, resume: bool = True,
+                 state_dir: str | os.PathLike[str] | None = None) -> None:
+        self.client = client
+        self.path = check_media_file(path)
+        self.name = name or self.path.name
+        if part_size is not None:
+            part_size_for(0, None, part_size)           # refuse a bad size before any request
+        if concurrency < 1:
+            raise ValidationError("concurrency", "at least 1")
+        self.part_size, self.concurrency = part_size, concurrency
+        self.threshold, self.resume = multipart_threshold, resume
+        self.size = self.path.stat().st_size
+        self.state_file = UploadState.location(Path(state_dir) if state_dir else None,
+                                               client.base_url, self.path)
+        self.progress = UploadProgress(self.name, self.size)
+        self._report = progress
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._last_report = 0.0
+        self._storage = requests.Session()
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=concurrency)
+        self._storage.mount("http://", adapter)
+        self._storage.mount("https://", adapter)
+
+    # -- public
+    def run(self) -> dict[str, Any]:
+        """Upload and register; return the material record (wire dict)."""
+        try:
+            state = UploadState.load(self.state_file) if self.resume else None
+            if state is not None and not state.matches(self.path):
+                self._abort(state)
+                state = None
+            if state is not None:
+                return self._resume(state)
+            return self._fresh()
+        finally:
+            self._storage.close()
+
+    # -- flows
+    def _fresh(self) -> dict[str, Any]:
+        self._stop.clear()
+        stale = UploadState.load(self.state_file)
+        if stale is not None:            # resume=False: the old session must not linger
+            self._abort(stale)
+        file_hash = file_md5(self.path, self._hashed)
+        self._phase("uploading")
+        answer = self._call("materials.gen_upload_url", {"fileHash": file_hash,
+                                                         "fileName": self.name})
+        if answer.get("material"):
+            self.progress.duplicate = True
+            return self._done(answer["material"])
+        if self.size < self.threshold:
+            return self._single(file_hash, answer)
+        started = self._call("materials.multipart_initiate", {"fileHash": file_hash,
+                                                              "fileName": self.name})
+        stat = self.path.stat()
+        state = UploadState(self.state_file, {
+            "version": 1, "path": str(self.path.resolve()), "size": stat.st_size,
+            "mtimeNs": stat.st_mtime_ns, "fileHash": file_hash, "fileName": self.name,
+            "materialId": started["materialId"], "uploadId": started["uploadId"],
+            "partSize": part_size_for(self.size, started.get("recommendedPartSize"),
+                                      self.part_size),
+            "parts": {}})
+        state.save()
+        return self._multipart(state)
+
+    def _resume(self, state: UploadState) -> dict[str, Any]:
+        self.progress.hashed = self.size
+        self.progress.resumed_parts = len(state.etags)
+        self._phase("uploading")
+        try:
+            return self._multipart(state)
+        except _SessionGone:
+            pass
+        # The service forgot the session (aborted, expired, another sandbox): start over.
+        state.delete()
+        self.progress = UploadProgress(self.name, self.size)
+        return self._fresh()
+
+    def _single(self, file_hash: str, answer: dict[str, Any]) -> dict[str, Any]:
+        self.progress.parts_total = 1
+        start = {"fileHash": file_hash, "fileName": self.name}
+        current = [answer]
+
+        def renew() -> None:         # the single URL expired: a new session, a new URL
+            current[0] = self._call("materials.gen_upload_url", start)
+
+        try:
+            self._put_retrying(lambda: current[0]["uploadUrl"], renew, 0, self.size)
+        except _Refused as exc:
+            raise error_class_for(exc.status)(f"storage refused {self.name!r} ({exc})",
+                                              code=exc.status, http_status=exc.status) from None
+        except requests.RequestException as exc:
+            raise UploadError(f"upload of {self.name!r} failed ({type(exc).__name__}); try "
+                              f"again", resumable=False) from None
+        self.progress.parts_done = 1
+        self._phase("registering")
+        answer = current[0]
+        return self._done(self._register("materials.complete", {
+            "s3Uri": answer["s3Uri"], "fileName": self.name, "materialId": answer["materialId"],
+            "fileHash": file_hash}, file_hash))
+
+    def _multipart(self, state: UploadState) -> dict[str, Any]:
+        size = state.data["partSize"]
+        total = -(-self.size // size)
+        done = state.etags
+        self.progress.parts_total, self.progress.parts_done = total, len(done)
+        self.progress.sent = sum(min(size, self.size - (n - 1) * size) for n in done)
+        self.progress.resumed_bytes = self.progress.sent
+        missing = [n for n in range(1, total + 1) if n not in done]
+        try:
+            self._send_parts(state, missing, size)
+        except (NotFoundError, _Refused) as exc:
+            self._abort(state)
+            if isinstance(exc, NotFoundError) or exc.status == 404:
+                raise _SessionGone(f"the upload session of {self.name!r} is no longer open",
+                                   resumable=False) from None
+            raise error_class_for(exc.status)(
+                f"storage refused a part of {self.name!r} ({exc}); the upload was aborted",
+                code=exc.status, http_status=exc.status) from None
+        except (requests.RequestException, APIConnectionError) as exc:
+            raise UploadError(
+                f"upload of {self.name!r} interrupted after {self.progress.parts_done} of "
+                f"{total} parts ({type(exc).__name__}); call upload() again to resume",
+                resumable=True, state_file=state.file) from None
+        self._phase("registering")
+        parts = [{"partNumber": n, "eTag": tag} for n, tag in sorted(state.etags.items())]
+        ref = {k: state.data[k] for k in ("materialId", "uploadId", "fileHash", "fileName")}
+        try:
+            record = self._register("materials.multipart_complete", {**ref, "parts": parts},
+                                    state.data["fileHash"])
+        except APIError as exc:
+            if exc.code in (400, 404, 413, 422):     # cannot finish: never leave it half done
+                self._abort(state)
+                raise UploadError(f"could not register {self.name!r}: {exc.message}; the "
+                                  f"upload was aborted", resumable=False) from exc
+            raise
+        state.delete()
+        return self._done(record)
+
+    # -- parts
+    def _send_parts(self, state: UploadState, missing: list[int], size: int) -> None:
+        urls = _UrlBook(self, state, missing)
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="dubkit-upload")
+        futures = [pool.submit(self._send_part, state, urls, n, size) for n in missing]
+        try:
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, timeout=_REPORT_EVERY,
+                                         return_when=FIRST_EXCEPTION)
+                self._tick()
+                for future in finished:
+                    future.result()          # the first failure stops the rest
+        finally:
+            self._stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _send_part(self, state: UploadState, urls: "_UrlBook", number: int, size: int) -> None:
+        offset = (number - 1) * size
+        etag = self._put_retrying(lambda: urls.get(number), lambda: urls.forget(number),
+                                  offset, min(size, self.size - offset))
+        if etag is not None:
+            state.record_part(number, etag)
+            with self._lock:
+                self.progress.parts_done += 1
+
+    def _put_retrying(self, url: Callable[[], str], renew: Callable[[], None], offset: int,
+                      length: int) -> str | None:
+        """PUT a slice with the client's retry policy; 403 (expired URL) renews the URL.
+
+        None if the upload is stopping (another part failed, or the caller interrupted).
+        """
+        retry = self.client.transport.retry
+        for attempt in range(retry.max_retries + 1):
+            if self._stop.is_set():
+                return None
+            try:
+                return self._put(url(), offset, length)
+            except _Refused as exc:
+                if exc.status != 403 or attempt == retry.max_retries:
+                    raise
+                renew()
+            except requests.RequestException:
+                if attempt == retry.max_retries:
+                    raise
+                time.sleep(retry.delay(attempt))
+        return None
+
+    def _put(self, url: str, offset: int, length: int) -> str:
+        """PUT one slice; its ETag. Retryable failures raise requests errors."""
+        body = _FileSlice(self.path, offset, length, self._sent)
+        try:
+            answer = self._storage.put(url, data=body, timeout=(
+                self.client.transport.timeout.connect, self.client.transport.timeout.read))
+        except requests.RequestException:
+            self._sent(-body.sent)
+            raise
+        finally:
+            body.close()
+        if answer.status_code in (429, 500, 502, 503, 504):
+            self._sent(-body.sent)
+            raise requests.ConnectionError(f"storage answered HTTP {answer.status_code}")
+        if not 200 <= answer.status_code < 300:
+            self._sent(-body.sent)
+            raise _Refused(answer.status_code, _storage_message(answer))
+        return answer.headers.get("ETag", "").strip().strip('"')
+
+    # -- API calls
+    def _call(self, op: str, payload: dict[str, Any]) -> Any:
+        """Send a call that only opens or describes a session: a lost answer is asked again."""
+        try:
+            return self.client.call(op, payload)
+        except IdempotencyConflictError as exc:
+            if not exc.first_attempt_accepted:
+                raise
+            return self.client.call(op, payload)
+
+    def _register(self, op: str, payload: dict[str, Any], file_hash: str) -> dict[str, Any]:
+        """Complete the upload; if the answer was lost, find the material it registered."""
+        try:
+            return self.client.call(op, payload)
+        except (IdempotencyConflictError, APIConnectionError) as exc:
+            if isinstance(exc, IdempotencyConflictError) and not exc.first_attempt_accepted:
+                raise
+            found = self.client.materials.find_by_hash(file_hash)
+            if found is None:
+                raise UploadError(f"registering {self.name!r} failed ({exc.message}); call "
+                                  f"upload() again to finish", resumable=True,
+                                  state_file=self.state_file) from None
+            return found.to_wire()
+
+    def _abort(self, state: UploadState) -> None:
+        """Best effort: tell the service to drop the session; forget it locally either way."""
+        ref = {k: state.data.get(k) for k in ("materialId", "uploadId", "fileHash", "fileName")}
+        try:
+            self.client.call("materials.multipart_abort", ref)
+        except DubkitError:
+            pass   # gone already, or unreachable: the session just expires there
+        state.delete()
+
+    # -- progress
+    def _hashed(self, count: int) -> None:
+        self.progress.hashed += count
+        self._tick()
+
+    def _sent(self, count: int) -> None:
+        with self._lock:
+            self.progress.sent += count
+
+    def _phase(self, phase: str) -> None:
+        self.progress.phase = phase
+        if phase == "uploading" and self.progress.sending_since is None:
+            self.progress.sending_since = time.monotonic()
+        self._tick(force=True)
+
+    def _done(self, record: dict[str, Any]) -> dict[str, Any]:
+        self.progress.material_id = record.get("materialId")
+        self.progress.ended = time.monotonic()
+        self._phase("done")
+        return record
+
+    def _tick(self, force: bool = False) -> None:
+        """Report progress from the caller's thread (widgets must be updated from it)."""
+        now = time.monotonic()
+        if self._report is not None and (force or now - self._last_report >= _REPORT_EVERY):
+            self._last_report = now
+            self._report(self.progress)
+
+
+class _UrlBook:
+    """Presigned part URLs, fetched in batches ahead of use and again when they expire."""
+
+    def __init__(self, upload: Upload, state: UploadState, missing: list[int]) -> None:
+        self._upload, self._state, self._order = upload, state, missing
+        self._urls: dict[int, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, number: int) -> str:
+        with self._lock:
+            url, expires = self._urls.get(number, ("", 0.0))
+            if time.monotonic() < expires:
+                return url
+            start = self._order.index(number)
+            batch = self._order[start:start + PRESIGN_BATCH]
+            ref = {k: self._state.data[k] for k in ("materialId", "uploadId", "fileHash",
+                                                   "fileName")}
+            answer = self._upload._call("materials.multipart_presign",
+                                        {**ref, "partNumbers": batch})
+            # Renew a little before the service's expiry, never after it.
+            lifetime = float(answer.get("expiresInSeconds") or 3600)
+            expires = time.monotonic() + lifetime * 0.9
+            for item in answer.get("urls", []):
+                self._urls[int(item["partNumber"])] = (item["url"], expires)
+            return self._urls[number][0]
+
+    def forget(self, number: int) -> None:
+        with self._lock:
+            self._urls.pop(number, None)
+
+
+def _storage_message(answer: requests.Response) -> str:
+    try:
+        message = answer.json().get("message")
+    except ValueError:
+        message = None
+    return f"HTTP {answer.status_code}: {message or answer.text[:200] or answer.reason}"
+
+
+def pending_states(state_dir: str | os.PathLike[str] | None = None) -> Iterator[UploadState]:
+    """Every resumable upload recorded in ``state_dir``."""
+    folder = Path(state_dir) if state_dir else default_state_dir()
+    for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        state = UploadState.load(file)
+        if state is not None:
+            yield state
+
+
+__all__ = ["Upload", "UploadError", "UploadProgress", "UploadState", "check_media_file",
+           "file_md5", "part_size_for", "pending_states"]
