@@ -141,8 +141,10 @@ class Casting:
             best = pool[0]
         else:
             pool = [v for v in pool if v.gender == heard.gender] or pool
-            best = min(pool, key=lambda v: abs(math.log2(
-                heard_pitch(v.speaking, self.speaking) / heard.median_pitch_hz)))
+            pitched = [(v, heard_pitch(v.speaking, self.speaking)) for v in pool]
+            pitched = [(v, hz) for v, hz in pitched if hz is not None] or [(pool[0], 1.0)]
+            best = min(pitched, key=lambda item: abs(math.log2(
+                item[1] / heard.median_pitch_hz)))[0]
         return self.library.find(best.voice_id) or best   # the full record, preview URL too
 
     def _line_pace(self, line: Line) -> Voice:
@@ -170,15 +172,17 @@ class Casting:
         return self.settings.source if self.settings.source != "auto" else ""
 
 
-_heard: dict[tuple[SpeakingVoice, str], float] = {}
+_heard: dict[tuple[SpeakingVoice, str], float | None] = {}
 _heard_lock = threading.Lock()
 
 
-def heard_pitch(voice: SpeakingVoice, language: str) -> float:
-    """Median pitch (Hz) of ``voice`` speaking ``language``, as ``measure`` hears it; cached."""
+def heard_pitch(voice: SpeakingVoice, language: str) -> float | None:
+    """Median pitch (Hz) of ``voice`` speaking ``language`` as ``measure`` hears it (None for
+    a voice without pitch, e.g. a whisper); cached per process."""
     key = (voice, language)
     with _heard_lock:
         if key not in _heard:
             audio = voice.speak(_PITCH_PROBE, espeak=language)
-            _heard[key] = voiceprint.measure(audio, speech.SAMPLE_RATE).median_pitch_hz
+            heard = measure_speech(audio, speech.SAMPLE_RATE)
+            _heard[key] = heard.median_pitch_hz if heard else None
         return _heard[key]

@@ -1,0 +1,134 @@
+"""Media translation (interface §2.4): translate and dub a registered material, async only.
+
+The work itself is :mod:`dubkit.sandbox.pipeline`; this module checks the request, charges,
+makes the task and hands the pipeline the key's material and voices.
+
+Choices where the interface is silent (*choice*):
+
+* *choice* Cost: one credit per started second of the material, charged before the task is
+  made (402 when short, nothing started). A task that fails gets its credits back.
+* *choice* ``taskType: at`` on a video material runs as ``vt`` (the acceptance and the task say
+  ``vt``); ``vt`` on an audio material is 400 (there is no picture to dub).
+* *choice* Checked before any credit is spent, each a 400 naming the field: locales
+  (``language.source`` may be ``auto``), a target the sandbox cannot speak, every
+  ``selectedVoicesList`` voice (a preset or one of the key's live clones; a ``provider`` given
+  with it must be that voice's), ``options.text`` values. An unknown, unfinished or deleted
+  ``source.materialId`` is 404 with the reason.
+* *choice* Deliverables are served under ``/files/media/<taskId>/``; ``result`` carries the
+  §3.6 shape plus labelled extras (see :mod:`dubkit.sandbox.pipeline.result`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from ... import locales
+from ...schema import MediaTranslationRequest
+from .. import pipeline
+from ..backend import Backend, ServiceError
+from ..catalogue import preset as find_preset
+from ..catalogue import presets as all_presets
+from ..engines import speech
+from ..operations import Call, handles
+from .common import check_locale, create
+from .materials import find_material, material_path
+from .voices import _served, find_clone
+
+
+class KeyVoices:
+    """The voices one API key may dub with: every preset and the key's live clones."""
+
+    def __init__(self, backend: Backend, api_key: str) -> None:
+        self.backend, self.api_key = backend, api_key
+
+    def find(self, voice_id: str) -> pipeline.Voice | None:
+        found = find_preset(voice_id)
+        if found is not None:
+            record = _served(self.backend, found)
+            return pipeline.Voice(voice_id, record["provider"], record["displayName"],
+                                  record["gender"], "preset", found.speaking,
+                                  locale=record["locale"], sample_url=record["audio"],
+                                  sample_text=found.sample_text)
+        clone = find_clone(self.backend, self.api_key, voice_id)
+        if clone is None:
+            return None
+        record = clone.record
+        gender = "female" if (clone.voice.variant or "").startswith("f") else "male"
+        return pipeline.Voice(voice_id, clone.provider, record["name"], gender, "clone",
+                              clone.voice, locale=record.get("exampleLanguage"),
+                              sample_url=record.get("audio") or "",
+                              sample_text=record.get("content") or "")
+
+    def presets(self) -> list[pipeline.Voice]:
+        """Every preset, light (no preview URL): ``find`` gives the full voice once chosen."""
+        return [pipeline.Voice(p.voice_id, p.record["provider"], p.record["displayName"],
+                               p.record["gender"], "preset", p.speaking,
+                               locale=p.record["locale"]) for p in all_presets()]
+
+
+def _check_voices(settings: pipeline.Settings, library: KeyVoices) -> None:
+    for i, (voice_id, provider) in enumerate(settings.selected):
+        field = f"options.voiceSpeakers.selectedVoicesList[{i}]"
+        voice = library.find(voice_id)
+        if voice is None:
+            raise ServiceError(400, f"invalid request: {field}.voiceId: voice {voice_id!r} not "
+                                    f"found in system or clone voice library (see "
+                                    f"assets/voice/basic/list and assets/voice/clone/list)")
+        if provider and provider != voice.provider:
+            raise ServiceError(400, f"invalid request: {field}.provider: {provider!r} does not "
+                                    f"match voice {voice_id!r}, whose provider is "
+                                    f"{voice.provider!r}; send them together as returned")
+
+
+def _task_type(requested: str, material: dict[str, Any]) -> str:
+    if material.get("category") == "video":
+        return "vt"
+    if requested == "vt":
+        raise ServiceError(400, f"invalid request: taskType: 'vt' needs a video material; "
+                                f"{material['materialId']} is {material.get('category')} "
+                                f"(use 'at')")
+    return "at"
+
+
+@handles("media.create_async")
+def create_async(call: Call) -> dict[str, Any]:
+    request: MediaTranslationRequest = call.body  # type: ignore[assignment]
+    backend, api_key = call.backend, call.api_key
+    check_locale("language.source", request.language.source, locales.SOURCE, allow_auto=True)
+    check_locale("language.target", request.language.target, locales.TARGET)
+    try:
+        speech.voice_for_locale(request.language.target)
+    except speech.SpeechError:
+        raise ServiceError(400, f"invalid request: language.target: the sandbox has no voice "
+                                f"that speaks {request.language.target!r}") from None
+    material = find_material(backend, api_key, request.source.material_id)
+    path = material_path(backend, api_key, request.source.material_id)
+    task_type = _task_type(request.task_type, material)
+    settings = pipeline.read_settings(request, task_type)
+    library = KeyVoices(backend, api_key)
+    _check_voices(settings, library)
+    seconds = max(1, math.ceil((material.get("duration") or 0) / 1000))
+    backend.charge(api_key, seconds, f"dubbing {seconds} s of media")
+    source = {"materialId": material["materialId"], "url": material.get("addressUrl"),
+              "category": material.get("category"), "name": material.get("name"),
+              "duration": (material.get("duration") or 0) / 1000, "credits": seconds}
+
+    def work(task_id: str) -> dict[str, Any]:
+        folder = f"media/{task_id}"
+        outputs = pipeline.Outputs(backend.file_path(folder),
+                                   lambda name: backend.file_url(f"{folder}/{name}"))
+        try:
+            return pipeline.run(pipeline.Job(task_id, Path(path), settings, library, outputs,
+                                             source))
+        except BaseException:
+            backend.refund(api_key, seconds)
+            raise
+
+    try:
+        accepted = create(call, task_type, work, is_async=True)
+    except BaseException:
+        backend.refund(api_key, seconds)
+        raise
+    return {**accepted, "taskType": task_type, "status": "running"}

@@ -1,0 +1,148 @@
+"""The dubbing result: original and dub side by side, the script with a player per line,
+subtitle downloads, and what the service could not do as asked.
+
+>>> dub = task.wait().result
+>>> dub                          # the HTML view below (also what a saved notebook shows)
+>>> compare(dub_fr, dub_de)      # the original and several dubs in one row
+
+Players never autoplay or loop and play from their URLs (dubbed media is too big to embed).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import ipywidgets as widgets
+
+from ..audio import format_of, mime_type
+from ..resources.translate import PSEUDO_NOTE
+from .audio import player_html
+
+if TYPE_CHECKING:
+    from ..resources.media import DubbingResult, MediaFile
+
+_VIDEO_WIDTH = 320
+
+
+def media_player_html(file: "MediaFile | None", *, video: bool) -> str:
+    """A ``<video>`` (or ``<audio>``) element for a result file; controls on, no autoplay/loop."""
+    if file is None or not file.url:
+        return "<em>not available</em>"
+    src = html.escape(file.url)
+    if not video:
+        return player_html(file.url, mime_type(format_of(file.url)))
+    return (f"<video controls preload='metadata' width='{_VIDEO_WIDTH}'>"
+            f"<source src='{src}' type='video/mp4'><a href='{src}'>video</a></video>")
+
+
+def _column(title: str, player: str, facts: str = "") -> str:
+    return (f"<div style='flex:0 0 auto;margin-right:16px'><div><b>{html.escape(title)}</b>"
+            f"</div>{player}<div style='color:#57606a;font-size:85%'>{facts}</div></div>")
+
+
+def _facts(file: "MediaFile | None") -> str:
+    if file is None:
+        return ""
+    bits = [f"{file.duration:.1f} s" if file.duration else "",
+            f"{file.width}x{file.height}" if file.width else "",
+            f"{file.size / 1e6:.1f} MB" if file.size else ""]
+    return html.escape(" · ".join(b for b in bits if b))
+
+
+def side_by_side_html(results: Sequence["DubbingResult"]) -> str:
+    """One row: the original, then each result's dub (same source assumed)."""
+    first = results[0]
+    video = first.video is not None
+    columns = [_column("original" + (f" ({first.source_language})"
+                                     if first.source_language else ""),
+                       media_player_html(first.original, video=video), _facts(first.original))]
+    for result in results:
+        columns.append(_column(f"dubbed ({result.target_language})",
+                               media_player_html(result.video or result.audio, video=video),
+                               _facts(result.video or result.audio)))
+    return "<div style='display:flex;flex-wrap:wrap'>" + "".join(columns) + "</div>"
+
+
+def downloads_html(result: "DubbingResult") -> str:
+    """Links: subtitles (SRT, VTT), the dubbed audio, and the compressed variants."""
+    links = []
+    for label, url in (("subtitles .srt", result.subtitles.srt),
+                       ("subtitles .vtt", result.subtitles.vtt),
+                       ("dubbed audio", result.audio.url if result.audio else None)):
+        if url:
+            links.append(f"<a href='{html.escape(url)}' download>{html.escape(label)}</a>")
+    for name, file in result.compressed.items():
+        if file is not None:
+            links.append(f"<a href='{html.escape(file.url)}' download>{html.escape(name)}</a>")
+    return "<div>Downloads: " + " · ".join(links) + "</div>" if links else ""
+
+
+def script_html(result: "DubbingResult") -> str:
+    """The script: time, speaker, source text, translation, voice, and the dubbed line."""
+    rows = []
+    for line in result.script:
+        player = (player_html(line.audio_url, mime_type(format_of(line.audio_url)))
+                  if line.audio_url else "")
+        rows.append(
+            f"<tr><td>{html.escape(line.id)}</td>"
+            f"<td>{line.start:.2f}–{line.end:.2f}</td><td>{html.escape(line.speaker)}</td>"
+            f"<td style='text-align:left;max-width:260px'>{html.escape(line.source_text)}</td>"
+            f"<td style='text-align:left;max-width:260px'>{html.escape(line.translation)}</td>"
+            f"<td><code>{html.escape(line.voice_id)}</code><br><small>"
+            f"{html.escape(line.voice_name)} · {html.escape(line.provider)}</small></td>"
+            f"<td>{player}</td></tr>")
+    return ("<table class='dubkit-script'><thead><tr><th>#</th><th>time (s)</th>"
+            "<th>speaker</th><th>source</th><th>translation</th><th>voice</th><th>dub</th>"
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def notes_html(result: "DubbingResult") -> str:
+    notes = list(result.notices)
+    engine = ((result.raw.get("translatedScripts") or {}).get("engine") or "")
+    if engine.startswith("sandbox"):
+        notes.insert(0, PSEUDO_NOTE)
+    if not notes:
+        return ""
+    return ("<ul style='color:#57606a;font-size:90%'>"
+            + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+
+
+def dubbing_html(result: "DubbingResult") -> str:
+    """Everything about one dub as static HTML."""
+    return (f"<div class='dubkit-dubbing'><p><b>{html.escape(str(result.source_language))} → "
+            f"{html.escape(str(result.target_language))}</b>: {len(result.script)} lines, "
+            f"{len(result.voices)} voice(s)</p>" + side_by_side_html([result])
+            + downloads_html(result) + script_html(result) + notes_html(result) + "</div>")
+
+
+def compare_html(results: Sequence["DubbingResult"]) -> str:
+    """The original and several dubs of it side by side, then each one's downloads."""
+    parts = [side_by_side_html(results)]
+    for result in results:
+        parts.append(f"<p><b>{html.escape(str(result.target_language))}</b></p>"
+                     + downloads_html(result))
+    return "<div class='dubkit-compare'>" + "".join(parts) + "</div>"
+
+
+class DubbingView(widgets.VBox):
+    """A widget showing one dub (full view) or several (side by side); static HTML fallback."""
+
+    def __init__(self, results: Iterable["DubbingResult"]) -> None:
+        self.results = list(results)
+        if not self.results:
+            raise ValueError("DubbingView needs at least one dubbing result")
+        page = (dubbing_html(self.results[0]) if len(self.results) == 1
+                else compare_html(self.results))
+        self._view = widgets.HTML(page)
+        super().__init__([self._view])
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/html"] = self._view.value   # what a saved notebook shows
+        return bundle
+
+
+def compare(*results: "DubbingResult") -> DubbingView:
+    """The original and each dub side by side: ``compare(dub_fr, dub_de)``."""
+    return DubbingView(results)
