@@ -20,7 +20,9 @@ How the options sound in the sandbox (*choice*, the interface leaves the effect 
 * ``timbreRefAudio``: the line is spoken with an espeak voice imitating the reference's pitch
   and pace (variant by its gender). It wins over a clone ``voiceId``'s own timbre. Lines with
   ``timbreRefAudio`` and no ``voiceId`` belong to the batch's clone engine, ``V1`` if none.
-* ``trim`` cuts leading and trailing silence; ``duration`` then time-stretches (pitch kept)
+* Lines start after 0.1 s and end 0.2 s before the end of the file (espeak-ng itself starts
+  and stops on the first and last sound; service engines leave such breathing room).
+  ``trim`` cuts leading and trailing silence; ``duration`` then time-stretches (pitch kept)
   to exactly that length. Factors beyond 0.25x..4x of the natural reading fail that line.
 * Each result item carries a labelled extra ``emotion`` describing the delivery applied.
 * Lines longer than ``MAX_TEXT`` characters are refused (400) before any credit is taken.
@@ -47,9 +49,9 @@ from ...schema import TTSLine, TTSRequest
 from ..backend import Backend, ServiceError
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
 from ..engines import media, mixing, speech, voiceprint
-from ..operations import Call, handles
+from ..operations import Call
 from ..store import Store
-from .common import check_locale, create
+from .common import check_locale, sync_and_async
 from .voices import find_clone
 
 log = logging.getLogger("dubkit.sandbox")
@@ -58,6 +60,7 @@ MAX_TEXT = 10_000            # characters per line
 DEFAULT_EMO_WEIGHT = 0.6
 TIMBRE_ONLY_PROVIDER = "V1"
 MAX_REFERENCE_BYTES = 50 * 1024 * 1024
+LEAD_IN, TAIL = 0.1, 0.2     # seconds of silence around a line unless trimmed
 # keyword: (pace factor, pitch step, intonation-range step, loudness step) at emoWeight 1
 EMOTIONS: dict[str, tuple[float, int, int, int]] = {
     "happy": (1.10, 8, 30, 10), "joy": (1.12, 10, 35, 15), "cheerful": (1.12, 10, 35, 10),
@@ -237,6 +240,9 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
         raise LineError(f"text: {exc}") from None
     if trim:
         samples = mixing.trim_silence(samples, rate)
+    else:
+        samples = np.concatenate([np.zeros(round(LEAD_IN * rate), np.float32), samples,
+                                  np.zeros(round(TAIL * rate), np.float32)])
     if samples.size == 0 or float(np.abs(samples).max()) < 1e-3:
         raise LineError("text: nothing audible to say (only silence came out)")
     if spec.duration is not None:
@@ -273,7 +279,7 @@ def _cache_get(backend: Backend, key: str) -> tuple[str, float] | None:
 
 # --------------------------------------------------------------------------- the operations
 
-def _work(call: Call) -> Any:
+def _plan(call: Call) -> Any:
     request, lines, espeak = _resolve(call)
     characters = [len(line.spec.text) for line in lines]
     call.backend.charge(call.api_key, sum(characters),
@@ -294,11 +300,4 @@ def _work(call: Call) -> Any:
     return run
 
 
-@handles("tts.create")
-def create_sync(call: Call) -> dict[str, Any]:
-    return create(call, "tts", _work(call), is_async=False)
-
-
-@handles("tts.create_async")
-def create_async(call: Call) -> dict[str, Any]:
-    return create(call, "tts", _work(call), is_async=True)
+sync_and_async("tts", "tts", _plan)

@@ -1,0 +1,298 @@
+"""Text to speech end to end: real synthesis over real HTTP, audio decoded and measured."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+import dubkit
+from dubkit.sandbox.catalogue import SpeakingVoice
+from dubkit.sandbox.engines import speech, voiceprint
+from dubkit.sandbox.products.voices import insert_clone
+from dubkit.webhooks import verify
+
+VOICE = "sv_s1_en_us_clear_f"          # S1
+OTHER_TIER = "sv_s3_en_us_story_m"     # S3
+TEXT = "The quick brown fox jumps over the lazy dog."
+
+
+def decoded_seconds(line) -> float:
+    return len(line.audio) / line.sample_rate
+
+
+def pitch_of(line) -> float:
+    return voiceprint.measure(line.audio, line.sample_rate).median_pitch_hz
+
+
+def credits(sandbox, api_key: str) -> float:
+    return next(k["credits"] for k in sandbox.admin("GET", "/keys") if k["apiKey"] == api_key)
+
+
+@pytest.fixture
+def clone(sandbox, new_key):
+    """A clone row for ``new_key`` (the clone product is issue 4's; the table is shared)."""
+    def make(provider: str = "V1", rate: int = 175, variant: str = "f2") -> str:
+        voice = SpeakingVoice("en-us", variant, speech.Prosody(rate_wpm=rate))
+        return insert_clone(sandbox._backend, new_key, {"name": f"clone {rate}",
+                                                       "provider": provider}, voice)["voiceId"]
+    return make
+
+
+@pytest.mark.parametrize("fmt", ["wav", "mp3", "m4a"])
+def test_speak_returns_playable_audio_of_the_reported_length(client, tmp_path, fmt):
+    line = client.tts.speak(TEXT, VOICE, output_format=fmt)
+    assert line.ok and line.format == fmt and line.uri.endswith(f".{fmt}")
+    assert line.audio.dtype == np.float32 and np.abs(line.audio).max() > 0.05
+    assert decoded_seconds(line) == pytest.approx(line.duration, rel=0.05)
+    saved = line.save(tmp_path)
+    assert saved.suffix == f".{fmt}" and saved.read_bytes() == line.data
+
+
+def test_default_format_is_m4a_and_players_never_autoplay(client):
+    speech_ = client.tts.create(["First line.", "Second line."], voice=VOICE)
+    assert [l.format for l in speech_] == ["m4a", "m4a"]
+    view = speech_._repr_html_()
+    assert view.count("<audio") == 2 and "audio/mp4" in view
+    assert "autoplay" not in view and "loop" not in view
+    assert view.count("class='dubkit-wave'") == 2 and "First line." in view
+
+
+@pytest.mark.parametrize("target", [1.2, 4.0])
+def test_duration_is_met_within_five_percent(client, target):
+    line = client.tts.speak(TEXT, VOICE, duration=target, output_format="wav")
+    assert line.duration == pytest.approx(target, rel=0.05)
+    assert decoded_seconds(line) == pytest.approx(target, rel=0.05)
+
+
+def test_trim_removes_leading_and_trailing_silence(client):
+    loose, tight = (client.tts.speak("Hello.", VOICE, output_format="wav", trim=t)
+                    for t in (False, True))
+    assert tight.duration < loose.duration
+
+    def edge_silence(line) -> int:
+        loud = np.flatnonzero(np.abs(line.audio) > 0.02)
+        return int(loud[0] + len(line.audio) - loud[-1])
+    assert edge_silence(tight) < edge_silence(loose)
+
+
+def test_emotion_prompts_change_pace_and_pitch(client):
+    def say(**emotion):
+        return client.tts.speak(TEXT, "sv_s7_en_us_emote_f", output_format="wav", **emotion)
+    neutral, sad = say(), say(emo_prompt="sad and tired", emo_weight=1)
+    excited = say(emo_prompt="excited!", emo_weight=1)
+    assert sad.duration > neutral.duration * 1.1 > excited.duration * 1.1
+    assert pitch_of(excited) > pitch_of(neutral) > pitch_of(sad)
+    assert say(emo_prompt="excited!", emo_weight=0).duration == pytest.approx(
+        neutral.duration, rel=0.03)
+    assert "excited" in excited.extra["emotion"]
+
+
+def test_emotion_reference_audio_lends_its_pace(client):
+    voice = "sv_s1_en_us_clear_m"
+    plain = client.tts.speak(TEXT, voice, output_format="wav")
+    hurried, dragged = (client.tts.speak(TEXT, VOICE, output_format="wav",
+                                         duration=plain.duration * f) for f in (0.5, 1.8))
+
+    def lent(reference):
+        return client.tts.speak(TEXT, voice, output_format="wav", emo_ref_audio=reference.uri,
+                                emo_weight=1)
+    assert lent(hurried).duration < plain.duration * 0.85
+    assert lent(dragged).duration > plain.duration * 1.15
+
+
+def test_language_target_changes_what_the_voice_speaks(client):
+    english = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav")
+    french = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav",
+                              language="fr-FR")
+    assert abs(french.duration - english.duration) > 0.05
+    with pytest.raises(dubkit.UnprocessableError) as err:
+        client.tts.speak("Kumusta", VOICE, language="fil-PH")
+    assert "language.target" in str(err.value)
+    with pytest.raises(dubkit.BadRequestError) as err:
+        client.tts.speak("Hi", VOICE, language="xx-YY")
+    assert "language.target" in str(err.value)
+
+
+def test_clone_voices_speak_with_their_stored_prosody(client_for, new_key, clone):
+    mine = client_for(new_key)
+    slow, fast = clone("V3", rate=110), clone("V3", rate=320)
+    speech_ = mine.tts.create([{"text": TEXT, "voice_id": slow},
+                               {"text": TEXT, "voice_id": fast}], output_format="wav")
+    assert speech_[0].duration > 2 * speech_[1].duration
+
+
+def test_timbre_reference_imitates_the_speakers_pitch(client_for, new_key, client):
+    mine = client_for(new_key)
+    high = client.voices.preset("sv_s1_en_us_clear_f").audio      # sandbox-served WAVs
+    low = client.voices.preset("sv_s1_en_us_clear_m").audio
+    speech_ = mine.tts.create([{"text": TEXT, "timbre_ref_audio": high},
+                               {"text": TEXT, "timbre_ref_audio": low}], output_format="wav")
+    assert not speech_.errors
+    assert pitch_of(speech_[0]) > 1.3 * pitch_of(speech_[1])
+
+
+def test_one_bad_line_fails_alone_and_is_not_charged(client, sandbox):
+    before = credits(sandbox, sandbox.api_key)
+    lines = ["Fine.", {"text": TEXT, "duration": 0.2}, "Also fine."]
+    speech_ = client.tts.create(lines, voice=VOICE, output_format="wav")
+    assert [l.ok for l in speech_] == [True, False, True]
+    assert speech_.errors[1].startswith("duration:") and "0.25x to 4x" in speech_.errors[1]
+    assert credits(sandbox, sandbox.api_key) == before - len("Fine.") - len("Also fine.")
+
+
+def test_unreachable_reference_fails_only_its_line(client_for, new_key, clone, client):
+    mine = client_for(new_key)
+    voice = clone("V2")
+    speech_ = mine.tts.create([{"text": "Good.", "voice_id": voice},
+                               {"text": "Bad.", "voice_id": voice,
+                                "timbre_ref_audio": client.base_url + "/files/missing.wav"}],
+                              output_format="wav")
+    assert speech_[0].ok and not speech_[1].ok
+    assert "timbreRefAudio" in speech_.errors[1]
+
+
+def test_credits_run_out_with_402_and_nothing_is_made(client, sandbox):
+    sandbox.set_credits(5)
+    before = len(client.tasks.list(task_type="tts"))
+    with pytest.raises(dubkit.InsufficientCreditsError):
+        client.tts.speak("More than five characters", VOICE)
+    assert len(client.tasks.list(task_type="tts")) == before
+
+
+def test_bad_input_is_refused_before_sending(client, sandbox):
+    before = (credits(sandbox, sandbox.api_key), len(client.tasks.list(task_type="tts")))
+    cases = [
+        (dict(lines=["x"] * 51, voice=VOICE), "data", "client.tts.batch()"),
+        (dict(lines=[""], voice=VOICE), "data[0].text", "at least 1 character"),
+        (dict(lines=["hi"], voice="alloy"), "data[0].voiceId", "'sv_…' (preset)"),
+        (dict(lines=[{"text": "a", "voice_id": VOICE}, {"text": "b", "voice_id": OTHER_TIER}]),
+         "data[1].voiceId", "data[0] is S1 and data[1] is S3"),
+        (dict(lines=[{"text": "a", "voice_id": VOICE, "timbre_ref_audio": "https://x/y.wav"}]),
+         "data[0].timbreRefAudio", "preset voice (S1)"),
+        (dict(lines=["hi"], voice=VOICE, emo_weight=1.5), "data[0].emoWeight", "1"),
+        (dict(lines=["hi"], voice=VOICE, output_format="ogg"), "outputFormat", "'m4a'"),
+        (dict(lines=["hi"]), "data[0]", "voiceId or timbreRefAudio"),
+    ]
+    for kwargs, field, words in cases:
+        with pytest.raises(dubkit.ValidationError) as err:
+            client.tts.create(**kwargs)
+        assert err.value.field == field and words in err.value.problem, err.value
+    assert "at most 50 lines per request, got 51" in str(
+        pytest.raises(dubkit.ValidationError, client.tts.create, ["x"] * 51, voice=VOICE).value)
+    assert (credits(sandbox, sandbox.api_key), len(client.tasks.list(task_type="tts"))) == before
+
+
+@pytest.mark.parametrize("lines, message", [
+    ([{"text": "a", "voiceId": VOICE}, {"text": "b", "voiceId": "sv_nope"}],
+     "voiceId not found in system or clone voice library: data[1]"),
+    ([{"text": "a", "voiceId": VOICE}, {"text": "b", "voiceId": OTHER_TIER}],
+     "all voiceId in one batch must share the same provider, but found multiple: "
+     "S1 (data[0]); S3 (data[1])"),
+    ([{"text": "a", "voiceId": VOICE, "timbreRefAudio": "https://x/y.wav"}],
+     "timbreRefAudio requires a clone provider (V1-V5), but voiceId in this batch resolved "
+     "to a system provider (S1)"),
+    ([{"text": "a", "voiceId": VOICE, "emoWeight": 1.5}], "data[0].emoWeight"),
+    ([{"text": "a" * 10_001, "voiceId": VOICE}], "data[0].text: at most 10000 characters"),
+])
+def test_sandbox_refuses_the_same_with_400(client, lines, message):
+    with pytest.raises(dubkit.BadRequestError) as err:      # sent raw, past client checks
+        client.request("POST", "/task/tts/create", json={"data": lines})
+    assert err.value.http_status == 400 and message in err.value.message
+
+
+def test_sandbox_refuses_mixed_clone_engines(client_for, new_key, clone):
+    v1, v2 = clone("V1"), clone("V2")
+    with pytest.raises(dubkit.BadRequestError) as err:
+        client_for(new_key).request("POST", "/task/tts/create", json={"data": [
+            {"text": "a", "voiceId": v1}, {"text": "b", "voiceId": v2}]})
+    assert "found multiple: V1 (data[0]); V2 (data[1])" in err.value.message
+
+
+def test_a_ten_thousand_character_line_is_spoken(client):
+    text = ("This sentence is one of many. " * 400)[:10_000]
+    line = client.tts.speak(text, VOICE, output_format="mp3")
+    assert line.ok and line.duration > 300
+
+
+def test_async_create_delivers_a_signed_openapi_tts_webhook(client, sandbox):
+    received: list[tuple[dict, bytes]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((dict(self.headers), body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sandbox.set_webhook(f"http://127.0.0.1:{server.server_address[1]}/hook")
+        task = client.tts.create_async(["Later, alligator.", "In a while."], voice=VOICE,
+                                       output_format="wav", extra_data={"order": 7})
+        result = task.wait(timeout=60).result
+        assert isinstance(result, dubkit.resources.tts.Speech) and not result.errors
+        assert [l.text for l in result] == ["Later, alligator.", "In a while."]
+        assert result[0].audio.size > 0
+        deadline = threading.Event()
+        for _ in range(100):
+            if received:
+                break
+            deadline.wait(0.1)
+        headers, body = received[0]
+        verify(sandbox.webhook_secret, headers["X-Timestamp"], body, headers["X-Signature"])
+        envelope = json.loads(body)
+        assert envelope["event"] == "openapi-tts" and envelope["data"]["taskId"] == task.task_id
+        assert len(envelope["data"]["results"]) == 2
+        assert envelope["extraData"] == {"dubkitIdempotencyKey": task.idempotency_key,
+                                         "order": 7}
+    finally:
+        server.shutdown()
+
+
+def test_batch_splits_providers_chunks_fifty_and_keeps_order(client):
+    tiers = [VOICE, "sv_s2_en_us_chat_f", OTHER_TIER]
+    lines = [{"text": f"Line number {i}.", "voice_id": tiers[i % 3]} for i in range(160)]
+    lines[77] = {"text": TEXT, "voice_id": tiers[77 % 3], "duration": 0.1}
+    speech_ = client.tts.batch(lines, output_format="wav", progress=False)
+    assert len(speech_) == 160 and [l.text for l in speech_] == [l["text"] for l in lines]
+    assert [l.voice_id for l in speech_] == [l["voice_id"] for l in lines]
+    assert list(speech_.errors) == [77]
+    assert len(speech_.task_ids) == 6          # 54/53/53 lines: two requests per provider
+    assert speech_[5].duration == pytest.approx(decoded_seconds(speech_[5]), rel=0.05)
+
+
+def test_batch_learns_clone_engines_it_has_not_seen(client_for, new_key, clone, sandbox):
+    v1, v4 = clone("V1"), clone("V4")
+    fresh = client_for(new_key)                 # knows no providers yet
+    assert fresh.voices.provider_of(v1) is None
+    speech_ = fresh.tts.batch([{"text": "One.", "voice_id": v1}, {"text": "Two.", "voice_id": v4},
+                               {"text": "Three.", "voice_id": v1}], output_format="wav",
+                              progress=False)
+    assert not speech_.errors and len(speech_.task_ids) == 2
+    assert fresh.voices.provider_of(v4) == "V4"
+
+
+def test_batch_reports_a_failed_request_on_its_lines(client, sandbox):
+    sandbox.set_credits(40)
+    lines = [{"text": "Short.", "voice_id": VOICE}, {"text": "x" * 60, "voice_id": OTHER_TIER}]
+    speech_ = client.tts.batch(lines, output_format="wav", progress=False)
+    assert speech_[0].ok and not speech_[1].ok
+    assert "insufficient credits" in speech_.errors[1]
+
+
+def test_speech_joins_lines_and_saves_them_all(client, tmp_path):
+    speech_ = client.tts.create(["One.", "Two.", "Three."], voice=VOICE, output_format="mp3")
+    assert speech_.audio.shape[0] == sum(len(l.audio) for l in speech_)
+    assert speech_.duration == pytest.approx(sum(l.duration for l in speech_))
+    paths = speech_.save(tmp_path)
+    assert [p.name for p in paths] == ["000.mp3", "001.mp3", "002.mp3"]
+    frame = speech_.to_frame()
+    assert list(frame["text"]) == ["One.", "Two.", "Three."] and frame["error"].isna().all()

@@ -1,0 +1,214 @@
+"""Voices: the preset catalogue with every filter, paging and order; clones listed, renamed,
+deleted; previews that play; the browser and audition widgets. Real HTTP to the sandbox."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import requests
+import soundfile as sf
+
+import dubkit
+from dubkit.sandbox.catalogue import SpeakingVoice
+from dubkit.sandbox.engines import speech
+from dubkit.sandbox.products.voices import insert_clone
+from dubkit.widgets.voices import VoiceBrowser
+
+RECORD_FIELDS = ("voice_id", "local_name", "display_name", "locale", "locale_name", "provider",
+                 "gender", "style", "role_play", "description", "personalities",
+                 "personality_list", "scenarios", "scenario_list", "score", "cover", "audio",
+                 "create_time", "update_time")
+
+
+@pytest.fixture
+def make_clone(sandbox):
+    """Clones are created by the clone product (issue 4); here the clone table is filled
+    through its public function so list/rename/delete can be tested on their own."""
+    def make(api_key: str, name: str, provider: str = "V1", rate: int = 175) -> str:
+        voice = SpeakingVoice("en-us", "f2", speech.Prosody(rate_wpm=rate))
+        return insert_clone(sandbox._backend, api_key, {"name": name, "provider": provider,
+                                                       "exampleLanguage": "en-US",
+                                                       "content": "sample"}, voice)["voiceId"]
+    return make
+
+
+def test_every_preset_record_field_is_filled(client):
+    voices = client.voices.presets(locale="en-GB")
+    assert len(voices) >= 10
+    for voice in voices:
+        record = voice.model_dump()
+        empty = [f for f in RECORD_FIELDS if record.get(f) in (None, "", [])]
+        assert not empty, f"{voice.voice_id} has empty {empty}"
+        assert voice.provider in {f"S{i}" for i in range(1, 8)}
+        assert voice.voice_id.startswith(f"sv_{voice.provider.lower()}_")
+        assert voice.is_hd in (0, 1) and voice.is_preferred in (0, 1)
+        assert voice.personality_list == voice.personalities.split(", ")
+
+
+def test_catalogue_spans_all_seven_tiers_and_many_locales(client):
+    voices = client.voices.presets()
+    assert {v.provider for v in voices} == {f"S{i}" for i in range(1, 8)}
+    assert len({v.locale for v in voices}) > 100
+    assert voices.total == len(voices) == len(set(voices.ids))
+
+
+def test_filters_each_narrow_to_matching_voices(client):
+    female = client.voices.presets(locale="de-DE", gender="female")
+    assert female and {(v.locale, v.gender) for v in female} == {("de-DE", "female")}
+    seniors = client.voices.presets(age="senior")
+    assert seniors and all(v.model_extra["age"] == "senior" for v in seniors)
+    hd = client.voices.presets(quality="high")
+    assert hd and all(v.is_hd == 1 for v in hd)
+    assert client.voices.presets(quality="any").total == client.voices.presets().total
+    news = client.voices.presets(category="news")
+    assert news and all(v.model_extra["category"] == "news" for v in news)
+    include = client.voices.presets(emotion_prompt="include")
+    exclude = client.voices.presets(emotion_prompt="exclude")
+    assert include and exclude and include.total + exclude.total == client.voices.presets().total
+    assert all(v.model_extra["supportsEmotionPrompt"] for v in include)
+    one = client.voices.presets(voice_id="sv_s1_en_us_clear_f")
+    assert one.ids == ["sv_s1_en_us_clear_f"]
+    whole_language = client.voices.presets(locale="en")
+    assert {v.locale.split("-")[0] for v in whole_language} == {"en"}
+    assert len({v.locale for v in whole_language}) > 5
+
+
+def test_search_matches_display_or_local_name(client):
+    name = client.voices.presets(locale="ja-JP")[0].display_name
+    found = client.voices.presets(search=name.lower())
+    assert found and all(name.lower() in (v.display_name + v.local_name).lower() for v in found)
+    endonym = client.voices.presets(search="日本語")
+    assert endonym and all(v.locale == "ja-JP" for v in endonym)
+
+
+def test_pages_cover_the_whole_list_once_and_default_to_ten(client):
+    raw = client.call("voices.presets", {"locale": "en-US"})
+    assert len(raw["records"]) == 10 and raw["total"] > 10
+    pages = [client.voices.presets_page(p, 4, locale="en-US") for p in range(1, 6)]
+    ids = [i for page in pages for i in page.ids]
+    assert len(ids) == len(set(ids)) == raw["total"]
+    assert ids == client.voices.presets(locale="en-US", page_size=3).ids
+
+
+def test_ordering_and_pinned_ids(client):
+    default = client.voices.presets(locale="fr-FR")
+    keys = [(-v.is_preferred, -v.score) for v in default]
+    assert keys == sorted(keys)
+    by_score = client.voices.presets(locale="fr-FR", order_by="score", order="asc")
+    assert [v.score for v in by_score] == sorted(v.score for v in by_score)
+    newest = client.voices.presets(locale="fr-FR", order_by="create_time")
+    assert [v.create_time for v in newest] == sorted((v.create_time for v in newest),
+                                                     reverse=True)
+    pinned = ["sv_s6_fr_fr_whisper_m", "sv_s1_fr_fr_clear_m"]
+    listed = client.voices.presets(locale="fr-FR", top_ids=pinned, order_by="voiceId")
+    assert listed.ids[:2] == pinned
+    assert listed.ids[2:] == sorted(listed.ids[2:], reverse=True)
+
+
+def test_unknown_locale_is_refused_with_suggestions(client):
+    with pytest.raises(dubkit.BadRequestError) as err:
+        client.voices.presets(locale="en_US")
+    assert "locale" in str(err.value) and "en-US" in str(err.value)
+
+
+def test_bad_filter_values_are_refused_before_sending(client):
+    with pytest.raises(dubkit.ValidationError) as err:
+        client.voices.presets(age="teen")
+    assert err.value.field == "age"
+    with pytest.raises(dubkit.ValidationError) as err:
+        client.voices.clones(order_by="score")
+    assert err.value.field == "orderBy"
+
+
+def test_preview_is_speech_made_once_and_served_again(client, sandbox):
+    voice = client.voices.presets(voice_id="sv_s1_es_es_clear_m")[0]
+    answer = requests.get(voice.audio, timeout=10)
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("audio/")
+    samples, rate = sf.read(io.BytesIO(answer.content))
+    assert 0.5 < len(samples) / rate < 6 and np.abs(samples).max() > 0.05
+    path = sandbox.data_dir / "files" / "voices" / "previews" / "sv_s1_es_es_clear_m.wav"
+    made = path.stat().st_mtime_ns
+    assert client.voices.presets(voice_id="sv_s1_es_es_clear_m")[0].audio == voice.audio
+    assert path.stat().st_mtime_ns == made
+    cover = requests.get(voice.cover, timeout=10)
+    assert cover.status_code == 200 and "<svg" in cover.text
+
+
+def test_preset_lookup_and_missing_preset(client):
+    assert client.voices.preset("sv_s4_en_gb_news_f").provider == "S4"
+    with pytest.raises(dubkit.NotFoundError):
+        client.voices.preset("sv_s4_nowhere")
+
+
+def test_clone_list_filters_order_and_paging(client, new_key, client_for, make_clone):
+    mine = client_for(new_key)
+    ids = [make_clone(new_key, name, provider) for name, provider in
+           (("Narrator warm", "V2"), ("Anna", "V3"), ("narrator cold", "V5"))]
+    assert mine.voices.clones().ids == ids[::-1]            # newest first by default
+    assert mine.voices.clones(order_by="name", order="asc").ids == [ids[1], ids[0], ids[2]]
+    assert mine.voices.clones(search="NARRATOR").ids == [ids[2], ids[0]]
+    assert mine.voices.clones(voice_id=ids[1]).ids == [ids[1]]
+    assert set(mine.voices.clones(voice_ids=ids[:2]).ids) == set(ids[:2])
+    assert mine.voices.clones(page_size=1).ids == ids[::-1]
+    page = mine.call("voices.clones", {"pageSize": 2, "currentPage": 2})
+    assert page["total"] == 3 and [r["voiceId"] for r in page["records"]] == [ids[0]]
+    record = mine.voices.clones(voice_id=ids[1])[0]
+    assert (record.provider, record.example_language, record.content) == ("V3", "en-US", "sample")
+    assert mine.voices.provider_of(ids[2]) == "V5"
+    assert client.voices.clones(voice_ids=ids).ids == []     # another key sees none of them
+
+
+def test_rename_and_delete_clone(client, new_key, client_for, make_clone):
+    mine = client_for(new_key)
+    voice_id = make_clone(new_key, "Old name")
+    before = mine.voices.clones(voice_id=voice_id)[0]
+    mine.voices.rename(voice_id, "New name")
+    after = mine.voices.clones(voice_id=voice_id)[0]
+    assert after.name == "New name" and after.update_time >= before.update_time
+    with pytest.raises(dubkit.NotFoundError):
+        client.voices.rename(voice_id, "Stolen")             # another key's clone is 404
+    with pytest.raises(dubkit.BadRequestError) as err:
+        mine.voices.rename(voice_id, "  ")
+    assert "voiceName" in str(err.value)
+    mine.voices.delete(voice_id)
+    assert mine.voices.clones().ids == []
+    with pytest.raises(dubkit.NotFoundError):
+        mine.voices.delete(voice_id)
+    with pytest.raises(dubkit.BadRequestError) as err:        # a deleted clone cannot speak
+        mine.tts.create(["Hello"], voice=voice_id)
+    assert "voiceId not found" in str(err.value)
+
+
+def test_voice_table_plays_previews_without_autoplay(client):
+    voices = client.voices.presets(locale="it-IT")
+    page = voices._repr_html_()
+    assert page.count("<audio") == len(voices)
+    assert "autoplay" not in page and "loop" not in page and "audio/wav" in page
+    frame = voices.to_frame()
+    assert list(frame["voice_id"]) == voices.ids and frame["audio"].notna().all()
+
+
+def test_browser_filters_ticks_and_auditions_side_by_side(client):
+    browser = VoiceBrowser(client, locale="en-US", page_size=5)
+    assert browser.total == client.voices.presets(locale="en-US").total
+    browser.set_filters(gender="male", quality="high")
+    assert browser.voices and all(v.gender == "male" and v.is_hd for v in browser.voices)
+    assert browser.page == 1 and len(browser.voices) <= 5
+    browser.tick(browser.voice_ids[:2])
+    browser.set_filters(quality=None, age="senior")          # ticks survive a new page
+    browser.tick(browser.voice_ids[:1])
+    assert len(browser.ticked) == 3
+    audition = browser.audition("Welcome aboard, everyone.")
+    assert audition is not None and len(audition.speech) == 3 and not audition.speech.errors
+    assert len({line.voice_id for line in audition.speech}) == 3   # several tiers, one call
+    view = browser._repr_mimebundle_()["text/html"]
+    assert view.count("<audio") >= 3 + len(browser.voices) and "autoplay" not in view
+    assert client.transport._api_key not in view
+
+
+def test_browser_reports_an_empty_audition_instead_of_failing(client):
+    browser = VoiceBrowser(client, locale="sv-SE")
+    assert browser.audition("Hej!") is None
+    assert "tick" in browser._result.value
