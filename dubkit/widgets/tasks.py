@@ -76,6 +76,7 @@ class TaskMonitor(widgets.VBox):
         self.poll_interval, self.max_interval = poll_interval, max_interval
         self.push_interval, self.timeout = push_interval, timeout
         self.last_error: str | None = None
+        self._timed_out = False
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -142,7 +143,8 @@ class TaskMonitor(widgets.VBox):
                 self._wake.clear()
         finally:
             unsubscribe()
-            self._render(final=True)
+            self._timed_out = not self.done and not self._stop.is_set()
+            self._render()
 
     def _poll_once(self) -> None:
         for task in [t for t in self.tasks if not t.done]:
@@ -159,18 +161,23 @@ class TaskMonitor(widgets.VBox):
     def _table(self, note: str = "") -> str:
         return task_table_html(self.tasks, note=note, via=self.via)
 
-    def _render(self, final: bool = False) -> None:
-        note = f"last poll failed: {self.last_error}" if self.last_error else ""
-        if not note and not self.done and push.active():
-            note = ("live: updated by the local webhook receiver as events arrive (polling "
+    def _note(self) -> str:
+        if self._timed_out and not self.done:
+            return f"stopped watching after {self.timeout:g} s; call .monitor() again"
+        if self.last_error:
+            return f"last poll failed: {self.last_error}"
+        if not self.done and push.active():
+            return ("live: updated by the local webhook receiver as events arrive (polling "
                     f"every {self.push_interval:g} s as a fallback)")
-        if final and not self.done and not self._stop.is_set():
-            note = f"stopped watching after {self.timeout:g} s; call .monitor() again"
+        return ""
+
+    def _render(self) -> None:
         with self._lock:
-            self._view.value = self._table(note)
+            self._view.value = self._table(self._note())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self._render()   # the fallback a saved notebook shows: the table as it is now
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = self._view.value   # what a saved notebook shows
+        bundle["text/html"] = self._view.value
         bundle["text/plain"] = f"TaskMonitor({len(self.tasks)} task(s))"
         return bundle
