@@ -14,6 +14,7 @@ Fitting rules (*choice*; the interface leaves them open):
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -59,7 +60,7 @@ def timeline_stretch(lines: list[Line], clips: list[np.ndarray], total: float) -
     need = 1.0
     for line, clip, room in zip(lines, clips, _rooms(lines, total)):
         need = max(need, len(clip) / speech.SAMPLE_RATE / room)
-    return round(min(need, MAX_TIMELINE_STRETCH), 3)
+    return min(math.ceil(need * 1000) / 1000, MAX_TIMELINE_STRETCH)   # up: never short
 
 
 def fit(lines: list[Line], clips: list[np.ndarray], total: float, scale: float,

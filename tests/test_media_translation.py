@@ -1,0 +1,326 @@
+"""Translate and dub over real HTTP: a narrated clip goes in, a dubbed video with subtitles and
+a script comes out; every option changes what comes back; bad input is refused before any
+credit is spent and a failure ends the task.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dubkit
+from dubkit._transport import new_idempotency_key
+from dubkit.audio import download
+from dubkit.errors import (BadRequestError, InsufficientCreditsError, NotFoundError,
+                           TaskFailedError, ValidationError)
+from dubkit.sandbox.engines import _ffmpeg, media, subtitles
+from dubkit.webhooks import Receiver
+from test_pipeline import SENTENCES, narrated_clip
+
+PATH = "/task/media-translation/create-async"
+
+
+@pytest.fixture(scope="module")
+def account(sandbox, tmp_path_factory):
+    """A key of its own with a narrated video (two voices, soft subtitles) and its audio."""
+    key = sandbox.create_key("media")
+    client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
+    folder = tmp_path_factory.mktemp("media")
+    video = folder / "talk.mp4"
+    cues = narrated_clip(video, bed=0.02)
+    audio = folder / "talk.m4a"
+    media.extract_audio(video, audio)
+    materials = {"video": client.materials.upload(video, progress=False),
+                 "audio": client.materials.upload(audio, progress=False)}
+    yield key, client, materials, cues, folder
+    client.close()
+
+
+def credits(sandbox, key: str) -> float:
+    return next(k["credits"] for k in sandbox.admin("GET", "/keys") if k["apiKey"] == key)
+
+
+def fetch(url: str, folder: Path, name: str) -> Path:
+    path = folder / name
+    path.write_bytes(download(url))
+    return path
+
+
+def wire(material_id: str, **changes) -> dict:
+    body = {"taskType": "vt", "source": {"materialId": material_id},
+            "language": {"source": "en-US", "target": "fr-FR"}, "options": {"voiceClone": {}}}
+    body.update(changes)
+    return body
+
+
+def wait_for(check, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while not (value := check()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return value
+
+
+# --------------------------------------------------------------------------- the whole story
+
+def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox, account,
+                                                                          tmp_path):
+    key, client, materials, cues, _ = account
+    secret = sandbox.set_webhook(None, api_key=key)["secret"]
+    receiver = Receiver(secret, store=tmp_path / "events.sqlite3", retry_delay=0.01)
+    events: list = []
+    receiver.on("openapi-media-translation", events.append)
+    sandbox.set_webhook(receiver.serve(), api_key=key)
+    before = credits(sandbox, key)
+    try:
+        task = client.media.translate(materials["video"], target="fr-FR", source="en-US",
+                                      translate_prompt="Keep it formal.")
+        assert (task.task_type, task.status) == ("vt", "running")
+        dub = task.wait(timeout=60).result
+        assert wait_for(lambda: events)
+    finally:
+        receiver.stop()
+        sandbox.set_webhook(None, api_key=key)
+
+    assert before - credits(sandbox, key) == math.ceil(materials["video"].duration / 1000)
+    frame = dub.script.to_frame()
+    assert list(frame.source_text) == list(SENTENCES)
+    assert all(frame.translation.str.len() > 0) and not any(frame.translation == frame.source_text)
+    assert list(frame.speaker) == ["Speaker 1", "Speaker 2", "Speaker 1"]   # f2, m3, f2
+    for line, cue in zip(dub.script, cues):   # each dub starts where its source line started
+        assert abs(line.start - cue.start) < 0.15
+    assert dub.raw["translatedScripts"]["prompt"] == "Keep it formal."
+
+    video = media.probe(fetch(dub.video.url, tmp_path, "dubbed.mp4"))
+    source = media.probe(fetch(dub.original.url, tmp_path, "source.mp4"))
+    assert video.has_video and video.has_audio and video.subtitle_streams == 1
+    assert video.duration == pytest.approx(source.duration, abs=0.1)
+    assert (dub.video.width, dub.video.height) == (640, 360)
+    cues_out = subtitles.parse_srt(dub.subtitles.text("srt"))
+    assert [c.text for c in cues_out] == list(frame.translation)
+    assert subtitles.parse_vtt(dub.subtitles.text("vtt")) == cues_out
+    for line in dub.script:   # every line's dub plays on its own, as long as it says it is
+        samples, rate = media.decode_audio(fetch(line.audio_url, tmp_path, "line.wav"))
+        assert len(samples) / rate * 1000 == pytest.approx(line.duration_ms, abs=2)
+    page = dub._repr_html_()
+    assert all(part in page for part in ("original", "dubbed (fr-FR)", "subtitles .srt",
+                                         dub.video.url, dub.script[0].audio_url))
+
+    [event] = events
+    assert (event.task_id, event.status, event.task_type) == (task.task_id, "finished", "vt")
+    assert event.result["build"]["video"]["url"] == dub.video.url
+    assert event.idempotency_key == task.idempotency_key
+
+
+def test_at_on_a_video_runs_as_vt_and_an_audio_material_gives_audio(account):
+    _, client, materials, _, _ = account
+    task = client.media.translate(materials["video"], target="es-ES", task_type="at")
+    assert task.task_type == "vt" and client.tasks.detail(task.task_id).task_type == "vt"
+    dub = client.media.translate(materials["audio"], target="es-ES").wait(60).result
+    assert dub.video is None and dub.audio.url.endswith(".m4a")
+    assert dub.audio.duration == pytest.approx(materials["audio"].duration / 1000, abs=0.15)
+    assert list(dub.compressed) == ["mp3"] and len(dub.script) == len(SENTENCES)
+    with pytest.raises(BadRequestError, match="taskType"):
+        client.media.translate(materials["audio"], target="es-ES", task_type="vt")
+    task.wait(60)
+
+
+# --------------------------------------------------------------------------- voices
+
+def test_a_selected_preset_speaks_for_speaker_one_and_the_other_is_cloned(account):
+    _, client, materials, _, _ = account
+    preset = client.voices.presets(locale="de-DE", gender="female", limit=1)[0]
+    dub = client.media.translate(materials["video"], target="de-DE",
+                                 selected_voices=[preset.voice_id]).wait(60).result
+    voices = {(l.speaker, l.voice_id, l.provider) for l in dub.script}
+    clone = next(v for v in voices if v[0] == "Speaker 2")
+    assert ("Speaker 1", preset.voice_id, preset.provider) in voices
+    assert clone[1].startswith("cv_") and clone[2] == "V5"   # non-English target: V5
+    assert [m["voiceId"] for m in dub.voices] == [preset.voice_id, clone[1]]
+
+
+def test_smart_matching_picks_presets_of_the_target_language_and_the_speakers_gender(account):
+    _, client, materials, _, _ = account
+    dub = client.media.translate(materials["video"], target="de-DE",
+                                 timbre_method="smart").wait(60).result
+    genders = {"Speaker 1": "female", "Speaker 2": "male"}     # f2 and m3 narrate
+    for match in dub.voices:
+        preset = client.voices.preset(match["voiceId"])
+        assert preset.locale.startswith("de-") and preset.gender == genders[match["speaker"]]
+
+
+@pytest.mark.parametrize("mode, distinct", [("sentence", 3), ("role", 2), ("mix", 2)])
+def test_clone_mode_decides_how_many_voices_speak(account, mode, distinct):
+    _, client, materials, _, _ = account
+    dub = client.media.translate(materials["video"], target="it-IT",
+                                 clone_mode=mode).wait(60).result
+    assert len({line.voice_id for line in dub.script}) == distinct
+    assert all(line.voice_id.startswith("cv_") for line in dub.script)
+    assert {t["cloneMode"] for t in dub.raw["tts"]["result"]} == {mode}
+
+
+def test_a_forced_speaker_count_is_honoured(account):
+    _, client, materials, _, _ = account
+    dub = client.media.translate(materials["video"], target="fr-FR",
+                                 speaker_num=1).wait(60).result
+    assert dub.raw["asrScripts"]["speakerNum"] == 1
+    assert {line.speaker for line in dub.script} == {"Speaker 1"}
+
+
+# --------------------------------------------------------------------------- rendering options
+
+def _gray_frame(path: Path, at: float) -> np.ndarray:
+    raw = _ffmpeg.run(["-ss", f"{at:.2f}", "-i", str(path), "-frames:v", "1", "-f", "rawvideo",
+                       "-pix_fmt", "gray", "pipe:1"]).stdout
+    return np.frombuffer(raw, np.uint8).reshape(360, 640).astype(float)
+
+
+def test_burned_subtitles_are_drawn_into_the_picture(account, tmp_path):
+    _, client, materials, _, _ = account
+    plain = client.media.translate(materials["video"], target="fr-FR",
+                                   text={"soft": False}).wait(60).result
+    burned = client.media.translate(materials["video"], target="fr-FR",
+                                    text={"burn": True, "style": {"size": 30}}).wait(60).result
+    line = burned.script[0]
+    at = (line.start + line.end) / 2
+    a = _gray_frame(fetch(plain.video.url, tmp_path, "plain.mp4"), at)
+    b = _gray_frame(fetch(burned.video.url, tmp_path, "burned.mp4"), at)
+    bottom, top = slice(270, 360), slice(0, 90)
+    assert np.abs(a[bottom] - b[bottom]).mean() > 5 * np.abs(a[top] - b[top]).mean()
+    assert media.probe(tmp_path / "plain.mp4").subtitle_streams == 0
+    assert burned.raw["options"]["text"]["burn"] is True
+
+
+def test_dynamic_length_lets_the_video_grow_instead_of_squeezing_speech(account, tmp_path):
+    _, client, _, _, folder = account
+    path = tmp_path / "short.mp4"   # short words, long placeholders: the dub needs more time
+    narrated_clip(path, ("Yes.", "No.", "Maybe."), with_subtitles=False, gap=0.5)
+    material = client.materials.upload(path, progress=False)
+    fixed = client.media.translate(material, target="fr-FR").wait(60).result
+    grown = client.media.translate(material, target="fr-FR",
+                                   dynamic_video_length=True).wait(60).result
+    source = material.duration / 1000
+    assert fixed.video.duration == pytest.approx(source, abs=0.1)
+    assert grown.video.duration > 1.3 * source
+    assert grown.raw["alignment"]["timelineStretch"] > 1.3
+    squeezed = [t["stretch"] for t in fixed.raw["tts"]["result"]]
+    natural = [t["stretch"] for t in grown.raw["tts"]["result"]]
+    assert min(squeezed) < 0.8 and min(natural) > min(squeezed)
+
+
+def test_separation_mode_decides_what_remains_of_the_original_speech(account, tmp_path):
+    _, client, materials, _, _ = account
+    energy = {}
+    for mode in ("remove", "keep"):
+        dub = client.media.translate(materials["video"], target="fr-FR",
+                                     separation_mode=mode).wait(60).result
+        samples, rate = media.decode_audio(fetch(dub.audio.url, tmp_path, f"{mode}.m4a"))
+        inside = np.concatenate([samples[round(l["start"] * rate):round(l["end"] * rate)]
+                                 for l in dub.raw["asrScripts"]["asrResults"]])
+        energy[mode] = float(np.mean(inside ** 2))
+        assert dub.raw["audioSeparation"]["speechUrl"] and dub.raw["audioSeparation"]["mnsUrl"]
+    assert energy["keep"] > 1.3 * energy["remove"]
+
+
+def test_lip_sync_is_reported_unavailable_not_ignored(account):
+    _, client, materials, _, _ = account
+    dub = client.media.translate(materials["video"], target="fr-FR", lipsync=True,
+                                 text={"colour": "red"}).wait(60).result
+    assert dub.raw["lipsync"] == {"requested": True, "applied": False,
+                                  "reason": "lip sync is not available in the sandbox"}
+    assert any("lip sync" in n for n in dub.notices)
+    assert any("options.text.colour" in n for n in dub.notices)
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(sandbox, account,
+                                                                            tmp_path):
+    key, client, _, _, _ = account
+    unfinished = client.call("materials.gen_upload_url",
+                             {"fileHash": "0" * 32, "fileName": "never.mp4"})["materialId"]
+    with pytest.raises(ValidationError) as refused:
+        client.media.translate(unfinished, target="fr-FR")
+    assert refused.value.field == "source.materialId"
+    with pytest.raises(NotFoundError, match="never completed"):
+        client.call("media.create_async", wire(unfinished))
+
+    path = tmp_path / "gone.mp4"
+    narrated_clip(path, ("Soon gone.",))
+    gone = client.materials.upload(path, progress=False)
+    client.materials.delete(gone)
+    before = credits(sandbox, key)
+    with pytest.raises(ValidationError, match="not a registered material"):
+        client.media.translate(gone.material_id, target="fr-FR")
+    with pytest.raises(NotFoundError, match="deleted"):
+        client.call("media.create_async", wire(gone.material_id))
+    assert credits(sandbox, key) == before
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"taskType": "xt"}, "taskType"),
+    ({"language": {"source": "en-US"}}, "language.target"),
+    ({"options": {"transcribe": {"mode": "fast"}}}, "options.voiceClone"),
+    ({"options": {"voiceClone": {}, "voiceSpeakers": {
+        "selectedVoicesList": [{"voiceId": "sv_no_such_voice"}]}}},
+     "options.voiceSpeakers.selectedVoicesList[0].voiceId"),
+    ({"options": {"voiceClone": {}, "voiceSpeakers": {
+        "selectedVoicesList": [{"voiceId": "sv_s1_en_us_clear_f", "provider": "S3"}]}}},
+     "options.voiceSpeakers.selectedVoicesList[0].provider"),
+    ({"options": {"voiceClone": {}, "text": {"burn": "yes"}}}, "options.text.burn"),
+    ({"language": {"target": "xx-XX"}}, "language.target"),
+])
+def test_bad_requests_are_400s_naming_the_field_and_cost_nothing(sandbox, account, changes,
+                                                                 field):
+    key, client, materials, _, _ = account
+    before = credits(sandbox, key)
+    tasks_before = len(client.tasks.list(task_type="vt"))
+    with pytest.raises(BadRequestError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        client.request("POST", PATH, json=wire(materials["video"].material_id, **changes),
+                       idempotency_key=new_idempotency_key())
+    assert credits(sandbox, key) == before
+    assert len(client.tasks.list(task_type="vt")) == tasks_before
+
+
+def test_the_client_refuses_a_bad_request_before_sending(account):
+    _, client, materials, _, _ = account
+    with pytest.raises(ValidationError) as missing:
+        client.media.translate(materials["video"], target="")
+    assert missing.value.field == "language.target"
+    with pytest.raises(ValidationError) as bad_type:
+        client.call("media.create_async", wire(materials["video"].material_id, taskType="xt"))
+    assert bad_type.value.field == "taskType"
+    with pytest.raises(ValidationError) as no_clone:
+        client.call("media.create_async", wire(materials["video"].material_id, options={}))
+    assert no_clone.value.field == "options.voiceClone"
+
+
+def test_too_few_credits_is_402_before_any_task(sandbox, client_for, tmp_path):
+    key = sandbox.create_key("poor", credits=3)
+    poor = client_for(key)
+    path = tmp_path / "long.mp4"
+    narrated_clip(path)
+    material = poor.materials.upload(path, progress=False)
+    with pytest.raises(InsufficientCreditsError, match="needs"):
+        poor.media.translate(material, target="fr-FR")
+    assert credits(sandbox, key) == 3 and len(poor.tasks.list()) == 0
+
+
+def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(sandbox, account,
+                                                                          tmp_path):
+    key, client, _, _, _ = account
+    path = tmp_path / "doomed.mp4"
+    narrated_clip(path, ("This file will break.",))
+    material = client.materials.upload(path, progress=False)
+    # Storage loses the bytes after registration: the task must still end, and say why.
+    stored = sandbox.data_dir / "files" / material.address_url.split("/files/", 1)[1]
+    stored.write_bytes(b"not media any more")
+    before = credits(sandbox, key)
+    task = client.media.translate(material, target="fr-FR")
+    with pytest.raises(TaskFailedError, match="probe failed"):
+        task.wait(timeout=60)
+    assert task.status == "failed"
+    assert credits(sandbox, key) == before

@@ -1,0 +1,216 @@
+"""The sandbox's media-translation pipeline on files, without HTTP: what each stage hears,
+decides and writes. The end-to-end service behaviour is in test_media_translation.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dubkit.sandbox import pipeline
+from dubkit.sandbox.backend import Backend, ServiceError
+from dubkit.sandbox.engines import media, speech, subtitles
+from dubkit.sandbox.pipeline import dubbing, render, transcript
+from dubkit.sandbox.products.media import KeyVoices
+from dubkit.schema import MediaTranslationRequest
+
+RATE = speech.SAMPLE_RATE
+SENTENCES = ("Welcome to the sandbox.", "Today we dub a short clip.", "Every step is real.")
+
+
+def narration(texts=SENTENCES, variants=("f2", "m3"), gap=0.7, lead=0.5):
+    """Speech of alternating voices with pauses; returns audio and the cue of each sentence."""
+    parts, cues, at = [np.zeros(round(lead * RATE), np.float32)], [], lead
+    for i, text in enumerate(texts):
+        said = speech.synthesize(text, "en-us", variant=variants[i % len(variants)])
+        parts += [said, np.zeros(round(gap * RATE), np.float32)]
+        cues.append(subtitles.Cue(round(at, 3), round(at + len(said) / RATE, 3), text))
+        at += len(said) / RATE + gap
+    return np.concatenate(parts), cues
+
+
+def narrated_clip(path: Path, texts=SENTENCES, *, with_subtitles=True, bed=0.0, **voice):
+    """A 640x360 test card narrated by ``texts`` (soft subtitles unless told otherwise)."""
+    audio, cues = narration(texts, **voice)
+    if bed:   # a quiet steady hum under everything: the "background" separation keeps
+        audio = audio + bed * np.sin(2 * np.pi * 110 * np.arange(len(audio)) / RATE)
+    media.make_test_pattern(path, len(audio) / RATE, width=640, height=360, audio=audio,
+                            sample_rate=RATE, subtitles=cues if with_subtitles else None)
+    return cues
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory) -> tuple[Path, list[subtitles.Cue]]:
+    path = tmp_path_factory.mktemp("clips") / "narrated.mp4"
+    return path, narrated_clip(path, bed=0.02)
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    made = Backend(tmp_path_factory.mktemp("sandbox"))
+    made.base_url = "http://sandbox.test"
+    yield made
+    made.stop()
+
+
+def settings_for(options=None, target="fr-FR", task_type="vt"):
+    request = MediaTranslationRequest.model_validate({
+        "taskType": task_type, "source": {"materialId": "mat_test"},
+        "language": {"source": "en-US", "target": target},
+        "options": {"voiceClone": {}, **(options or {})}})
+    return pipeline.read_settings(request, task_type)
+
+
+def run(backend, path, tmp_path, options=None, **kw):
+    outputs = pipeline.Outputs(tmp_path / "out", lambda name: f"http://sandbox.test/{name}")
+    job = pipeline.Job("task1", path, settings_for(options, **kw),
+                       KeyVoices(backend, backend.default_key), outputs,
+                       {"materialId": "mat_test", "url": "http://sandbox.test/source.mp4"})
+    return pipeline.run(job), outputs
+
+
+def decoded(path: Path, rate: int = 16000) -> np.ndarray:
+    return media.decode_audio(path, sample_rate=rate)[0]
+
+
+# --------------------------------------------------------------------------- transcript
+
+def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
+    path, cues = clip
+    lines = transcript.find_lines(decoded(path), 16000, media.extract_subtitles(path),
+                                  min_silence=0.35)
+    assert [line.text for line in lines] == list(SENTENCES)
+    for line, cue in zip(lines, cues):
+        # VAD pads 50 ms and AAC shifts a little; the speech itself starts at the cue.
+        assert abs(line.start - cue.start) < 0.15 and abs(line.end - cue.end) < 0.15
+        assert not line.placeholder
+
+
+def test_without_subtitles_each_line_carries_a_labelled_placeholder(tmp_path):
+    path = tmp_path / "bare.mp4"
+    narrated_clip(path, with_subtitles=False)
+    lines = transcript.find_lines(decoded(path), 16000, media.extract_subtitles(path),
+                                  min_silence=0.35)
+    assert len(lines) == len(SENTENCES)
+    assert [line.text for line in lines] == [transcript.PLACEHOLDER.format(n=i + 1)
+                                             for i in range(len(SENTENCES))]
+    assert all(line.placeholder for line in lines)
+
+
+@pytest.mark.parametrize("wanted, expected", [(None, 2), (1, 1), (3, 3)])
+def test_speakers_are_told_apart_by_pitch_or_forced_to_a_count(clip, wanted, expected):
+    path, _ = clip
+    mono = decoded(path)
+    lines = transcript.find_lines(mono, 16000, media.extract_subtitles(path), min_silence=0.35)
+    count = transcript.assign_speakers(lines, mono, 16000, wanted)
+    assert count == expected
+    if wanted is None:   # f2, m3, f2: the two female lines belong together
+        assert [line.speaker for line in lines] == [0, 1, 0]
+
+
+# --------------------------------------------------------------------------- fitting
+
+def _line(start, end):
+    return transcript.Line(0, start, end, "x", False)
+
+
+def test_a_long_dub_is_sped_up_a_short_one_slowed_and_an_impossible_one_cut():
+    second = np.full(RATE, 0.1, np.float32)
+    lines = [_line(0.0, 1.0), _line(3.0, 4.0), _line(4.05, 5.0)]
+    clips = [np.tile(second, 2)[: round(1.2 * RATE)],     # 1.2 s into a 1 s slot, room to spare
+             second[: RATE // 2],                           # 0.5 s into a 1 s slot
+             np.tile(second, 3)]                            # 3 s where only 0.9 s is free
+    dubbing.fit(lines, clips, total=5.0, scale=1.0, natural_pace=False)
+    lengths = [len(line.clip) / RATE for line in lines]
+    assert lengths[0] == pytest.approx(1.0, abs=0.01)               # 1.2 * (1/1.2)
+    assert lengths[1] == pytest.approx(0.5 * dubbing.SLOWEST, abs=0.01)
+    assert lines[2].truncated and lengths[2] == pytest.approx(0.95, abs=0.01)
+    assert not lines[0].truncated and not lines[1].truncated
+
+
+def test_dynamic_length_stretches_the_timeline_instead_of_the_speech():
+    lines = [_line(0.0, 1.0), _line(1.2, 2.0)]
+    clips = [np.full(round(1.5 * RATE), 0.1, np.float32), np.full(RATE // 2, 0.1, np.float32)]
+    scale = dubbing.timeline_stretch(lines, clips, total=2.0)
+    assert scale == pytest.approx(1.5 / (1.2 - dubbing.GAP), abs=0.01)
+    dubbing.fit(lines, clips, total=2.0, scale=scale, natural_pace=True)
+    assert len(lines[0].clip) == len(clips[0])             # natural pace, not squeezed
+    assert lines[1].at == pytest.approx(1.2 * scale, abs=0.001)
+
+
+def test_resampling_keeps_the_pitch():
+    tone = np.sin(2 * np.pi * 440 * np.arange(RATE) / RATE).astype(np.float32)
+    up = dubbing.resample(tone, RATE, 44100)
+    assert len(up) == 44100
+    peak = np.argmax(np.abs(np.fft.rfft(up))) * 44100 / len(up)
+    assert peak == pytest.approx(440, abs=2)
+
+
+# --------------------------------------------------------------------------- separation
+
+@pytest.mark.parametrize("mode", ["duck", "remove", "keep"])
+def test_separation_keeps_the_background_and_treats_speech_as_asked(mode):
+    rate = 1000
+    original = np.full(3 * rate, 0.5, np.float32)
+    lines = [_line(1.0, 2.0)]
+    stems = render.separate(original, rate, lines, settings_for({"separation": {"mode": mode}}))
+    inside, outside = slice(1200, 1800), slice(0, 900)
+    assert np.all(stems.speech[outside] == 0) and np.allclose(stems.speech[inside], 0.5)
+    assert np.all(stems.background[inside] == 0) and np.allclose(stems.background[outside], 0.5)
+    expected = {"duck": 0.5 * 10 ** (render.DUCK_DB / 20), "remove": 0.0, "keep": 0.5}[mode]
+    assert np.allclose(stems.bed[inside], expected, atol=1e-4)
+    assert np.allclose(stems.bed[outside], 0.5)
+
+
+# --------------------------------------------------------------------------- whole runs
+
+def test_a_run_writes_every_deliverable(backend, clip, tmp_path):
+    path, cues = clip
+    result, out = run(backend, path, tmp_path, {"text": {"soft": True}})
+    video = media.probe(out.path("dubbed.mp4"))
+    source = media.probe(path)
+    assert video.has_video and video.has_audio and video.subtitle_streams == 1
+    assert video.duration == pytest.approx(source.duration, abs=0.1)
+    srt = subtitles.parse_srt(out.path("subtitles.fr-FR.srt").read_text())
+    assert [c.text for c in srt] == [l["text"] for l in result["translatedScripts"]["result"]]
+    assert subtitles.parse_vtt(out.path("subtitles.fr-FR.vtt").read_text()) == srt
+    assert set(result["compress"]) == {"360p"}     # a 360p source is not upscaled
+    assert media.probe(out.path("dubbed-360p.mp4")).height == 360
+    for name in ("original-mono.wav", "stems/speech.m4a", "stems/background.m4a",
+                 "thumbnail.jpg", "lines/line-001.wav"):
+        assert out.path(name).stat().st_size > 0
+    assert set(result["timings"]) >= {"probe", "transcribe", "speakers", "translate", "voices",
+                                     "synthesize", "fit", "mix", "mux", "compress", "total"}
+    # The dub speaks where the source spoke: most of its loudness sits inside the lines.
+    dub = decoded(out.path("dubbed.m4a"))
+    inside = np.zeros(len(dub), bool)
+    for line in result["translatedScripts"]["result"]:
+        inside[round(line["start"] * 16000):round(line["end"] * 16000)] = True
+    assert np.mean(dub[inside] ** 2) > 20 * np.mean(dub[~inside] ** 2)
+
+
+def test_a_file_that_is_not_media_fails_naming_the_stage(backend, tmp_path):
+    path = tmp_path / "broken.mp4"
+    path.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 64)
+    with pytest.raises(ServiceError) as failure:
+        run(backend, path, tmp_path)
+    assert failure.value.code == 422 and failure.value.message.startswith("probe failed")
+
+
+def test_a_video_without_sound_has_nothing_to_dub(backend, clip, tmp_path):
+    silent_picture = tmp_path / "mute.mp4"
+    media.stretch_video(clip[0], silent_picture, 1.0)     # picture only
+    with pytest.raises(ServiceError, match="no audio track") as failure:
+        run(backend, silent_picture, tmp_path)
+    assert failure.value.code == 422
+
+
+def test_silence_has_no_speech_to_dub(backend, tmp_path):
+    path = tmp_path / "quiet.mp4"
+    media.make_test_pattern(path, 3, width=320, height=180, audio=np.zeros(3 * RATE),
+                            sample_rate=RATE)
+    with pytest.raises(ServiceError, match="no speech found") as failure:
+        run(backend, path, tmp_path)
+    assert failure.value.code == 422
