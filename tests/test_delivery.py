@@ -25,8 +25,8 @@ def fast(sandbox):
 
 @pytest.fixture
 def account(sandbox, new_key, client_for):
-    """A key of its own (its own URL and secret) and a client for it."""
-    return new_key, client_for(new_key)
+    """A key of its own (its own URL and secret), a client for it, and its webhook secret."""
+    return new_key, client_for(new_key), sandbox.set_webhook(None, api_key=new_key)["secret"]
 
 
 def rows(sandbox, key: str, task=None) -> list[dict]:
@@ -45,13 +45,17 @@ def submit(client, text: str):
     return client.translate.create_async([text], source="en-US", target="fr-FR")
 
 
-def receiver_for(tmp_path: Path, secret, **options) -> Receiver:
-    return Receiver(secret, store=tmp_path / "events.sqlite3", retry_delay=0.01, **options)
+def listening(tmp_path: Path, secret) -> tuple[Receiver, list[str]]:
+    """A receiver whose translation handler records the task ids it ran for."""
+    receiver = Receiver(secret, store=tmp_path / "events.sqlite3", retry_delay=0.01)
+    handled: list[str] = []
+    receiver.on("openapi-translate", lambda event: handled.append(event.task_id))
+    return receiver, handled
 
 
 def test_an_async_result_arrives_verified_and_typed(sandbox, account, tmp_path, fast):
-    key, client = account
-    receiver = receiver_for(tmp_path, sandbox.set_webhook(None, api_key=key)["secret"])
+    key, client, secret = account
+    receiver = Receiver(secret, store=tmp_path / "events.sqlite3")
     got: list[TranslateEvent] = []
     receiver.on("openapi-translate", got.append)
     sandbox.set_webhook(receiver.serve(), api_key=key)
@@ -70,11 +74,8 @@ def test_an_async_result_arrives_verified_and_typed(sandbox, account, tmp_path, 
 
 def test_a_receiver_that_was_down_gets_every_event_once_it_is_back(sandbox, account, tmp_path,
                                                                    fast):
-    key, client = account
-    secret = sandbox.set_webhook(None, api_key=key)["secret"]
-    receiver = receiver_for(tmp_path, secret)
-    handled: list[str] = []
-    receiver.on("openapi-translate", lambda event: handled.append(event.task_id))
+    key, client, secret = account
+    receiver, handled = listening(tmp_path, secret)
     url = receiver.serve()
     receiver.stop()                      # down, at a URL the sandbox knows
     port = int(url.rsplit(":", 1)[1].strip("/"))
@@ -95,9 +96,9 @@ def test_a_receiver_that_was_down_gets_every_event_once_it_is_back(sandbox, acco
 
 
 def test_retries_are_bounded_and_the_row_ends_dead(sandbox, account, tmp_path, fast):
-    key, client = account
+    key, client, _ = account
     sandbox.set_delivery(maxAttempts=3)
-    receiver = receiver_for(tmp_path, "whsec_not_the_right_one")   # answers 401 every time
+    receiver, _ = listening(tmp_path, "whsec_not_the_right_one")   # answers 401 every time
     sandbox.set_webhook(receiver.serve(), api_key=key)
     try:
         task = submit(client, "nobody will take this")
@@ -122,11 +123,8 @@ def test_the_schedule_doubles_from_the_base_delay_up_to_the_cap():
 
 def test_a_receiver_still_on_the_old_secret_keeps_working_during_the_overlap(
         sandbox, account, tmp_path, fast):
-    key, client = account
-    old = sandbox.set_webhook(None, api_key=key)["secret"]
-    receiver = receiver_for(tmp_path, old)
-    handled: list[str] = []
-    receiver.on("openapi-translate", lambda event: handled.append(event.task_id))
+    key, client, old = account
+    receiver, handled = listening(tmp_path, old)
     url = receiver.serve()
     try:
         rotated = sandbox.set_webhook(url, api_key=key, rotate_secret=True,
@@ -147,9 +145,9 @@ def test_a_receiver_still_on_the_old_secret_keeps_working_during_the_overlap(
 
 def test_after_the_overlap_the_old_secret_no_longer_signs_anything(sandbox, account, tmp_path,
                                                                    fast):
-    key, client = account
+    key, client, secret = account
     sandbox.set_delivery(maxAttempts=2)
-    receiver = receiver_for(tmp_path, sandbox.set_webhook(None, api_key=key)["secret"])
+    receiver, _ = listening(tmp_path, secret)
     url = receiver.serve()
     try:
         sandbox.set_webhook(url, api_key=key, rotate_secret=True, overlap_seconds=0)
@@ -163,10 +161,8 @@ def test_after_the_overlap_the_old_secret_no_longer_signs_anything(sandbox, acco
 
 def test_a_redelivery_is_answered_as_a_duplicate_and_runs_nothing(sandbox, account, tmp_path,
                                                                   fast):
-    key, client = account
-    receiver = receiver_for(tmp_path, sandbox.set_webhook(None, api_key=key)["secret"])
-    handled: list[str] = []
-    receiver.on("openapi-translate", lambda event: handled.append(event.task_id))
+    key, client, secret = account
+    receiver, handled = listening(tmp_path, secret)
     sandbox.set_webhook(receiver.serve(), api_key=key)
     try:
         task = submit(client, "say it again")
@@ -182,8 +178,7 @@ def test_a_redelivery_is_answered_as_a_duplicate_and_runs_nothing(sandbox, accou
 
 
 def test_a_key_without_a_url_gets_nothing_later(sandbox, account, fast):
-    key, client = account
-    sandbox.set_webhook(None, api_key=key)
+    key, client, _ = account
     task = submit(client, "into the void")
     assert wait_for(lambda: rows(sandbox, key, task) and
                     rows(sandbox, key, task)[0]["state"] == "skipped")
@@ -193,8 +188,8 @@ def test_a_key_without_a_url_gets_nothing_later(sandbox, account, fast):
 
 def test_a_task_cell_is_ended_by_the_pushed_event_not_by_polling(sandbox, account, tmp_path,
                                                                  fast):
-    key, client = account
-    receiver = receiver_for(tmp_path, sandbox.set_webhook(None, api_key=key)["secret"])
+    key, client, secret = account
+    receiver, _ = listening(tmp_path, secret)
     sandbox.set_webhook(receiver.serve(), api_key=key)
     sandbox.set_timing("seconds", 0.5)
     try:
@@ -211,7 +206,7 @@ def test_a_task_cell_is_ended_by_the_pushed_event_not_by_polling(sandbox, accoun
 
 
 def test_without_a_receiver_the_cell_falls_back_to_polling(sandbox, account, fast):
-    key, client = account
+    key, client, _ = account
     sandbox.set_timing("seconds", 0.3)
     task = submit(client, "poll me")
     monitor = TaskMonitor([task], poll_interval=0.05)

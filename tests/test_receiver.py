@@ -265,3 +265,26 @@ def test_the_event_log_shows_each_outcome_and_why(receiver):
     bundle = log._repr_mimebundle_()
     assert bundle["text/plain"] == "EventLog(3 deliveries)" and "t-log" in bundle["text/html"]
     assert SECRET not in html
+
+
+def test_the_wsgi_app_passes_the_standard_library_wsgi_validator(store):
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+    from wsgiref.validate import validator
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+    receiver = Receiver(SECRET, store=store)
+    server = make_server("127.0.0.1", 0, validator(receiver.wsgi_app), handler_class=Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_port}/hooks/dubkit"
+    try:
+        assert post(url, envelope("t-wsgi")).status_code == 200
+        assert post(url, envelope("t-wsgi")).json()["duplicate"] is True
+        assert post(url, envelope("t-wsgi"), secret="whsec_no").status_code == 401
+        assert requests.get(url, timeout=10).status_code == 405
+    finally:
+        server.shutdown()
+        server.server_close()
+        receiver.stop()

@@ -22,8 +22,8 @@ _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 405: "Method Not
 
 def wsgi_call(receiver: "Receiver", environ: dict[str, Any],
               start_response: Callable[..., Any]) -> list[bytes]:
-    def reply(status: int, body: dict[str, Any], headers: list[tuple[str, str]] = []
-              ) -> list[bytes]:
+    def reply(status: int, body: dict[str, Any],
+              headers: tuple[tuple[str, str], ...] = ()) -> list[bytes]:
         data = json.dumps(body).encode()
         start_response(f"{status} {_REASONS.get(status, '')}",
                        [("Content-Type", "application/json"),
@@ -33,7 +33,7 @@ def wsgi_call(receiver: "Receiver", environ: dict[str, Any],
     try:
         if environ.get("REQUEST_METHOD") != "POST":
             return reply(405, {"received": False, "error": "deliveries are POSTed"},
-                         [("Allow", "POST")])
+                         (("Allow", "POST"),))
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:

@@ -32,7 +32,7 @@ from . import push
 from ._queue import WorkQueue
 from .events import WebhookEvent, parse
 from .signature import TOLERANCE_SECONDS, verify
-from .store import EventStore
+from .store import DEFAULT_RETENTION, EventStore
 
 log = logging.getLogger("dubkit.webhooks")
 # A library logs, the application decides where to: without this, Python's last-resort handler
@@ -77,12 +77,15 @@ class Receiver:
     ``secret`` is the webhook secret, or several during a rotation (see :meth:`rotate_secret`).
     ``store`` is the SQLite file that remembers keys and pending work (default
     :func:`~dubkit.webhooks.store.default_store_path`); share it between processes on one host.
+    A handled key is kept ``retention`` seconds (7 days), far longer than any retry arrives.
+    ``lease`` is how long a handler may run before another process may assume this one died.
     """
 
     def __init__(self, secret: str | Sequence[str], *, store: str | Path | EventStore | None = None,
                  tolerance: float = TOLERANCE_SECONDS, max_body: int = DEFAULT_MAX_BODY,
                  workers: int = 2, max_attempts: int = 5, retry_delay: float = 1.0,
-                 lease: float = 300.0, log_size: int = 1000) -> None:
+                 lease: float = 300.0, retention: float = DEFAULT_RETENTION,
+                 log_size: int = 1000) -> None:
         self._secrets: list[tuple[str, float | None]] = [
             (s, None) for s in ([secret] if isinstance(secret, str) else secret)]
         if not self._secrets:
@@ -90,7 +93,7 @@ class Receiver:
         self.store = store if isinstance(store, EventStore) else EventStore(store)
         self.tolerance, self.max_body = tolerance, max_body
         self.workers, self.max_attempts, self.retry_delay = workers, max_attempts, retry_delay
-        self.lease = lease
+        self.lease, self.retention = lease, retention
         self.url: str | None = None
         self._handlers: dict[str, Handler] = {}
         self._default: Handler | None = None
@@ -183,7 +186,8 @@ class Receiver:
         record = Delivery(next(self._numbers), time.time(), outcome, status, reason,
                           event.event if event else None, key,
                           event.task_id if event else None, handling)
-        level = logging.WARNING if outcome == "rejected" else logging.INFO
+        level = logging.WARNING if outcome == "rejected" or reason and outcome == "verified" \
+            else logging.INFO
         log.log(level, "webhook %s, HTTP %s, event %s, task %s%s", outcome, status, record.event,
                 record.task_id, f": {reason}" if reason else "")
         with self._lock:
@@ -272,6 +276,10 @@ class Receiver:
     def _sweep_forever(self, queue: WorkQueue) -> None:
         """Adopt pending rows nobody holds: at start, then every little while."""
         interval = max(0.5, min(self.lease / 4, 30.0))
+        try:
+            self.store.forget(self.retention)
+        except Exception:
+            log.exception("webhook store upkeep")
         while True:
             self._adopt_orphans(queue)
             if not queue.sleep(interval):
