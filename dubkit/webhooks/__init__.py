@@ -31,13 +31,20 @@ NOTHING``), or route all deliveries to one host. Handlers may still run twice fo
 process dies mid-handler (at-least-once): keep their side effects keyed by ``event.task_id``.
 """
 
+import logging
+
 from ..errors import WebhookVerificationError
 from . import push
+from .deliveries import Delivery
 from .events import (EVENT_TYPES, CloneEvent, MediaTranslationEvent, TranslateEvent, TTSEvent,
                      WebhookEvent, parse)
-from .receiver import Answer, Delivery, Receiver
+from .receiver import Answer, Receiver
 from .signature import TOLERANCE_SECONDS, sign, verify
 from .store import EventStore, default_store_path
+
+# A library logs, the application decides where to: without this, Python's last-resort handler
+# would print rejections into whichever notebook cell happens to be running.
+logging.getLogger("dubkit.webhooks").addHandler(logging.NullHandler())
 
 __all__ = ["verify", "sign", "parse", "Receiver", "EventStore", "Answer", "Delivery",
            "WebhookEvent", "TTSEvent", "TranslateEvent", "CloneEvent", "MediaTranslationEvent",

@@ -10,42 +10,29 @@ while :func:`active` is true. Neither knows the other: this module is the whole 
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import TYPE_CHECKING, Callable
+
+from ._listeners import Listeners
 
 if TYPE_CHECKING:
     from .events import WebhookEvent
 
-log = logging.getLogger("dubkit.webhooks")
 Listener = Callable[["WebhookEvent"], None]
 
 _lock = threading.Lock()
-_listeners: list[Listener] = []
+_listeners = Listeners("push listener")
 _running: set[int] = set()          # id() of receivers whose workers are running
 
 
 def subscribe(listener: Listener) -> Callable[[], None]:
     """Call ``listener(event)`` for every event a local receiver accepts; returns unsubscribe."""
-    with _lock:
-        _listeners.append(listener)
-
-    def unsubscribe() -> None:
-        with _lock:
-            if listener in _listeners:
-                _listeners.remove(listener)
-    return unsubscribe
+    return _listeners.add(listener)
 
 
 def publish(event: "WebhookEvent") -> None:
     """Hand ``event`` to every listener; a failing listener is logged, never propagated."""
-    with _lock:
-        listeners = list(_listeners)
-    for listener in listeners:
-        try:
-            listener(event)
-        except Exception:
-            log.exception("push listener %r failed", listener)
+    _listeners.call(event)
 
 
 def active() -> bool:

@@ -16,13 +16,10 @@ the event becomes a dead letter (:meth:`Receiver.dead_letters`, :meth:`Receiver.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
 import os
 import threading
 import time
-from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
@@ -30,37 +27,14 @@ from .._transport import mask_key
 from ..errors import ValidationError, WebhookVerificationError
 from . import push
 from ._queue import WorkQueue
+from .deliveries import Delivery, DeliveryLog
 from .events import WebhookEvent, parse
 from .signature import TOLERANCE_SECONDS, verify
 from .store import DEFAULT_RETENTION, EventStore
 
 log = logging.getLogger("dubkit.webhooks")
-# A library logs, the application decides where to: without this, Python's last-resort handler
-# would print rejections into whichever notebook cell happens to be running.
-log.addHandler(logging.NullHandler())
 Handler = Callable[[WebhookEvent], Any]
 DEFAULT_MAX_BODY = 8 * 1024 * 1024   # envelopes are small; the sandbox's own body limit
-
-
-@dataclass
-class Delivery:
-    """One entry of the receiver's log: what arrived and what became of it.
-
-    ``outcome`` is ``verified``, ``duplicate``, ``rejected`` (``reason`` says why) or
-    ``recovered`` (pending work taken back from the store after a restart). ``handling`` follows
-    a verified event: ``queued``, ``handled``, ``no handler``, ``retrying (n/max): error``,
-    ``dead: error``.
-    """
-
-    number: int
-    at: float
-    outcome: str
-    http_status: int
-    reason: str | None = None
-    event: str | None = None
-    pipeline_key: str | None = None
-    task_id: str | None = None
-    handling: str | None = None
 
 
 class Answer(NamedTuple):
@@ -97,10 +71,7 @@ class Receiver:
         self.url: str | None = None
         self._handlers: dict[str, Handler] = {}
         self._default: Handler | None = None
-        self._log: deque[Delivery] = deque(maxlen=log_size)
-        self._by_key: dict[str, Delivery] = {}
-        self._watchers: list[Callable[[Delivery], None]] = []
-        self._numbers = itertools.count(1)
+        self._log = DeliveryLog(log_size)
         self._lock = threading.Lock()
         self._queue: WorkQueue | None = None
         self._threads: list[threading.Thread] = []
@@ -183,65 +154,22 @@ class Receiver:
     def _answer(self, status: int, outcome: str, reason: str | None, *,
                 event: WebhookEvent | None = None, key: str | None = None,
                 handling: str | None = None) -> Answer:
-        record = Delivery(next(self._numbers), time.time(), outcome, status, reason,
-                          event.event if event else None, key,
-                          event.task_id if event else None, handling)
-        level = logging.WARNING if outcome == "rejected" or reason and outcome == "verified" \
-            else logging.INFO
-        log.log(level, "webhook %s, HTTP %s, event %s, task %s%s", outcome, status, record.event,
-                record.task_id, f": {reason}" if reason else "")
-        with self._lock:
-            self._log.append(record)
-            if outcome == "verified" and key:
-                self._by_key[key] = record
-        self._notify(record)
+        entry = self._log.add(outcome, status, reason, event, key, handling)
         body: dict[str, Any] = {"received": status == 200}
         if outcome == "duplicate":
             body["duplicate"] = True
         if status != 200:
             body["error"] = reason
-        return Answer(status, body, record)
-
-    # ------------------------------------------------------------------ the log
+        return Answer(status, body, entry)
 
     @property
     def deliveries(self) -> list[Delivery]:
-        """The most recent deliveries, oldest first."""
-        with self._lock:
-            return list(self._log)
+        """The most recent deliveries (``log_size`` of them), oldest first."""
+        return self._log.entries()
 
     def watch(self, callback: Callable[[Delivery], None]) -> Callable[[], None]:
         """Call ``callback(delivery)`` on every new or updated entry; returns unwatch."""
-        with self._lock:
-            self._watchers.append(callback)
-
-        def unwatch() -> None:
-            with self._lock:
-                if callback in self._watchers:
-                    self._watchers.remove(callback)
-        return unwatch
-
-    def _notify(self, record: Delivery) -> None:
-        with self._lock:
-            watchers = list(self._watchers)
-        for callback in watchers:
-            try:
-                callback(record)
-            except Exception:
-                log.exception("webhook log watcher failed")
-
-    def _set_handling(self, key: str, handling: str, event: WebhookEvent | None = None) -> None:
-        with self._lock:
-            record = self._by_key.get(key)
-            if record is None:   # work recovered from the store after a restart
-                record = Delivery(next(self._numbers), time.time(), "recovered", 200,
-                                  "pending in the store when this receiver started",
-                                  event.event if event else None, key,
-                                  event.task_id if event else None)
-                self._log.append(record)
-                self._by_key[key] = record
-            record.handling = handling
-        self._notify(record)
+        return self._log.watch(callback)
 
     # ------------------------------------------------------------------ handler workers
 
@@ -311,7 +239,7 @@ class Receiver:
         handler = self._handlers.get(event.event or "", self._default)
         if handler is None:
             self.store.finish(key)
-            self._set_handling(key, "no handler", event)
+            self._log.set_handling(key, "no handler", event)
             return
         try:
             handler(event)
@@ -322,17 +250,18 @@ class Receiver:
                 self.store.fail(key, error, None, lease=self.lease)
                 log.error("webhook %s for task %s is a dead letter after %d attempts: %s",
                           event.event, event.task_id, attempt, error)
-                self._set_handling(key, f"dead: {error}", event)
+                self._log.set_handling(key, f"dead: {error}", event)
                 return
             retry_at = time.time() + self.retry_delay * 2 ** (attempt - 1)
             self.store.fail(key, error, retry_at, lease=self.lease)
             log.warning("webhook handler failed (attempt %d/%d), retrying: %s", attempt,
                         self.max_attempts, error)
-            self._set_handling(key, f"retrying ({attempt}/{self.max_attempts}): {error}", event)
+            self._log.set_handling(key, f"retrying ({attempt}/{self.max_attempts}): {error}", event,
+                               final=False)
             queue.put(key, at=retry_at)
             return
         self.store.finish(key)
-        self._set_handling(key, "handled", event)
+        self._log.set_handling(key, "handled", event)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every queued handler run (retries included) is over; True if it was."""
