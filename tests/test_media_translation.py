@@ -103,7 +103,7 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox
     assert [c.text for c in cues_out] == list(frame.translation)
     assert subtitles.parse_vtt(dub.subtitles.text("vtt")) == cues_out
     for line in dub.script:   # every line's dub plays on its own, as long as it says it is
-        samples, rate = media.decode_audio(fetch(line.audio_url, tmp_path, "line.wav"))
+        samples, rate = line.audio()
         assert len(samples) / rate * 1000 == pytest.approx(line.duration_ms, abs=2)
     page = dub._repr_html_()
     assert all(part in page for part in ("original", "dubbed (fr-FR)", "subtitles .srt",

@@ -200,6 +200,16 @@ class ScriptLine:
     audio_url: str | None
     duration_ms: int | None
 
+    def audio(self) -> tuple[Any, int]:
+        """This line's dubbed speech, fetched and decoded: float32 samples and their rate.
+
+        >>> samples, rate = dub.script[0].audio()
+        """
+        from ..audio import decode, download, format_of
+        if not self.audio_url:
+            raise ValueError(f"line {self.id} has no dubbed audio")
+        return decode(download(self.audio_url), format_of(self.audio_url))
+
 
 class Script(list):
     """The dubbed lines in time order; ``.to_frame()`` for a table."""
