@@ -212,3 +212,25 @@ def test_without_a_receiver_the_cell_falls_back_to_polling(sandbox, account, fas
     monitor = TaskMonitor([task], poll_interval=0.05)
     assert monitor.join(timeout=20)
     assert task.status == "finished" and monitor.via == {task.task_id: "poll"}
+
+
+def test_an_end_already_seen_is_not_undone_by_a_late_running_answer(sandbox, account, fast):
+    key, client, _ = account
+    sandbox.set_timing("seconds", 30)
+    task = submit(client, "late news")
+    monitor = TaskMonitor(task, start=False)
+    assert monitor.apply_event(task.task_id, status="finished", task_type="textTranslation",
+                               result={"taskId": task.task_id, "items": [{"text": "x"}]})
+    assert monitor.apply_event(task.task_id, status="running", via="poll")   # a stale poll
+    assert task.status == "finished" and monitor.via == {task.task_id: "webhook"}
+    assert not monitor.apply_event("someone-elses-task", status="finished")
+
+
+def test_a_monitor_that_gives_up_says_so(sandbox, account, fast):
+    key, client, _ = account
+    sandbox.set_timing("seconds", 30)
+    task = submit(client, "slow boat")
+    monitor = TaskMonitor(task, poll_interval=0.05, timeout=0.3)
+    assert monitor.join(timeout=10)
+    assert task.status == "running"
+    assert "stopped watching after 0.3 s" in monitor._repr_mimebundle_()["text/html"]
