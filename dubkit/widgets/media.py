@@ -137,6 +137,9 @@ class DubbingView(widgets.VBox):
         self._view = widgets.HTML(page)
         super().__init__([self._view])
 
+    def __repr__(self) -> str:
+        return f"DubbingView({', '.join(str(r.target_language) for r in self.results)})"
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/html"] = self._view.value   # what a saved notebook shows
