@@ -389,8 +389,8 @@ class Upload:
         except APIError as exc:
             if exc.code in (400, 404, 413, 422):     # cannot finish: never leave it half done
                 self._abort(state)
-                raise UploadError(f"could not register {self.name!r}: {exc.message}; the "
-                                  f"upload was aborted", resumable=False) from exc
+                exc.message += "; dubkit aborted the upload"
+                exc.args = (exc.message,)
             raise
         state.delete()
         return self._done(record)

@@ -40,7 +40,7 @@ from typing import Any
 
 from ...schema import (MaterialIdBody, MultipartComplete, MultipartRef, PageQuery, PresignParts,
                        UploadComplete, UploadStart)
-from .. import storage
+from .. import multipart, storage
 from ..backend import Backend, ServiceError, new_id, now_iso
 from ..engines import media
 from ..operations import Call, handles
@@ -311,29 +311,25 @@ def multipart_complete(call: Call) -> dict[str, Any]:
     _claim(call, session)
     backend, upload_id = call.backend, session["upload_id"]
     try:
-        path, size, md5 = storage.complete_multipart(
-            backend, upload_id, [(p.part_number, p.e_tag) for p in body.parts or []])
-        if md5 != session["file_hash"]:
-            storage.delete_object(backend, session["object_key"])
-            raise ServiceError(400, f"invalid request: fileHash: the joined parts have MD5 "
-                                    f"{md5}, not {session['file_hash']}; upload the right "
-                                    f"bytes for the wrong parts and complete again")
-        if size > storage.upload_limit(backend):
-            storage.delete_object(backend, session["object_key"])
-            storage.finish_multipart(backend, upload_id, "aborted")
-            _set_state(backend, session["material_id"], "aborted")
-            raise ServiceError(413, f"payload too large: {size} bytes; the upload limit is "
-                                    f"{storage.upload_limit(backend)} bytes")
-    except ServiceError as exc:
-        if exc.code != 413:
-            _set_state(backend, session["material_id"], "open")
+        path = storage.object_path(backend, session["object_key"])
+        size = multipart.complete(backend, upload_id,
+                                  [(p.part_number, p.e_tag) for p in body.parts or []],
+                                  session["file_hash"], path)
+    except ServiceError:
+        _set_state(backend, session["material_id"], "open")
         raise
+    if size > storage.upload_limit(backend):
+        storage.delete_object(backend, session["object_key"])
+        multipart.finish(backend, upload_id, "aborted")
+        _set_state(backend, session["material_id"], "aborted")
+        raise ServiceError(413, f"payload too large: {size} bytes; the upload limit is "
+                                f"{storage.upload_limit(backend)} bytes")
     try:
         record = _register(call, session, path, size)
     except ServiceError:
-        storage.finish_multipart(backend, upload_id, "aborted")
+        multipart.finish(backend, upload_id, "aborted")
         raise
-    storage.finish_multipart(backend, upload_id)
+    multipart.finish(backend, upload_id)
     return record
 
 
@@ -345,7 +341,7 @@ def multipart_abort(call: Call) -> None:
         raise ServiceError(400, f"upload already completed: material {session['material_id']} "
                                 f"is registered; delete it with material/delete")
     if session["state"] == "open":
-        storage.finish_multipart(call.backend, session["upload_id"], "aborted")
+        multipart.finish(call.backend, session["upload_id"], "aborted")
         _set_state(call.backend, session["material_id"], "aborted")
     return None
 

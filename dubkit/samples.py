@@ -1,0 +1,92 @@
+"""Sample media made on the spot, offline: narrated test clips, speech recordings, noise.
+
+>>> from dubkit import samples
+>>> clip = samples.narrated_clip("demo.mp4", ["Hello and welcome.", "This is a test card."])
+>>> ref = samples.speech_recording("ref.wav", "Clone me if you can.", variant="m3",
+...                                rate_wpm=125, pitch=25)
+>>> big = samples.noise_wav("big.wav", 50 * 2**20)       # exactly 50 MiB
+
+Speech comes from espeak-ng and pictures from ffmpeg's test card, both shipped in wheels:
+nothing is downloaded. Each call writes a new file; espeak's audio is not bit-identical
+between runs, so sizes and hashes can differ slightly from one run to the next.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .sandbox.engines import media, speech
+from .sandbox.engines.subtitles import Cue
+
+PathLike = str | os.PathLike[str]
+
+
+def speech_recording(path: PathLike, text: str, *, locale: str = "en-US",
+                     variant: str | None = None, rate_wpm: int = 175, pitch: int = 50,
+                     pitch_range: int = 50) -> Path:
+    """A recording of ``text`` by a synthetic speaker, in the format of ``path``'s suffix.
+
+    ``variant`` (an espeak variant such as ``m3`` or ``f2``), ``rate_wpm`` (80-450), ``pitch``
+    and ``pitch_range`` (0-100) make a speaker with a recognisable pitch and pace.
+    """
+    target = Path(path)
+    fmt = target.suffix.lstrip(".").lower() or "wav"
+    audio = speech.synthesize(text, speech.voice_for_locale(locale), variant=variant,
+                              prosody=speech.Prosody(rate_wpm=rate_wpm, pitch=pitch,
+                                                     pitch_range=pitch_range))
+    media.encode_audio(audio, speech.SAMPLE_RATE, fmt, target)
+    return target
+
+
+def narrated_clip(path: PathLike, script: Sequence[str], *, locale: str = "en-US",
+                  variant: str | None = None, rate_wpm: int = 160, pause: float = 0.5,
+                  width: int = 640, height: int = 360, fps: int = 25) -> Path:
+    """An mp4 test card narrated line by line, with the lines as an embedded subtitle track.
+
+    Each line is spoken, then ``pause`` seconds of silence; the clip starts and ends with
+    ``pause`` too. The soft subtitle track holds one cue per line, timed to its speech.
+    """
+    if not script:
+        raise ValueError("script: at least one line is needed")
+    voice = speech.voice_for_locale(locale)
+    rate = speech.SAMPLE_RATE
+    gap = np.zeros(int(pause * rate), dtype=np.float32)
+    audio, cues, clock = [gap], [], pause
+    for line in script:
+        spoken = speech.synthesize(line, voice, variant=variant,
+                                   prosody=speech.Prosody(rate_wpm=rate_wpm))
+        length = len(spoken) / rate
+        cues.append(Cue(round(clock, 3), round(clock + length, 3), line))
+        audio += [spoken, gap]
+        clock += length + pause
+    target = Path(path)
+    media.make_test_pattern(target, round(clock, 3), width, height, fps,
+                            audio=np.concatenate(audio), sample_rate=rate, subtitles=cues)
+    return target
+
+
+def noise_wav(path: PathLike, size: int, *, sample_rate: int = 48000) -> Path:
+    """A stereo 16-bit WAV of exactly ``size`` bytes of random samples, written 8 MiB at a time.
+
+    Random bytes do not compress, so uploads of it measure transfer, not a codec.
+    """
+    if size < 44 + 4:
+        raise ValueError("size: a WAV needs at least 48 bytes")
+    data = (size - 44) // 4 * 4
+    header = (b"RIFF" + struct.pack("<I", 36 + data) + b"WAVEfmt " +
+              struct.pack("<IHHIIHH", 16, 1, 2, sample_rate, sample_rate * 4, 4, 16) +
+              b"data" + struct.pack("<I", data))
+    target = Path(path)
+    with open(target, "wb") as out:
+        out.write(header)
+        left = size - 44
+        while left:
+            chunk = os.urandom(min(left, 8 * 1024 * 1024))
+            out.write(chunk)
+            left -= len(chunk)
+    return target

@@ -1,0 +1,281 @@
+"""Multipart uploads of the sandbox's object storage: sessions, where parts live, completion.
+
+The routes that receive the bytes are in :mod:`dubkit.sandbox.storage`; the materials product
+opens, completes and aborts sessions through the functions here.
+
+Where parts live: a part no larger than the upload's *slot* (the part size recommended at
+initiate) is written straight into one assembly file at ``(partNumber - 1) * slot``; a larger
+part gets a file of its own. When a client uses the recommended size, as clients do,
+completing finds the parts already in place: it hashes the file and renames it instead of
+writing every byte a second time. Any other layout is joined into a new file.
+
+*choice* Every part but the last must be at least ``MIN_PART_SIZE`` (5 MiB); parts listed at
+completion must be in ascending order, without repeats, with the ETag each PUT answered, and
+the joined bytes must have the upload's MD5. A refusal leaves the session and its parts as
+they were. Re-sending a part replaces it; while its new bytes arrive it does not count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+import uuid
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Sequence
+
+from .backend import Backend, ServiceError
+from .store import Store
+
+MIN_PART_SIZE = 5 * 1024 * 1024
+BLOCK = 1 << 20
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS storage_uploads (
+    upload_id TEXT PRIMARY KEY, key TEXT NOT NULL, state TEXT NOT NULL, created_at REAL NOT NULL,
+    slot INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS storage_parts (
+    upload_id TEXT NOT NULL, part_number INTEGER NOT NULL, size INTEGER NOT NULL,
+    etag TEXT NOT NULL, puts INTEGER NOT NULL DEFAULT 1, in_slot INTEGER NOT NULL,
+    PRIMARY KEY (upload_id, part_number));
+"""
+_ready: "weakref.WeakSet[Store]" = weakref.WeakSet()
+Segment = tuple[Path, int, int]       # file, offset, length
+
+
+def _store(backend: Backend) -> Store:
+    if backend.store not in _ready:
+        backend.store.ensure(SCHEMA)
+        _ready.add(backend.store)
+    return backend.store
+
+
+def _folder(backend: Backend, upload_id: str) -> Path:
+    return backend.data_dir / "storage" / "parts" / upload_id
+
+
+def _assembly(backend: Backend, upload_id: str) -> Path:
+    return _folder(backend, upload_id) / "assembly"
+
+
+def _part_path(backend: Backend, upload_id: str, part_number: int) -> Path:
+    return _folder(backend, upload_id) / f"{part_number:05d}"
+
+
+# --------------------------------------------------------------------------- sessions
+
+def create(backend: Backend, key: str, slot: int) -> str:
+    """Open a session for object ``key``; parts of ``slot`` bytes will need no second copy."""
+    upload_id = uuid.uuid4().hex
+    _store(backend).execute(
+        "INSERT INTO storage_uploads (upload_id, key, state, created_at, slot) "
+        "VALUES (?, ?, 'open', ?, ?)", (upload_id, key, time.time(), slot))
+    return upload_id
+
+
+def open_upload(backend: Backend, upload_id: str) -> dict[str, Any] | None:
+    row = _store(backend).one("SELECT * FROM storage_uploads WHERE upload_id = ? AND "
+                              "state = 'open'", (upload_id,))
+    return dict(row) if row else None
+
+
+def state(backend: Backend, upload_id: str) -> str | None:
+    row = _store(backend).one("SELECT state FROM storage_uploads WHERE upload_id = ?",
+                              (upload_id,))
+    return row["state"] if row else None
+
+
+def parts(backend: Backend, upload_id: str) -> list[dict[str, Any]]:
+    return [dict(r) for r in _store(backend).all(
+        "SELECT part_number, size, etag, puts, in_slot FROM storage_parts WHERE upload_id = ? "
+        "ORDER BY part_number", (upload_id,))]
+
+
+def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> None:
+    """Close a session (``completed`` or ``aborted``) and delete its parts."""
+    store = _store(backend)
+    with store.transaction() as db:
+        db.execute("UPDATE storage_uploads SET state = ? WHERE upload_id = ?",
+                   (new_state, upload_id))
+        db.execute("DELETE FROM storage_parts WHERE upload_id = ?", (upload_id,))
+    shutil.rmtree(_folder(backend, upload_id), ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- receiving a part
+
+class FileSink:
+    """Bytes for a file of their own: a temporary file, renamed into place when complete."""
+
+    def __init__(self, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._target = target
+        self._partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
+        self._file = open(self._partial, "wb")
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def close(self, keep: bool) -> None:
+        self._file.close()
+        if keep:
+            os.replace(self._partial, self._target)
+        self._partial.unlink(missing_ok=True)
+
+
+class _SlotSink:
+    """Bytes for the part's region of the assembly file."""
+
+    def __init__(self, assembly: Path, offset: int) -> None:
+        assembly.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(assembly, os.O_WRONLY | os.O_CREAT, 0o644)
+        self._offset = offset
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self._fd, view, self._offset)
+            self._offset += written
+            view = view[written:]
+
+    def close(self, keep: bool) -> None:
+        os.close(self._fd)
+
+
+def part_sink(backend: Backend, upload: dict[str, Any], number: int,
+              size: int) -> "FileSink | _SlotSink":
+    """Where part ``number`` (``size`` bytes) goes; an earlier copy in its slot stops counting."""
+    upload_id = upload["upload_id"]
+    if size > upload["slot"]:
+        return FileSink(_part_path(backend, upload_id, number))
+    _store(backend).execute("UPDATE storage_parts SET etag = '' WHERE upload_id = ? AND "
+                            "part_number = ?", (upload_id, number))
+    return _SlotSink(_assembly(backend, upload_id), (number - 1) * upload["slot"])
+
+
+def record_part(backend: Backend, upload: dict[str, Any], number: int, size: int,
+                etag: str) -> bool:
+    """Note a part that fully arrived; False if the session closed meanwhile."""
+    upload_id = upload["upload_id"]
+    if open_upload(backend, upload_id) is None:
+        return False
+    _store(backend).execute(
+        "INSERT INTO storage_parts (upload_id, part_number, size, etag, in_slot) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET "
+        "size = excluded.size, etag = excluded.etag, in_slot = excluded.in_slot, "
+        "puts = puts + 1", (upload_id, number, size, etag, int(size <= upload["slot"])))
+    return True
+
+
+def stored_bytes(backend: Backend, upload_id: str, *, besides: int) -> int:
+    """Bytes of the session's parts other than part ``besides`` (for the size limit)."""
+    return sum(p["size"] for p in parts(backend, upload_id) if p["part_number"] != besides)
+
+
+# --------------------------------------------------------------------------- completing
+
+def complete(backend: Backend, upload_id: str, listed: Sequence[tuple[int, str]],
+             file_hash: str, target: Path) -> int:
+    """Make ``target`` from the listed ``(partNumber, eTag)``; return its size (400 if not)."""
+    upload = open_upload(backend, upload_id)
+    if upload is None:
+        raise ServiceError(404, f"multipart upload not found or no longer open: {upload_id}")
+    stored = _check_listed(listed, {p["part_number"]: p for p in parts(backend, upload_id)})
+    slot, assembly = upload["slot"], _assembly(backend, upload_id)
+    segments = [(assembly, (n - 1) * slot, stored[n]["size"]) if stored[n]["in_slot"] else
+                (_part_path(backend, upload_id, n), 0, stored[n]["size"]) for n, _ in listed]
+    size = sum(length for _, _, length in segments)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    in_place = all(path == assembly and offset == i * slot
+                   and (length == slot or i == len(segments) - 1)
+                   for i, (path, offset, length) in enumerate(segments))
+    if in_place:
+        _check_md5(_md5_of([(assembly, 0, size)]), file_hash)
+        os.truncate(assembly, size)   # parts beyond the last listed one are not the object
+        os.replace(assembly, target)
+    else:
+        _join(segments, target, file_hash)
+    return size
+
+
+def _check_listed(listed: Sequence[tuple[int, str]],
+                  stored: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    if not listed:
+        raise ServiceError(400, "invalid request: parts: list every uploaded part as "
+                                "{partNumber, eTag}")
+    previous = 0
+    for i, (number, etag) in enumerate(listed):
+        if number <= previous:
+            raise ServiceError(400, f"invalid request: parts[{i}].partNumber: parts must be "
+                                    f"listed in ascending order without repeats (got {number} "
+                                    f"after {previous})")
+        previous = number
+        part = stored.get(number)
+        if part is None or not part["etag"]:
+            raise ServiceError(400, f"invalid request: parts[{i}]: part {number} was never "
+                                    f"uploaded (or its replacement has not arrived)")
+        if etag.strip().strip('"').lower() != part["etag"]:
+            raise ServiceError(400, f"invalid request: parts[{i}].eTag: {etag!r} is not the "
+                                    f"ETag of part {number} as stored (send the ETag its PUT "
+                                    f"answered)")
+        if i < len(listed) - 1 and part["size"] < MIN_PART_SIZE:
+            raise ServiceError(400, f"invalid request: parts[{i}]: part {number} is "
+                                    f"{part['size']} bytes; every part but the last must be at "
+                                    f"least {MIN_PART_SIZE} bytes (5 MiB)")
+    return stored
+
+
+def _check_md5(md5: str, file_hash: str) -> None:
+    if md5 != file_hash:
+        raise ServiceError(400, f"invalid request: fileHash: the joined parts have MD5 {md5}, "
+                                f"not {file_hash}; upload the right bytes for the wrong parts "
+                                f"and complete again")
+
+
+def _join(segments: list[Segment], target: Path, file_hash: str) -> None:
+    """Copy the segments into ``target`` if together they have the MD5 ``file_hash``.
+
+    The copy (in the kernel) and the hash (hashlib frees the GIL) run side by side.
+    """
+    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            digest = pool.submit(_md5_of, segments)
+            with open(partial, "wb") as out:
+                for segment in segments:
+                    _copy(segment, out)
+            _check_md5(digest.result(), file_hash)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _md5_of(segments: list[Segment]) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    block = bytearray(BLOCK)
+    view = memoryview(block)
+    for path, offset, length in segments:
+        with open(path, "rb", buffering=0) as source:
+            source.seek(offset)
+            while length and (count := source.readinto(view[:min(length, BLOCK)])):
+                digest.update(view[:count])
+                length -= count
+    return digest.hexdigest()
+
+
+def _copy(segment: Segment, out: Any) -> None:
+    path, offset, left = segment
+    with open(path, "rb") as source:
+        try:
+            while left:
+                copied = os.copy_file_range(source.fileno(), out.fileno(), left, offset)
+                if copied == 0:
+                    break
+                offset, left = offset + copied, left - copied
+        except OSError:       # no copy_file_range (old kernel, other OS): a plain copy
+            source.seek(offset)
+            while left and (data := source.read(min(left, BLOCK))):
+                out.write(data)
+                left -= len(data)

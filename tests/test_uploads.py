@@ -1,0 +1,281 @@
+"""client.materials.upload: checks before any request, one PUT or parallel parts, duplicates,
+resume after a kill, expired URLs, abort when it cannot finish, lost answers, listing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dubkit
+from dubkit import samples
+from dubkit.resources.materials import Material, require_registered
+from dubkit.sandbox.storage import DEFAULT_PART_SIZE, DEFAULT_UPLOAD_LIMIT
+from dubkit.uploads import pending_states
+from dubkit.widgets.uploads import UploadProgressBar
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture(autouse=True)
+def storage_defaults(sandbox):
+    yield
+    sandbox.admin("POST", "/storage", presignTtl=3600, recommendedPartSize=DEFAULT_PART_SIZE,
+                  putLatencyMs=0)
+    sandbox.set_limits(uploadLimit=DEFAULT_UPLOAD_LIMIT)
+
+
+@pytest.fixture
+def api(client_for, new_key):
+    return client_for(new_key)
+
+
+@pytest.fixture
+def state_dir(tmp_path):
+    return tmp_path / "upload-state"
+
+
+def md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def live_with_hash(api, file_hash: str) -> list[Material]:
+    return [m for m in api.materials.list() if m.file_hash == file_hash]
+
+
+class Recorder:
+    """A progress callback that keeps every phase and, while registering, the parts stored."""
+
+    def __init__(self, sandbox=None, state_dir=None):
+        self.phases: list[str] = []
+        self.last = None
+        self.parts_at_registering = None
+        self._sandbox, self._state_dir = sandbox, state_dir
+
+    def __call__(self, progress):
+        self.last = progress
+        if not self.phases or self.phases[-1] != progress.phase:
+            self.phases.append(progress.phase)
+            if progress.phase == "registering" and self._sandbox is not None:
+                (state,) = pending_states(self._state_dir)
+                self.parts_at_registering = self._sandbox.admin(
+                    "GET", f"/storage/uploads/{state.data['uploadId']}")["parts"]
+
+
+def test_a_small_file_is_one_put_then_a_registered_material(api, tmp_path, state_dir):
+    path = samples.speech_recording(tmp_path / "hello.wav", "Hello from a small file.")
+    seen = Recorder()
+    material = api.materials.upload(path, progress=seen, state_dir=state_dir)
+    assert isinstance(material, Material) and material.category == "audio"
+    assert material.file_hash == md5(path) and material.filesize == path.stat().st_size
+    assert material.name == "hello.wav" and material.duration_seconds > 1
+    assert seen.phases == ["hashing", "uploading", "registering", "done"]
+    assert seen.last.parts_total == 1 and seen.last.sent == path.stat().st_size
+    assert require_registered(api, material) == material.material_id
+    assert [m.material_id for m in api.materials.list()] == [material.material_id]
+
+    again = Recorder()
+    same = api.materials.upload(path, progress=again, state_dir=state_dir)
+    assert same.material_id == material.material_id
+    assert again.last.duplicate and again.last.sent == 0 and "registering" not in again.phases
+
+
+def test_bad_input_is_refused_before_any_request(tmp_path):
+    offline = dubkit.Client("sk_test_never_sent", "http://127.0.0.1:9")   # nothing listens
+    (tmp_path / "empty.wav").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("just some text\n" * 100)
+    (tmp_path / "script.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nHello\n")
+    noname = samples.noise_wav(tmp_path / "noise", 4096)
+    sound = samples.noise_wav(tmp_path / "noise.wav", 4096)
+    cases = [(tmp_path / "missing.wav", {}, "path", "no such file"),
+             (tmp_path / "empty.wav", {}, "path", "empty"),
+             (tmp_path / "notes.txt", {}, "path", "text file"),
+             (tmp_path / "script.srt", {}, "path", "text file"),
+             (tmp_path, {}, "path", "not a file"),
+             (noname, {}, "fileName", "extension"),
+             (sound, {"part_size": 1 * MiB}, "part_size", "5 MiB"),
+             (sound, {"concurrency": 0}, "concurrency", "at least 1")]
+    for path, options, field, problem in cases:
+        with pytest.raises(dubkit.ValidationError, match=problem) as caught:
+            offline.materials.upload(path, progress=False, **options)
+        assert caught.value.field == field
+
+
+def test_a_large_file_goes_in_parallel_parts_each_sent_once(api, sandbox, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "large.wav", 21 * MiB)
+    seen = Recorder(sandbox, state_dir)
+    material = api.materials.upload(path, progress=seen, part_size=5 * MiB, concurrency=3,
+                                    multipart_threshold=8 * MiB, state_dir=state_dir)
+    assert material.file_hash == md5(path) and material.filesize == 21 * MiB
+    assert [(p["partNumber"], p["size"], p["puts"]) for p in seen.parts_at_registering] == \
+        [(1, 5 * MiB, 1), (2, 5 * MiB, 1), (3, 5 * MiB, 1), (4, 5 * MiB, 1), (5, MiB, 1)]
+    assert seen.last.parts_done == seen.last.parts_total == 5
+    assert list(pending_states(state_dir)) == []          # nothing left to resume
+
+
+# The kill test's uploader: a separate process, killed by the test while it uploads.
+UPLOADER = r"""
+import sys
+import dubkit
+client = dubkit.Client(sys.argv[1], sys.argv[2])
+def report(progress):
+    print("parts", progress.parts_done, flush=True)
+client.materials.upload(sys.argv[3], part_size=5 * 2**20, concurrency=1,
+                        multipart_threshold=2**20, state_dir=sys.argv[4], progress=report)
+print("finished", flush=True)
+"""
+
+
+def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_path,
+                                                               state_dir):
+    path = samples.noise_wav(tmp_path / "killed.wav", 27 * MiB)      # 6 parts of 5 MiB
+    sandbox.admin("POST", "/storage", putLatencyMs=400)            # parts take a while
+    uploader = subprocess.Popen(
+        [sys.executable, "-c", UPLOADER, api.transport._api_key, api.base_url, str(path),
+         str(state_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        for line in uploader.stdout:                               # type: ignore[union-attr]
+            assert line.strip() != "finished", "the upload ended before it was killed"
+            if line.startswith("parts") and int(line.split()[1]) >= 2:
+                uploader.send_signal(signal.SIGKILL)
+                break
+    finally:
+        uploader.kill()
+        uploader.wait()
+    sandbox.admin("POST", "/storage", putLatencyMs=0)
+
+    (state,) = pending_states(state_dir)
+    done_before = sorted(state.etags)
+    assert 2 <= len(done_before) < 6
+    assert live_with_hash(api, md5(path)) == []               # nothing half registered
+
+    seen = Recorder(sandbox, state_dir)
+    material = api.materials.upload(path, progress=seen, state_dir=state_dir)
+    assert seen.phases[0] == "uploading"                      # no second MD5 pass either
+    assert seen.last.resumed_parts == len(done_before)
+    puts = {p["partNumber"]: p["puts"] for p in seen.parts_at_registering}
+    assert sorted(puts) == [1, 2, 3, 4, 5, 6]
+    assert all(puts[n] == 1 for n in done_before)             # finished parts were not resent
+    assert [m.material_id for m in live_with_hash(api, md5(path))] == [material.material_id]
+    assert material.filesize == path.stat().st_size
+    assert list(pending_states(state_dir)) == []
+
+
+def test_an_upload_interrupted_by_the_caller_resumes(api, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "stopped.wav", 12 * MiB)
+
+    def stop_after_first_part(progress):
+        if progress.parts_done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        api.materials.upload(path, progress=stop_after_first_part, part_size=5 * MiB,
+                             multipart_threshold=MiB, concurrency=1, state_dir=state_dir)
+    (state,) = pending_states(state_dir)
+    assert state.etags and live_with_hash(api, md5(path)) == []
+    material = api.materials.upload(path, progress=False, state_dir=state_dir)
+    assert material.file_hash == md5(path)
+    assert len(live_with_hash(api, md5(path))) == 1
+
+
+def test_resume_false_aborts_the_old_session_and_starts_over(api, sandbox, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "restart.wav", 12 * MiB)
+
+    def stop(progress):
+        if progress.parts_done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        api.materials.upload(path, progress=stop, part_size=5 * MiB, multipart_threshold=MiB,
+                             concurrency=1, state_dir=state_dir)
+    (state,) = pending_states(state_dir)
+    material = api.materials.upload(path, progress=False, resume=False, part_size=5 * MiB,
+                                    multipart_threshold=MiB, state_dir=state_dir)
+    assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}")["state"] == \
+        "aborted"
+    assert material.file_hash == md5(path)
+
+
+def test_expired_part_urls_are_presigned_again(api, sandbox, tmp_path, state_dir):
+    # URLs live 2 s and every PUT takes 1.2 s to arrive: part 2 leaves with a URL that is
+    # still valid (presigned with part 1) and arrives after it expired.
+    sandbox.admin("POST", "/storage", presignTtl=2, putLatencyMs=1200)
+    before = sandbox.admin("GET", "/storage")["refused"].get("expired", 0)
+    path = samples.noise_wav(tmp_path / "slow.wav", 6 * MiB)
+    material = api.materials.upload(path, progress=False, part_size=5 * MiB,
+                                    multipart_threshold=MiB, concurrency=1,
+                                    state_dir=state_dir)
+    assert material.file_hash == md5(path)
+    assert sandbox.admin("GET", "/storage")["refused"].get("expired", 0) > before
+
+
+def test_an_upload_that_cannot_finish_is_aborted(api, sandbox, tmp_path, state_dir):
+    sandbox.set_limits(uploadLimit=8 * MiB)
+    path = samples.noise_wav(tmp_path / "toolarge.wav", 13 * MiB)
+    with pytest.raises(dubkit.PayloadTooLargeError, match="aborted"):
+        api.materials.upload(path, progress=False, part_size=5 * MiB, multipart_threshold=MiB,
+                             concurrency=1, state_dir=state_dir)
+    assert list(pending_states(state_dir)) == [] and api.materials.list() == []
+    with pytest.raises(dubkit.PayloadTooLargeError, match="upload limit"):
+        api.materials.upload(path, progress=False, state_dir=state_dir)     # one PUT
+
+
+def test_bytes_that_are_not_media_are_aborted_not_registered(api, tmp_path, state_dir):
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(bytes(range(256)) * (24 * 1024 * 4))                  # 24 MiB, binary
+    with pytest.raises(dubkit.UnprocessableError, match="not audio or video"):
+        api.materials.upload(junk, progress=False, part_size=5 * MiB, multipart_threshold=MiB,
+                             state_dir=state_dir)
+    assert list(pending_states(state_dir)) == [] and api.materials.list() == []
+
+
+def test_a_lost_answer_to_complete_still_yields_the_one_material(api, sandbox, tmp_path,
+                                                                 state_dir):
+    path = samples.noise_wav(tmp_path / "lost.wav", 64 * 1024)
+    sandbox.set_faults(dropAfterCommit=1.0, paths=["/assets/material/upload/complete"])
+    material = api.materials.upload(path, progress=False, state_dir=state_dir)
+    sandbox.set_faults()
+    assert [m.material_id for m in live_with_hash(api, md5(path))] == [material.material_id]
+
+
+def test_list_pages_and_ids_must_be_registered(api, client_for, new_key, tmp_path, state_dir):
+    made = [api.materials.upload(samples.noise_wav(tmp_path / f"n{i}.wav", 8192 + i),
+                                 progress=False, state_dir=state_dir) for i in range(3)]
+    listed = api.materials.list(page_size=2)
+    assert [m.material_id for m in listed] == [m.material_id for m in made[::-1]]
+    frame = listed.to_frame()
+    assert list(frame.columns)[:3] == ["material_id", "name", "category"]
+    assert list(frame["name"]) == ["n2.wav", "n1.wav", "n0.wav"]
+    assert api.materials.list(limit=1)[0].material_id == made[-1].material_id
+
+    fresh = client_for(new_key)                  # no cache: the id is looked up in the list
+    assert require_registered(fresh, made[0].material_id) == made[0].material_id
+    api.materials.delete(made[0])
+    for client in (api, client_for(new_key)):
+        with pytest.raises(dubkit.ValidationError, match="not a registered material") as caught:
+            require_registered(client, made[0].material_id)
+        assert caught.value.field == "source.materialId"
+    unfinished = api.call("materials.gen_upload_url",
+                          {"fileHash": "0" * 32, "fileName": "never.wav"})["materialId"]
+    with pytest.raises(dubkit.ValidationError, match="unfinished upload"):
+        require_registered(api, unfinished)
+
+
+def test_the_progress_bar_shows_bytes_rate_and_parts(api, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "bar.wav", 11 * MiB)
+    bar = UploadProgressBar("bar.wav")
+    material = api.materials.upload(path, progress=bar, part_size=5 * MiB,
+                                    multipart_threshold=MiB, state_dir=state_dir)
+    bundle = bar._repr_mimebundle_()
+    assert f"registered as material {material.material_id}" in bundle["text/html"]
+    assert "11.0 MiB" in bundle["text/html"] and "parts 3/3" in bundle["text/html"]
+    assert "MiB/s" in bundle["text/html"]
+    assert bundle["text/plain"] == "UploadProgressBar('bar.wav')"
+    assert material.material_id in material._repr_html_()
+    assert "<audio controls preload='none'" in material._repr_html_()
+    assert "autoplay" not in material._repr_html_() and "loop" not in material._repr_html_()
