@@ -272,7 +272,8 @@ class DubbingResult:
     def __repr__(self) -> str:
         kind = "video" if self.video else "audio"
         return (f"DubbingResult({kind}, {self.source_language}->{self.target_language}, "
-                f"{len(self.script)} lines, {len(self.voices)} voices)")
+                f"{len(self.script)} lines, {len(self.voices)} "
+                f"voice{'' if len(self.voices) == 1 else 's'})")
 
     def _repr_html_(self) -> str:
         from ..widgets.media import dubbing_html
