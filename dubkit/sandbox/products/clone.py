@@ -1,0 +1,156 @@
+"""Voice cloning, sync and async (interface §2.3): a clone that speaks with the reference's
+pitch and pace.
+
+How a clone is made (every provider):
+
+1. ``refAudio`` is fetched: files this sandbox serves (materials, TTS results) are read from
+   disk, any other http(s) URL is downloaded (at most 50 MB). Unreachable, not audio, or no
+   speech in it: 422 naming ``refAudio``; a missing or non-http(s) ``refAudio`` is 400.
+2. The first ``MAX_REFERENCE_SECONDS`` are measured (``engines.voiceprint.measure``): median
+   pitch, intonation range, syllables per second of speech, and gender by pitch.
+3. An espeak variant of that gender is chosen and its prosody derived
+   (``engines.voiceprint.derive_prosody``, calibrated per voice) so that TTS with the clone is
+   measurably closer in pitch and pace to the reference than a default voice.
+4. The clone is stored (:func:`dubkit.sandbox.products.voices.insert_clone`): ``name`` is
+   ``voiceName`` (*choice* default: "Clone of <reference file name>"), ``exampleLanguage``
+   ``sampleLanguage`` (*choice* default ``en-US``: the sandbox does not identify languages),
+   ``content`` ``sampleText``, ``audio`` the reference (a copy served by the sandbox when it
+   came from elsewhere), ``taskId`` the clone task.
+
+What each provider does here (*choice*; the sandbox has one cloning method, tuned per engine):
+
+====  ======================================================================================
+V1    simple: pitch and pace; the intonation range stays espeak's default
+V2    film and drama: pitch, pace and the measured intonation range
+V3    English: as V2, and the clone's own language is English (``sampleLanguage`` if it is
+      an English locale, else ``en-US``)
+V4    emotion and nuance: as V2 (the sandbox has no finer nuance to copy)
+V5    multilingual: as V2, and the clone's own language is ``sampleLanguage``'s
+====  ======================================================================================
+
+V1, V2 and V4 also speak ``sampleLanguage``'s language by default. TTS with
+``language.target`` speaks the target language in the clone's timbre whatever the provider.
+*choice* Without ``provider``: V5 for a non-English ``sampleLanguage``, else V3.
+*choice* A clone costs ``CLONE_CREDITS`` credits, taken before any work and given back if the
+clone fails. The result carries two labelled extras: ``provider`` (the engine used) and
+``measured`` (what was heard in the reference).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ... import locales
+from ...schema import CloneRequest
+from ..backend import ServiceError, now_iso
+from ..catalogue import speaking_voice_from_audio
+from ..engines import media, speech, voiceprint
+from ..operations import Call, handles
+from .common import check_locale, create
+from .tts import LineError, _fetch_audio
+from .voices import insert_clone
+
+CLONE_CREDITS = 100
+MAX_REFERENCE_SECONDS = 60
+DEFAULT_LANGUAGE = "en-US"
+
+
+def _provider(request: CloneRequest, language: str) -> str:
+    if request.provider:
+        return request.provider
+    return "V3" if language.lower().startswith("en") else "V5"
+
+
+def _espeak_language(provider: str, language: str) -> str:
+    if provider == "V3" and not language.lower().startswith("en"):
+        language = "en-US"
+    try:
+        return speech.voice_for_locale(language)
+    except speech.SpeechError:
+        raise ServiceError(422, f"sampleLanguage: the sandbox has no voice that speaks "
+                                f"{language!r}") from None
+
+
+def _checked(call: Call) -> CloneRequest:
+    request: CloneRequest = call.body  # type: ignore[assignment]
+    if not request.ref_audio:
+        raise ServiceError(400, "invalid request: refAudio: is required (an http(s) URL of a "
+                                "short recording of the voice to clone)")
+    if urlparse(request.ref_audio).scheme not in ("http", "https"):
+        raise ServiceError(400, f"invalid request: refAudio: must be an http(s) URL, got "
+                                f"{request.ref_audio[:80]!r}")
+    if request.sample_language:
+        check_locale("sampleLanguage", request.sample_language, locales.SOURCE | locales.TARGET)
+    return request
+
+
+def _work(call: Call):
+    request = _checked(call)
+    language = request.sample_language or DEFAULT_LANGUAGE
+    provider = _provider(request, language)
+    espeak = _espeak_language(provider, language)
+    backend, api_key = call.backend, call.api_key
+    backend.charge(api_key, CLONE_CREDITS, "cloning a voice")
+
+    def run(task_id: str) -> dict[str, Any]:
+        try:
+            return _clone(call, request, task_id, provider, language, espeak)
+        except BaseException:
+            backend.refund(api_key, CLONE_CREDITS)
+            raise
+    return run
+
+
+def _clone(call: Call, request: CloneRequest, task_id: str, provider: str, language: str,
+           espeak: str) -> dict[str, Any]:
+    backend, url = call.backend, request.ref_audio or ""
+    try:
+        samples, rate = _fetch_audio(backend, url, "refAudio")
+    except LineError as exc:
+        raise ServiceError(422, str(exc)) from None
+    samples = samples[:MAX_REFERENCE_SECONDS * rate]
+    try:
+        heard = voiceprint.measure(samples, rate)
+        voice = speaking_voice_from_audio(samples, rate, espeak)
+    except ValueError as exc:
+        raise ServiceError(422, f"refAudio: {exc}") from None
+    if provider == "V1":
+        voice = voice.with_prosody(pitch_range=speech.Prosody().pitch_range)
+    stem = Path(unquote(urlparse(url).path)).stem or "reference"
+    record = insert_clone(backend, call.api_key, {
+        "name": request.voice_name or f"Clone of {stem}", "provider": provider,
+        "exampleLanguage": language, "content": request.sample_text,
+        "audio": _served_reference(call, url, samples, rate, task_id), "taskId": task_id,
+    }, voice)
+    return {"taskId": task_id, "voiceId": record["voiceId"], "createdAt": now_iso(),
+            "provider": provider,
+            "measured": {"pitchHz": round(heard.median_pitch_hz, 1),
+                         "pitchRangeHz": round(heard.pitch_range_hz, 1),
+                         "syllablesPerSecond": round(heard.speaking_rate, 2),
+                         "gender": heard.gender}}
+
+
+def _served_reference(call: Call, url: str, samples: Any, rate: int, task_id: str) -> str:
+    """The reference's URL if this sandbox serves it, else the URL of a copy it now serves."""
+    if url.startswith(call.backend.base_url + "/files/"):
+        return url
+    relpath = f"clones/{task_id}/reference.wav"
+    target = call.backend.file_path(relpath)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".reference.{os.getpid()}.wav")
+    media.encode_audio(samples, rate, "wav", partial)
+    os.replace(partial, target)
+    return call.backend.file_url(relpath)
+
+
+@handles("clone.create")
+def create_sync(call: Call) -> dict[str, Any]:
+    return create(call, "cloneVoice", _work(call), is_async=False)
+
+
+@handles("clone.create_async")
+def create_async(call: Call) -> dict[str, Any]:
+    return create(call, "cloneVoice", _work(call), is_async=True)

@@ -1,0 +1,202 @@
+"""Voice cloning end to end: a clone you can hear is closer to its reference than a default
+voice; sync and async; local files, materials and any reachable URL; clear errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+
+import numpy as np
+import pytest
+
+import dubkit
+from dubkit import audio, samples
+from dubkit.resources.clone import Clone
+from dubkit.sandbox.engines import media, voiceprint
+from dubkit.sandbox.products.clone import CLONE_CREDITS
+from dubkit.widgets.clone import ClonePanel, ab
+
+TEXT = ("The morning train was late again, so we walked along the river and talked about "
+        "the summer.")
+# Two speakers far from the preset narrators: one low and slow, one high and fast.
+SPEAKERS = {"low_slow_male": dict(variant="m3", rate_wpm=120, pitch=20),
+            "high_fast_female": dict(variant="f4", rate_wpm=230, pitch=85)}
+DEFAULT_VOICE = {"low_slow_male": "sv_s1_en_us_clear_m",
+                 "high_fast_female": "sv_s1_en_us_clear_f"}
+
+
+@pytest.fixture
+def api(client_for, new_key):
+    return client_for(new_key)
+
+
+@pytest.fixture(scope="module")
+def speaker_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("speakers")
+    return {name: samples.speech_recording(folder / f"{name}.wav", TEXT, **voice)
+            for name, voice in SPEAKERS.items()}
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    """A web server of its own (not the sandbox) serving a folder: refAudio from elsewhere."""
+    folder = tmp_path_factory.mktemp("web")
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def heard(url_or_path) -> voiceprint.Voiceprint:
+    data = audio.download(url_or_path) if str(url_or_path).startswith("http") else \
+        open(url_or_path, "rb").read()
+    return voiceprint.measure(*audio.decode(data))
+
+
+@pytest.mark.parametrize("speaker", sorted(SPEAKERS))
+def test_a_clone_is_closer_in_pitch_and_pace_than_a_default_voice(api, speaker_files, speaker):
+    reference = heard(speaker_files[speaker])
+    clone = api.voices.clone(speaker_files[speaker], name=speaker, language="en-US", text=TEXT)
+    assert isinstance(clone, Clone) and clone.voice_id.startswith("cv_")
+    cloned = heard(api.tts.speak(TEXT, clone.voice_id).uri)
+    default = heard(api.tts.speak(TEXT, DEFAULT_VOICE[speaker]).uri)
+    for measure in ("median_pitch_hz", "speaking_rate"):
+        ours = abs(getattr(cloned, measure) - getattr(reference, measure))
+        theirs = abs(getattr(default, measure) - getattr(reference, measure))
+        assert ours < theirs, (measure, reference, cloned, default)
+    assert cloned.gender == reference.gender
+
+
+def test_the_clone_record_is_complete(api, speaker_files):
+    clone = api.voices.clone(speaker_files["low_slow_male"], name="Deep", provider="V2",
+                             language="en-GB", text=TEXT)
+    (record,) = api.voices.clones(voice_id=clone.voice_id)
+    assert (record.name, record.provider, record.example_language, record.content) == \
+        ("Deep", "V2", "en-GB", TEXT)
+    assert record.task_id == clone.task_id and record.create_time and record.update_time
+    samples_, rate = audio.decode(audio.download(record.audio))
+    assert abs(len(samples_) / rate - media.probe(speaker_files["low_slow_male"]).duration) < 0.05
+    assert clone.measured["gender"] == "male" and clone.provider == "V2"
+    task = api.tasks.detail(clone.task_id)
+    assert task.task_type == "cloneVoice" and task.status == "finished"
+
+
+def test_async_clone_from_a_material_is_a_task_with_the_clone(api, speaker_files):
+    material = api.materials.upload(speaker_files["high_fast_female"], progress=False)
+    task = api.voices.clone_async(material, name="Bright", text=TEXT)
+    assert isinstance(task, dubkit.Task) and task.task_type == "cloneVoice"
+    clone = task.wait(timeout=60).result
+    assert isinstance(clone, Clone) and clone.ref_audio == material.audio_url
+    assert clone.voice_id in api.voices.clones().ids
+    assert clone.provider == "V3"                        # English sample, no provider given
+
+
+def test_any_reachable_url_can_be_the_reference(api, speaker_files, web):
+    folder, base = web
+    (folder / "ref.wav").write_bytes(speaker_files["low_slow_male"].read_bytes())
+    clone = api.voices.clone(f"{base}/ref.wav", language="de-DE")
+    assert clone.provider == "V5"                        # non-English sample, no provider
+    (record,) = api.voices.clones(voice_id=clone.voice_id)
+    assert record.name == "Clone of ref"
+    assert record.audio.startswith(api.base_url + "/files/")     # a copy the sandbox serves
+    assert heard(record.audio).gender == "male"
+
+
+def test_every_provider_makes_a_clone(api, speaker_files):
+    material = api.materials.upload(speaker_files["low_slow_male"], progress=False)
+    made = {p: api.voices.clone(material, provider=p, text=TEXT) for p in
+            ("V1", "V2", "V3", "V4", "V5")}
+    listed = {v.voice_id: v.provider for v in api.voices.clones()}
+    assert {listed[c.voice_id] for c in made.values()} == {"V1", "V2", "V3", "V4", "V5"}
+
+
+def test_bad_input_is_refused_before_any_request(tmp_path):
+    offline = dubkit.Client("sk_test_never_sent", "http://127.0.0.1:9")   # nothing listens
+    (tmp_path / "notes.txt").write_text("not audio at all\n")
+    cases = [(lambda: offline.voices.clone("https://example.com/a.wav", provider="V9"),
+              "provider"),
+             (lambda: offline.voices.clone(None), "refAudio"),
+             (lambda: offline.voices.clone(""), "refAudio"),
+             (lambda: offline.voices.clone(tmp_path / "missing.wav"), "refAudio"),
+             (lambda: offline.voices.clone(tmp_path / "notes.txt"), "refAudio"),
+             (lambda: offline.voices.clone_async(42), "refAudio")]
+    for attempt, field in cases:
+        with pytest.raises(dubkit.ValidationError) as caught:
+            attempt()
+        assert caught.value.field == field
+
+
+def test_the_sandbox_refuses_bad_requests_with_the_field_named(api):
+    with pytest.raises(dubkit.BadRequestError, match="refAudio: is required"):
+        api.request("POST", "/task/clone-voice/create", json={"voiceName": "x"})
+    with pytest.raises(dubkit.BadRequestError, match="provider"):
+        api.request("POST", "/task/clone-voice/create",
+                    json={"refAudio": "https://example.com/a.wav", "provider": "V9"})
+    with pytest.raises(dubkit.BadRequestError, match="refAudio: must be an http"):
+        api.request("POST", "/task/clone-voice/create", json={"refAudio": "ftp://x/a.wav"})
+    with pytest.raises(dubkit.BadRequestError, match="sampleLanguage"):
+        api.request("POST", "/task/clone-voice/create",
+                    json={"refAudio": "https://example.com/a.wav", "sampleLanguage": "xx-XX"})
+
+
+def test_unreachable_or_unusable_references_are_422_and_cost_nothing(api, sandbox, new_key,
+                                                                     web, tmp_path):
+    folder, base = web
+    (folder / "notes.txt").write_text("this is text, not audio\n")
+    silence = tmp_path / "silence.wav"
+    media.encode_audio(np.zeros(48000, np.float32), 16000, "wav", silence)
+    quiet = api.materials.upload(silence, progress=False)
+    credits = [k for k in sandbox.admin("GET", "/keys") if k["apiKey"] == new_key][0]["credits"]
+    for source, problem in [("http://127.0.0.1:9/ref.wav", "could not fetch"),
+                            (f"{base}/missing.wav", "could not fetch"),
+                            (f"{base}/notes.txt", "not audio"),
+                            (quiet, "not speech")]:
+        with pytest.raises(dubkit.UnprocessableError, match=problem) as caught:
+            api.voices.clone(source)
+        assert "refAudio" in caught.value.message
+    after = [k for k in sandbox.admin("GET", "/keys") if k["apiKey"] == new_key][0]["credits"]
+    assert after == credits and len(api.voices.clones()) == 0
+
+    task = api.voices.clone_async("http://127.0.0.1:9/ref.wav")
+    with pytest.raises(dubkit.TaskFailedError, match="could not fetch"):
+        task.wait(timeout=30)
+
+
+def test_a_clone_needs_credits(api, sandbox, new_key, speaker_files):
+    sandbox.set_credits(CLONE_CREDITS - 1, api_key=new_key)
+    with pytest.raises(dubkit.InsufficientCreditsError):
+        api.voices.clone("https://example.com/never-fetched.wav")
+    assert len(api.voices.clones()) == 0
+
+
+def test_a_local_file_works_as_timbre_reference_in_tts(api, speaker_files):
+    speech = api.tts.create([{"text": "Said in the timbre of a local file.",
+                              "timbre_ref_audio": speaker_files["high_fast_female"]}])
+    assert speech[0].ok and heard(speech[0].uri).gender == "female"
+
+
+def test_the_clone_panel_shows_a_b_players(api, speaker_files):
+    panel = ClonePanel(api, text=TEXT)
+    panel.name.value = "Panel voice"
+    clone = panel.clone_from(speaker_files["low_slow_male"])
+    shown = panel._repr_mimebundle_()["text/html"]
+    assert "A: reference" in shown and f"B: clone {clone.voice_id}" in shown
+    assert shown.count("<audio controls preload='none'") == 2
+    assert "autoplay" not in shown and "loop" not in shown
+    assert panel.result.text == TEXT and heard(panel.result.clone_uri).gender == "male"
+    again = ab(api, clone, "A different sentence.")
+    assert "A different sentence." in again._repr_html_()
+
+
+def test_the_clone_panel_says_what_is_missing(api):
+    panel = ClonePanel(api)
+    panel.button.click()
+    assert "Pick a recording first" in panel.status.value and panel.clone is None
