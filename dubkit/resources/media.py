@@ -58,7 +58,9 @@ class MediaResource(Resource):
         ``material`` is a registered :class:`~dubkit.resources.materials.Material`, its id,
         or a local file, which is uploaded first. ``task_type`` defaults to the material's category (``vt`` for video,
         ``at`` for audio). ``selected_voices`` are voice ids (or ``{"voiceId", "provider"}``)
-        for speakers 1, 2, ...; ``text`` is ``options.text`` (subtitle burn-in and style).
+        for speakers 1, 2, ...; ``text`` is ``options.text``, whose content the interface
+        leaves to the product (the sandbox reads ``burn``, ``soft`` and ``style``, e.g.
+        ``{"burn": True, "style": {"size": 28, "position": "top"}}``).
         Everything is checked before the request is sent; an unregistered or deleted
         material is refused here, before any credit is spent.
 
