@@ -28,7 +28,7 @@ import json
 import os
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -80,6 +80,7 @@ class UploadProgress:
     duplicate: bool = False
     started: float = field(default_factory=time.monotonic)
     sending_since: float | None = None
+    sending_until: float | None = None
     ended: float | None = None
 
     @property
@@ -87,7 +88,7 @@ class UploadProgress:
         """Bytes per second sent by this run (0 before sending starts)."""
         if self.sending_since is None:
             return 0.0
-        seconds = (self.ended or time.monotonic()) - self.sending_since
+        seconds = (self.sending_until or time.monotonic()) - self.sending_since
         return (self.sent - self.resumed_bytes) / seconds if seconds > 0 else 0.0
 
     @property
@@ -270,7 +271,7 @@ class Upload:
         self.state_file = UploadState.location(Path(state_dir) if state_dir else None,
                                                client.base_url, self.path)
         self.progress = UploadProgress(self.name, self.size)
-        self._report = progress
+        self.on_progress = progress      # called from the caller's thread only
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._last_report = 0.0
@@ -404,10 +405,10 @@ class Upload:
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, timeout=_REPORT_EVERY,
-                                         return_when=FIRST_EXCEPTION)
-                self._tick()
+                                         return_when=FIRST_COMPLETED)
                 for future in finished:
                     future.result()          # the first failure stops the rest
+                self._tick(force=bool(finished))   # every finished part is shown at once
         finally:
             self._stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
@@ -508,6 +509,8 @@ class Upload:
         self.progress.phase = phase
         if phase == "uploading" and self.progress.sending_since is None:
             self.progress.sending_since = time.monotonic()
+        if phase in ("registering", "done") and self.progress.sending_until is None:
+            self.progress.sending_until = time.monotonic()
         self._tick(force=True)
 
     def _done(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -519,9 +522,9 @@ class Upload:
     def _tick(self, force: bool = False) -> None:
         """Report progress from the caller's thread (widgets must be updated from it)."""
         now = time.monotonic()
-        if self._report is not None and (force or now - self._last_report >= _REPORT_EVERY):
+        if self.on_progress is not None and (force or now - self._last_report >= _REPORT_EVERY):
             self._last_report = now
-            self._report(self.progress)
+            self.on_progress(self.progress)
 
 
 class _UrlBook:

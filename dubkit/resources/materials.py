@@ -41,7 +41,7 @@ class Material(schema.Material):
 
     def __repr__(self) -> str:
         return (f"Material({self.material_id!r}, {self.name!r}, {self.category}, "
-                f"{self.duration_seconds or 0:.1f} s, {self.filesize or 0} bytes)")
+                f"{self.duration_seconds or 0:.1f} s)")
 
     def _repr_html_(self) -> str:
         from ..widgets.uploads import material_html
@@ -82,10 +82,10 @@ class MaterialsResource(Resource):
 
         >>> m = client.materials.upload("talk.mp4", concurrency=8)
         """
-        callback = _progress_display(progress, os.path.basename(os.fspath(path)))
-        upload = Upload(self._client, path, name=name, progress=callback, part_size=part_size,
+        upload = Upload(self._client, path, name=name, part_size=part_size,
                         concurrency=concurrency, multipart_threshold=multipart_threshold,
-                        resume=resume, state_dir=state_dir)
+                        resume=resume, state_dir=state_dir)     # bad input stops here
+        upload.on_progress = _progress_display(progress, upload.name)
         record = upload.run()
         return self._seen(Material.model_validate(record))
 

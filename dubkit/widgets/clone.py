@@ -37,6 +37,9 @@ class ABPlayers:
     def __init__(self, clone: "Clone", clone_uri: str, text: str) -> None:
         self.clone, self.clone_uri, self.text = clone, clone_uri, text
 
+    def __repr__(self) -> str:
+        return f"ABPlayers(reference vs {self.clone.voice_id}, text={self.text!r:.60})"
+
     def _repr_html_(self) -> str:
         def cell(title: str, url: str | None) -> str:
             player = player_html(url, mime_type(format_of(url))) if url else "<i>none</i>"
