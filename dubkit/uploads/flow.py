@@ -1,54 +1,27 @@
-"""Uploading a file as a material (interface §5) without ever losing a byte.
-
->>> material = client.materials.upload("talk.mp4")     # what you normally call
-
-What happens:
-
-1. The file is checked (exists, not empty, not text) and its MD5 computed 1 MiB at a time.
-2. ``gen-upload-url``: if the service already holds these bytes it answers the material and
-   nothing is uploaded.
-3. Below ``multipart_threshold``: one PUT of the whole file, then ``complete``.
-4. Above: ``multipart/initiate``, parts of ``recommendedPartSize`` (at least 5 MiB, at most
-   10000 parts) PUT in parallel by ``concurrency`` threads, each reading its own slice of the
-   file, their ETags kept; URLs are presigned in batches and again when they expire; then
-   ``multipart/complete``.
-5. A small JSON state file (upload id, part size, ETags of finished parts) is written after
-   every part. If the process dies or the network goes, calling ``upload`` again resumes:
-   only the missing parts are sent. When the upload cannot finish (the service refuses a
-   part, the bytes are not media, the file changed) it is aborted and the state removed.
-
-Presigned PUTs go through a session of their own, without the API key: storage URLs may
-point at another host, which must never see the key.
-"""
+"""The upload itself: dedup check, one PUT or parallel parts, completion, resume, abort."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from .errors import (APIConnectionError, APIError, DubkitError, IdempotencyConflictError,
-                     NotFoundError, ValidationError, error_class_for)
+from ..errors import (APIConnectionError, APIError, DubkitError, IdempotencyConflictError,
+                      NotFoundError, ValidationError, error_class_for)
+from .files import FileSlice, check_media_file, file_md5, part_size_for
+from .state import UploadState
 
 if TYPE_CHECKING:
-    from .client import Client
+    from ..client import Client
 
-MiB = 1024 * 1024
-MIN_PART_SIZE = 5 * MiB
-DEFAULT_PART_SIZE = 8 * MiB      # when initiate recommends none (as the client examples do)
-MAX_PARTS = 10_000
-MULTIPART_THRESHOLD = 32 * MiB
+MULTIPART_THRESHOLD = 32 * 1024 * 1024
 PRESIGN_BATCH = 100
-_BLOCK = MiB
 _REPORT_EVERY = 0.2              # seconds between progress reports
 
 ProgressCallback = Callable[["UploadProgress"], None]
@@ -94,148 +67,6 @@ class UploadProgress:
     @property
     def elapsed(self) -> float:
         return (self.ended or time.monotonic()) - self.started
-
-
-# --------------------------------------------------------------------------- local checks
-
-def check_media_file(path: str | os.PathLike[str], field: str = "path") -> Path:
-    """The file as a Path, or ValidationError naming ``field`` if it cannot be media.
-
-    >>> check_media_file("notes.txt")
-    Traceback (most recent call last):
-    dubkit.errors.ValidationError: path: 'notes.txt' looks like a text file, not audio or video
-    """
-    file = Path(path).expanduser()
-    if not file.exists():
-        raise ValidationError(field, f"no such file: {str(path)!r}")
-    if not file.is_file():
-        raise ValidationError(field, f"{str(path)!r} is not a file")
-    if file.stat().st_size == 0:
-        raise ValidationError(field, f"{str(path)!r} is empty (0 bytes): nothing to upload")
-    with open(file, "rb") as handle:
-        head = handle.read(4096)
-    if _looks_like_text(head):
-        raise ValidationError(field, f"{str(path)!r} looks like a text file, not audio or video")
-    if not file.suffix:
-        raise ValidationError("fileName", f"{file.name!r} needs an extension (e.g. .mp4, .wav): "
-                                          f"the service reads the type from it")
-    return file
-
-
-def _looks_like_text(head: bytes) -> bool:
-    if b"\x00" in head:
-        return False
-    for cut in range(4):   # the sample may end inside a multi-byte character
-        try:
-            head[:len(head) - cut].decode("utf-8")
-            return True
-        except UnicodeDecodeError:
-            continue
-    return False
-
-
-def file_md5(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
-    """Lowercase hex MD5 of a file, read 1 MiB at a time into one reused buffer."""
-    digest = hashlib.md5(usedforsecurity=False)
-    block = bytearray(_BLOCK)
-    view = memoryview(block)
-    with open(path, "rb", buffering=0) as handle:
-        while count := handle.readinto(block):
-            digest.update(view[:count])
-            if on_bytes:
-                on_bytes(count)
-    return digest.hexdigest()
-
-
-def part_size_for(size: int, recommended: int | None, chosen: int | None = None) -> int:
-    """The part size: the caller's, else the recommendation, grown to fit 10000 parts."""
-    base = chosen or recommended or DEFAULT_PART_SIZE
-    if chosen is not None and chosen < MIN_PART_SIZE:
-        raise ValidationError("part_size", f"at least {MIN_PART_SIZE} bytes (5 MiB): storage "
-                                           f"refuses smaller parts except the last")
-    smallest = -(-size // MAX_PARTS)
-    return max(base, MIN_PART_SIZE, smallest)
-
-
-# --------------------------------------------------------------------------- resume state
-
-def default_state_dir() -> Path:
-    """``$DUBKIT_UPLOAD_STATE_DIR``, else ``~/.cache/dubkit/uploads``."""
-    return Path(os.environ.get("DUBKIT_UPLOAD_STATE_DIR")
-                or Path.home() / ".cache" / "dubkit" / "uploads")
-
-
-class UploadState:
-    """What a multipart upload needs to resume, saved atomically after every part."""
-
-    def __init__(self, file: Path, data: dict[str, Any]) -> None:
-        self.file = file
-        self.data = data
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def location(state_dir: Path | None, base_url: str, path: Path) -> Path:
-        ident = hashlib.sha1(f"{base_url}\n{path.resolve()}".encode()).hexdigest()[:20]
-        return (state_dir or default_state_dir()) / f"{ident}.json"
-
-    @classmethod
-    def load(cls, file: Path) -> "UploadState | None":
-        try:
-            return cls(file, json.loads(file.read_text()))
-        except (OSError, ValueError):
-            return None
-
-    def matches(self, path: Path) -> bool:
-        """True if the file is unchanged since the state was written."""
-        stat = path.stat()
-        return (self.data.get("size"), self.data.get("mtimeNs")) == (stat.st_size,
-                                                                     stat.st_mtime_ns)
-
-    @property
-    def etags(self) -> dict[int, str]:
-        return {int(n): tag for n, tag in self.data.get("parts", {}).items()}
-
-    def record_part(self, number: int, etag: str) -> None:
-        with self._lock:
-            self.data.setdefault("parts", {})[str(number)] = etag
-            self.save()
-
-    def save(self) -> None:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.file.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        partial.write_text(json.dumps(self.data))
-        os.replace(partial, self.file)
-
-    def delete(self) -> None:
-        self.file.unlink(missing_ok=True)
-
-
-# --------------------------------------------------------------------------- the upload
-
-class _FileSlice:
-    """Bytes ``[offset, offset + length)`` of a file, streamed by requests 1 MiB at a time."""
-
-    def __init__(self, path: Path, offset: int, length: int,
-                 on_read: Callable[[int], None]) -> None:
-        self._file = open(path, "rb")
-        self._file.seek(offset)
-        self._left = length
-        self._length = length
-        self._on_read = on_read
-        self.sent = 0
-
-    def __len__(self) -> int:           # requests sets Content-Length from it
-        return self._length
-
-    def read(self, _size: int = -1) -> bytes:
-        data = self._file.read(min(self._left, _BLOCK))   # larger blocks: fewer syscalls
-        self._left -= len(data)
-        self.sent += len(data)
-        self._on_read(len(data))
-        return data
-
-    def close(self) -> None:
-        self._file.close()
 
 
 class _SessionGone(UploadError):
@@ -446,7 +277,7 @@ class Upload:
 
     def _put(self, url: str, offset: int, length: int) -> str:
         """PUT one slice; its ETag. Retryable failures raise requests errors."""
-        body = _FileSlice(self.path, offset, length, self._sent)
+        body = FileSlice(self.path, offset, length, self._sent)
         try:
             answer = self._storage.put(url, data=body, timeout=(
                 self.client.transport.timeout.connect, self.client.transport.timeout.read))
@@ -564,16 +395,3 @@ def _storage_message(answer: requests.Response) -> str:
     except ValueError:
         message = None
     return f"HTTP {answer.status_code}: {message or answer.text[:200] or answer.reason}"
-
-
-def pending_states(state_dir: str | os.PathLike[str] | None = None) -> Iterator[UploadState]:
-    """Every resumable upload recorded in ``state_dir``."""
-    folder = Path(state_dir) if state_dir else default_state_dir()
-    for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        state = UploadState.load(file)
-        if state is not None:
-            yield state
-
-
-__all__ = ["Upload", "UploadError", "UploadProgress", "UploadState", "check_media_file",
-           "file_md5", "part_size_for", "pending_states"]

@@ -1,0 +1,101 @@
+"""Local facts about a file to upload: is it media, its MD5, how to cut it into parts."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Callable
+
+from ..errors import ValidationError
+
+MiB = 1024 * 1024
+MIN_PART_SIZE = 5 * MiB
+DEFAULT_PART_SIZE = 8 * MiB      # when initiate recommends none (as the client examples do)
+MAX_PARTS = 10_000
+BLOCK = MiB
+
+
+def check_media_file(path: str | os.PathLike[str], field: str = "path") -> Path:
+    """The file as a Path, or ValidationError naming ``field`` if it cannot be media.
+
+    >>> check_media_file("notes.txt")
+    Traceback (most recent call last):
+    dubkit.errors.ValidationError: path: 'notes.txt' looks like a text file, not audio or video
+    """
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise ValidationError(field, f"no such file: {str(path)!r}")
+    if not file.is_file():
+        raise ValidationError(field, f"{str(path)!r} is not a file")
+    if file.stat().st_size == 0:
+        raise ValidationError(field, f"{str(path)!r} is empty (0 bytes): nothing to upload")
+    with open(file, "rb") as handle:
+        head = handle.read(4096)
+    if _looks_like_text(head):
+        raise ValidationError(field, f"{str(path)!r} looks like a text file, not audio or video")
+    if not file.suffix:
+        raise ValidationError("fileName", f"{file.name!r} needs an extension (e.g. .mp4, .wav): "
+                                          f"the service reads the type from it")
+    return file
+
+
+def _looks_like_text(head: bytes) -> bool:
+    if b"\x00" in head:
+        return False
+    for cut in range(4):   # the sample may end inside a multi-byte character
+        try:
+            head[:len(head) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
+def file_md5(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+    """Lowercase hex MD5 of a file, read 1 MiB at a time into one reused buffer."""
+    digest = hashlib.md5(usedforsecurity=False)
+    block = bytearray(BLOCK)
+    view = memoryview(block)
+    with open(path, "rb", buffering=0) as handle:
+        while count := handle.readinto(block):
+            digest.update(view[:count])
+            if on_bytes:
+                on_bytes(count)
+    return digest.hexdigest()
+
+
+def part_size_for(size: int, recommended: int | None, chosen: int | None = None) -> int:
+    """The part size: the caller's, else the recommendation, grown to fit 10000 parts."""
+    base = chosen or recommended or DEFAULT_PART_SIZE
+    if chosen is not None and chosen < MIN_PART_SIZE:
+        raise ValidationError("part_size", f"at least {MIN_PART_SIZE} bytes (5 MiB): storage "
+                                           f"refuses smaller parts except the last")
+    smallest = -(-size // MAX_PARTS)
+    return max(base, MIN_PART_SIZE, smallest)
+
+
+class FileSlice:
+    """Bytes ``[offset, offset + length)`` of a file, streamed by requests 1 MiB at a time."""
+
+    def __init__(self, path: Path, offset: int, length: int,
+                 on_read: Callable[[int], None]) -> None:
+        self._file = open(path, "rb")
+        self._file.seek(offset)
+        self._left = length
+        self._length = length
+        self._on_read = on_read
+        self.sent = 0
+
+    def __len__(self) -> int:           # requests sets Content-Length from it
+        return self._length
+
+    def read(self, _size: int = -1) -> bytes:
+        data = self._file.read(min(self._left, BLOCK))   # larger blocks: fewer syscalls
+        self._left -= len(data)
+        self.sent += len(data)
+        self._on_read(len(data))
+        return data
+
+    def close(self) -> None:
+        self._file.close()
