@@ -200,22 +200,20 @@ def deliveries(request: Request, task_id: Optional[str] = Query(None, alias="tas
                state: Optional[str] = None,
                api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
     """Outbox rows, oldest first, each with its attempts; no secrets, no bodies."""
-    sql, args = "SELECT * FROM outbox WHERE 1 = 1", []
+    where, args = "1 = 1", []
     for column, value in (("task_id", task_id), ("state", state), ("api_key", api_key)):
         if value is not None:
-            sql += f" AND {column} = ?"
+            where += f" AND {column} = ?"
             args.append(value)
     store = _backend(request).store
-    rows = [dict(r) for r in store.all(sql + " ORDER BY id", args)]
+    rows = [dict(r) for r in store.all(f"SELECT * FROM outbox WHERE {where} ORDER BY id", args)]
     attempts: dict[int, list[dict[str, Any]]] = {}
-    if rows:
-        marks = ",".join("?" * len(rows))
-        for a in store.all(f"SELECT * FROM deliveries WHERE outbox_id IN ({marks}) ORDER BY id",
-                           [r["id"] for r in rows]):
-            attempts.setdefault(a["outbox_id"], []).append(
-                {"attempt": a["attempt"], "at": a["at"], "url": a["url"],
-                 "statusCode": a["status_code"], "error": a["error"],
-                 "durationMs": round(a["duration_ms"], 1), "secret": a["secret"]})
+    for a in store.all(f"SELECT * FROM deliveries WHERE outbox_id IN (SELECT id FROM outbox "
+                       f"WHERE {where}) ORDER BY id", args):
+        attempts.setdefault(a["outbox_id"], []).append(
+            {"attempt": a["attempt"], "at": a["at"], "url": a["url"],
+             "statusCode": a["status_code"], "error": a["error"],
+             "durationMs": round(a["duration_ms"], 1), "secret": a["secret"]})
     return {"deliveries": [
         {"id": r["id"], "apiKey": mask_key(r["api_key"]), "taskId": r["task_id"],
          "event": r["event"], "pipelineKey": r["pipeline_key"], "state": r["state"],
