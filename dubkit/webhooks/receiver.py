@@ -131,7 +131,7 @@ class Receiver:
         # pipelineKey is optional on the wire; a retry repeats the exact body, so its hash
         # dedupes as well when the key is missing.
         key = event.pipeline_key or "sha256:" + hashlib.sha256(body).hexdigest()
-        self._ensure_started()
+        queue = self._ensure_started()
         try:
             first = self.store.claim(key, event.event, event.task_id, body, lease=self.lease)
         except Exception as exc:   # the store is down: not accepted, so the service retries
@@ -143,7 +143,7 @@ class Receiver:
                                 event=event, key=key)
         answer = self._answer(200, "verified", event.problem, event=event, key=key,
                               handling="queued")
-        self._queue.put(key)   # type: ignore[union-attr]
+        queue.put(key)
         return answer
 
     def refuse_oversize(self, size: int) -> Answer:
@@ -182,14 +182,15 @@ class Receiver:
         self._ensure_started()
         return self
 
-    def _ensure_started(self) -> None:
+    def _ensure_started(self) -> WorkQueue:
         # Lazily, and again after a fork: threads do not survive into gunicorn's workers.
-        if self.running:
-            return
+        queue = self._queue
+        if queue is not None and self.running:
+            return queue
         with self._lock:
-            if self.running:
-                return
-            self._queue = WorkQueue()
+            if self._queue is not None and self.running:
+                return self._queue
+            queue = self._queue = WorkQueue()
             self._pid = os.getpid()
             self._threads = [threading.Thread(target=self._work_forever, args=(self._queue,),
                                               name=f"dubkit-webhook-{i}", daemon=True)
@@ -200,6 +201,7 @@ class Receiver:
         for thread in self._threads:
             thread.start()
         push.set_running(self, True)
+        return queue
 
     def _sweep_forever(self, queue: WorkQueue) -> None:
         """Adopt pending rows nobody holds: at start, then every little while."""
