@@ -13,10 +13,11 @@ from .errors import (APIConnectionError, APIError, APITimeoutError, Authenticati
                      InsufficientCreditsError, NotFoundError, PayloadTooLargeError, ServerError,
                      TaskFailedError, TaskTimeoutError, UnprocessableError, UpstreamError,
                      ValidationError, WebhookVerificationError)
+from . import webhooks
 from .resources import Task, Translation
 
 __all__ = [
-    "__version__", "connect", "Client", "RetryPolicy", "Timeout", "Task", "Translation",
+    "__version__", "connect", "webhooks", "Client", "RetryPolicy", "Timeout", "Task", "Translation",
     "DubkitError", "ValidationError", "APIError", "BadRequestError", "AuthenticationError",
     "InsufficientCreditsError", "NotFoundError", "IdempotencyConflictError",
     "PayloadTooLargeError", "UnprocessableError", "ServerError", "UpstreamError",

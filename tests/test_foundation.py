@@ -239,6 +239,7 @@ def test_restart_keeps_keys_and_tasks(tmp_path):
     second = start(tmp_path)
     try:
         assert second.api_key == key
+        assert second.url == first.url     # stored file URLs stay valid across restarts
         with dubkit.Client(key, second.url) as c:
             task = c.tasks.detail(task_id)
             assert task.status == "finished" and task.result.texts[0]

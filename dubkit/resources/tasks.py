@@ -81,9 +81,14 @@ class Task:
 
     def apply(self, task_type: str | None, status: str | None,
               result: dict[str, Any] | None) -> None:
-        """Take a newer state (from a poll or a webhook event)."""
+        """Take a newer state (from a poll or a webhook event).
+
+        An end once seen is final: a late poll answered before a pushed event cannot move a
+        finished or failed task back to running.
+        """
         self.task_type = task_type or self.task_type
-        self.status = status or self.status
+        if not self.done:
+            self.status = status or self.status
         if result is not None:
             self.raw_result = result
         if self.done and self._ended is None:

@@ -100,8 +100,17 @@ class SandboxHandle:
     def set_delivery(self, **schedule: Any) -> None:
         self.admin("POST", "/delivery", **schedule)
 
-    def deliveries(self) -> dict[str, Any]:
-        return self.admin("GET", "/deliveries")
+    def deliveries(self, *, task_id: str | None = None, state: str | None = None,
+                   api_key: str | None = None) -> dict[str, Any]:
+        query = {k: v for k, v in (("taskId", task_id), ("state", state),
+                                   ("apiKey", api_key)) if v}
+        answer = self._admin.get(f"{self.url}/_sandbox/deliveries", params=query, timeout=30)
+        answer.raise_for_status()
+        return answer.json()
+
+    def redeliver(self, task_id: str) -> dict[str, Any]:
+        """Send a task's webhook again with the same body: what a replay looks like."""
+        return self.admin("POST", "/deliveries/redeliver", taskId=task_id)
 
     # -- lifecycle
     def stop(self) -> None:
@@ -143,17 +152,31 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def start(data_dir: str | Path | None = None, *, port: int = 0, host: str = "127.0.0.1",
-          log_level: str = "warning") -> SandboxHandle:
+def _bind_preferred(host: str, port: int | None, remembered: int | None) -> socket.socket:
+    if port is not None:
+        return _bind(host, port)
+    if remembered:
+        try:
+            return _bind(host, remembered)
+        except OSError:   # taken by someone else now: any port will do
+            pass
+    return _bind(host, 0)
+
+
+def start(data_dir: str | Path | None = None, *, port: int | None = None,
+          host: str = "127.0.0.1", log_level: str = "warning") -> SandboxHandle:
     """Start a sandbox in a background thread and return once it answers.
 
     ``data_dir=None`` uses a temporary directory removed on :meth:`SandboxHandle.stop`; give a
-    directory to keep keys, tasks and files across restarts.
+    directory to keep keys, tasks and files across restarts. ``port=None`` reuses the port this
+    data dir served on last time when it is free (so file URLs stored in its records, like a
+    CDN's, keep working after a restart), else any free port.
     """
     tmp = tempfile.TemporaryDirectory(prefix="dubkit-sandbox-") if data_dir is None else None
     backend = Backend(Path(tmp.name if tmp else data_dir))  # type: ignore[arg-type]
-    sock = _bind(host, port)
+    sock = _bind_preferred(host, port, backend.setting("port"))
     url = f"http://{host}:{sock.getsockname()[1]}"
+    backend.set_setting("port", sock.getsockname()[1])
     backend.base_url = url
     server = _serve_config(backend, sock, log_level)
     deliverer = Deliverer(backend)
