@@ -55,8 +55,9 @@ class SpeechLine:
         self._decoded: tuple[np.ndarray, int] | None = None
 
     def __repr__(self) -> str:
-        state = f"{self.duration:.2f} s" if self.ok else f"failed: {self.error_message}"
-        return f"SpeechLine({self.index}, {self.text!r:.40}, {state})"
+        state = f"{self.duration:.1f} s" if self.ok else f"failed: {self.error_message}"
+        text = self.text or ""
+        return f"SpeechLine({self.index}, {text[:37] + '…' if len(text) > 40 else text!r}, {state})"
 
     @property
     def ok(self) -> bool:

@@ -26,20 +26,21 @@ SHOWN_LINES = 20           # a table of a large batch shows its first lines only
 
 def player_html(src: str, mime: str) -> str:
     """An ``<audio>`` element: controls on, autoplay and loop off."""
+    fallback = "audio" if src.startswith("data:") else f"<a href='{html.escape(src)}'>audio</a>"
     return (f"<audio controls preload='none' style='height:32px;max-width:260px'>"
-            f"<source src='{html.escape(src)}' type='{html.escape(mime)}'>"
-            f"<a href='{html.escape(src)}'>audio</a></audio>")
+            f"<source src='{html.escape(src)}' type='{html.escape(mime)}'>{fallback}</audio>")
 
 
-def line_source(line: "SpeechLine") -> str:
+def line_source(line: "SpeechLine", embed: bool = True) -> str:
     """What a player plays: the embedded bytes when small and already fetched, else the URL."""
-    data = line.data_if_loaded()
+    data = line.data_if_loaded() if embed else None
     if data is not None and len(data) <= EMBED_LIMIT:
         return f"data:{mime_type(line.format)};base64,{base64.b64encode(data).decode()}"
     return line.uri or ""
 
 
-def line_cells(line: "SpeechLine", *, waveform: bool = True) -> tuple[str, str, str]:
+def line_cells(line: "SpeechLine", *, waveform: bool = True,
+               embed: bool = True) -> tuple[str, str, str]:
     """(duration, waveform, player) cells of one line; failed lines show their error."""
     if not line.ok:
         error = f"<span style='color:#cf222e'>{html.escape(line.error_message or '')}</span>"
@@ -50,8 +51,8 @@ def line_cells(line: "SpeechLine", *, waveform: bool = True) -> tuple[str, str, 
             picture = waveform_svg(line.audio)
         except Exception as exc:      # a view must render even if one clip cannot be fetched
             picture = f"<small>no waveform ({html.escape(type(exc).__name__)})</small>"
-    duration = f"<span class='dubkit-dur'>{line.duration or 0:.2f} s</span>"
-    return duration, picture, player_html(line_source(line), mime_type(line.format))
+    duration = f"<span class='dubkit-dur'>{line.duration or 0:.1f} s</span>"
+    return duration, picture, player_html(line_source(line, embed), mime_type(line.format))
 
 
 def speech_table_html(lines: Iterable["SpeechLine"], *, total: int | None = None,

@@ -72,9 +72,13 @@ class Audition:
         return f"Audition({self.text!r:.40}, {len(self.voice_ids)} voices)"
 
     def _repr_html_(self) -> str:
+        return self.html()
+
+    def html(self, *, embed: bool = True) -> str:
+        """Cards side by side; ``embed=False`` plays from URLs (for live widgets)."""
         cards = []
         for line in self.speech:
-            duration, picture, player = line_cells(line)
+            duration, picture, player = line_cells(line, embed=embed)
             cards.append("<div style='border:1px solid #d0d7de;border-radius:6px;padding:6px;"
                          "min-width:200px'>"
                          f"<div><code>{html.escape(line.voice_id or '')}</code></div>"
@@ -180,7 +184,8 @@ class VoiceBrowser(widgets.VBox):
             self._result.value = (f"<span style='color:#cf222e'>{html.escape(type(exc).__name__)}"
                                   f": {html.escape(str(exc))}</span>")
             return None
-        self._result.value = self.last_audition._repr_html_()
+        # Live widget state is saved with the notebook: play from URLs, embed nothing there.
+        self._result.value = self.last_audition.html(embed=False)
         return self.last_audition
 
     # ----------------------------------------------------------------- internals
@@ -222,7 +227,7 @@ class VoiceBrowser(widgets.VBox):
 
     def static_html(self) -> str:
         ticked = ", ".join(self._ticked) or "none"
-        audition = self.last_audition._repr_html_() if self.last_audition else ""
+        audition = self.last_audition.html(embed=False) if self.last_audition else ""
         return (f"<div><p>{self.total} voices match {html.escape(str(self._filters()))}; "
                 f"page {self.page}. Ticked: {html.escape(ticked)}</p>"
                 f"{voice_table_html(self.voices)}{audition}</div>")

@@ -250,7 +250,7 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
         factor = spec.duration / natural
         if not 0.25 <= factor <= 4:
             raise LineError(f"duration: {spec.duration:g} s cannot be met; the natural reading "
-                            f"takes {natural:.2f} s and speech stretches only 0.25x to 4x")
+                            f"takes {natural:.1f} s and speech stretches only 0.25x to 4x")
         samples = media.time_stretch(samples, rate, factor)
     relpath = f"tts/{key[:2]}/{key}.{fmt}"
     target = backend.file_path(relpath)
