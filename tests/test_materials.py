@@ -203,6 +203,22 @@ def test_complete_refuses_small_parts_wrong_etags_and_a_wrong_md5(api, wav):
         md5(wav)
 
 
+def test_a_resent_part_replaces_the_old_one(api, sandbox, wav):
+    _, ref = multipart(api, wav)
+    wrong_first = bytes(8 * MiB) + wav[8 * MiB:]              # part 1 all zeros
+    parts = put_parts(api, ref, split(wrong_first, 8 * MiB))
+    with pytest.raises(dubkit.BadRequestError, match="fileHash"):
+        api.call("materials.multipart_complete", {**ref, "parts": parts})
+    url = api.call("materials.multipart_presign", {**ref, "partNumbers": [1]})["urls"][0]["url"]
+    answer = requests.put(url, data=wav[:8 * MiB])
+    fixed = [{"partNumber": 1, "eTag": answer.headers["ETag"]}, parts[1]]
+    with pytest.raises(dubkit.BadRequestError, match=r"parts\[0\]\.eTag"):
+        api.call("materials.multipart_complete", {**ref, "parts": parts})   # the old ETag
+    material = api.call("materials.multipart_complete", {**ref, "parts": fixed})
+    assert md5(requests.get(material["addressUrl"]).content) == md5(wav)
+    assert sandbox.admin("GET", f"/storage/uploads/{ref['uploadId']}")["state"] == "completed"
+
+
 def test_bytes_that_are_not_media_are_refused_and_not_registered(api):
     junk = bytes(range(256)) * 4096
     with pytest.raises(dubkit.UnprocessableError, match="not audio or video"):

@@ -9,6 +9,11 @@ part gets a file of its own. When a client uses the recommended size, as clients
 completing finds the parts already in place: it hashes the file and renames it instead of
 writing every byte a second time. Any other layout is joined into a new file.
 
+The whole-file MD5 that completion checks is mostly computed while the upload is still running:
+after each part arrives, a worker thread extends an MD5 over the assembly file's contiguous
+prefix of finished parts (:class:`_Prefix`). Completion reuses it when the parts it hashed
+are still the listed ones (same ETags) and hashes only the rest.
+
 *choice* Every part but the last must be at least ``MIN_PART_SIZE`` (5 MiB); parts listed at
 completion must be in ascending order, without repeats, with the ETag each PUT answered, and
 the joined bytes must have the upload's MD5. A refusal leaves the session and its parts as
@@ -18,8 +23,10 @@ they were. Re-sending a part replaces it; while its new bytes arrive it does not
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 import weakref
@@ -29,6 +36,8 @@ from typing import Any, Sequence
 
 from .backend import Backend, ServiceError
 from .store import Store
+
+log = logging.getLogger("dubkit.sandbox")
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 BLOCK = 1 << 20
@@ -63,6 +72,58 @@ def _assembly(backend: Backend, upload_id: str) -> Path:
 
 def _part_path(backend: Backend, upload_id: str, part_number: int) -> Path:
     return _folder(backend, upload_id) / f"{part_number:05d}"
+
+
+class _Prefix:
+    """MD5 of the first parts of an assembly file, in order, as far as they have arrived."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.digest = hashlib.md5(usedforsecurity=False)
+        self.etags: list[str] = []          # ETag of part 1, 2, ... as hashed
+
+    def matches(self, listed_etags: list[str]) -> bool:
+        return self.etags == listed_etags[:len(self.etags)]
+
+
+_prefixes: "weakref.WeakKeyDictionary[Backend, dict[str, _Prefix]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _prefix(backend: Backend, upload_id: str) -> _Prefix:
+    return _prefixes.setdefault(backend, {}).setdefault(upload_id, _Prefix())
+
+
+def extend_prefix_hash(backend: Backend, upload_id: str) -> None:
+    """Hash the next finished full-slot parts in order (call after a part arrived).
+
+    Runs in a worker thread; one thread hashes a session at a time, others return at once.
+    Whatever it misses, completion hashes itself, so this only ever saves time.
+    """
+    prefix = _prefix(backend, upload_id)
+    upload = open_upload(backend, upload_id)
+    if upload is None or not prefix.lock.acquire(blocking=False):
+        return
+    try:
+        _extend(backend, upload, prefix)
+    except Exception:      # the session closed under it: completion hashes what it needs
+        log.debug("prefix hash of %s stopped", upload_id, exc_info=True)
+    finally:
+        prefix.lock.release()
+
+
+def _extend(backend: Backend, upload: dict[str, Any], prefix: _Prefix) -> None:
+    upload_id, slot = upload["upload_id"], upload["slot"]
+    stored: dict[int, dict[str, Any]] = {}
+    while True:
+        number = len(prefix.etags) + 1
+        if number not in stored:       # look again: parts arrive while we hash
+            stored = {p["part_number"]: p for p in parts(backend, upload_id)}
+        part = stored.get(number)
+        if part is None or not part["etag"] or not part["in_slot"] or part["size"] != slot:
+            return
+        _hash_into(prefix.digest, [(_assembly(backend, upload_id), (number - 1) * slot, slot)])
+        prefix.etags.append(part["etag"])
 
 
 # --------------------------------------------------------------------------- sessions
@@ -102,6 +163,7 @@ def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> No
                    (new_state, upload_id))
         db.execute("DELETE FROM storage_parts WHERE upload_id = ?", (upload_id,))
     shutil.rmtree(_folder(backend, upload_id), ignore_errors=True)
+    _prefixes.get(backend, {}).pop(upload_id, None)
 
 
 # --------------------------------------------------------------------------- receiving a part
@@ -152,6 +214,9 @@ def part_sink(backend: Backend, upload: dict[str, Any], number: int,
         return FileSink(_part_path(backend, upload_id, number))
     _store(backend).execute("UPDATE storage_parts SET etag = '' WHERE upload_id = ? AND "
                             "part_number = ?", (upload_id, number))
+    prefix = _prefixes.get(backend, {}).get(upload_id)
+    if prefix is not None and number <= len(prefix.etags):   # its old bytes were hashed
+        _prefixes[backend].pop(upload_id, None)
     return _SlotSink(_assembly(backend, upload_id), (number - 1) * upload["slot"])
 
 
@@ -192,7 +257,7 @@ def complete(backend: Backend, upload_id: str, listed: Sequence[tuple[int, str]]
                    and (length == slot or i == len(segments) - 1)
                    for i, (path, offset, length) in enumerate(segments))
     if in_place:
-        _check_md5(_md5_of([(assembly, 0, size)]), file_hash)
+        _check_md5(_in_place_md5(backend, upload_id, segments, stored, listed), file_hash)
         os.truncate(assembly, size)   # parts beyond the last listed one are not the object
         os.replace(assembly, target)
     else:
@@ -252,8 +317,22 @@ def _join(segments: list[Segment], target: Path, file_hash: str) -> None:
         partial.unlink(missing_ok=True)
 
 
+def _in_place_md5(backend: Backend, upload_id: str, segments: list[Segment],
+                  stored: dict[int, dict[str, Any]], listed: Sequence[tuple[int, str]]) -> str:
+    """MD5 of the in-place object, continuing the prefix hashed during the upload if valid."""
+    prefix = _prefix(backend, upload_id)
+    with prefix.lock:                  # wait for a hashing thread still at work
+        if prefix.matches([stored[n]["etag"] for n, _ in listed]):
+            digest = prefix.digest.copy()
+            return _hash_into(digest, segments[len(prefix.etags):]).hexdigest()
+    return _md5_of(segments)
+
+
 def _md5_of(segments: list[Segment]) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
+    return _hash_into(hashlib.md5(usedforsecurity=False), segments).hexdigest()
+
+
+def _hash_into(digest: Any, segments: list[Segment]) -> Any:
     block = bytearray(BLOCK)
     view = memoryview(block)
     for path, offset, length in segments:
@@ -262,7 +341,7 @@ def _md5_of(segments: list[Segment]) -> str:
             while length and (count := source.readinto(view[:min(length, BLOCK)])):
                 digest.update(view[:count])
                 length -= count
-    return digest.hexdigest()
+    return digest
 
 
 def _copy(segment: Segment, out: Any) -> None:

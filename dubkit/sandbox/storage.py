@@ -207,7 +207,12 @@ async def put_object(key: str, request: Request) -> Response:
     etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
     if etag is None:
         return incomplete
-    return _etag(etag) if multipart.record_part(backend, upload, number, size, etag) else gone
+    if not multipart.record_part(backend, upload, number, size, etag):
+        return gone
+    # Not awaited: the client gets its ETag now, the hashing goes on beside the next parts.
+    asyncio.get_running_loop().run_in_executor(None, multipart.extend_prefix_hash, backend,
+                                               upload_id)
+    return _etag(etag)
 
 
 async def _receive(request: Request, sink: Any, expected: int) -> str | None:
