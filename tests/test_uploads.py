@@ -201,6 +201,24 @@ def test_resume_false_aborts_the_old_session_and_starts_over(api, sandbox, tmp_p
     assert material.file_hash == md5(path)
 
 
+def test_abort_gives_up_an_interrupted_upload(api, sandbox, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "give-up.wav", 12 * MiB)
+
+    def stop(progress):
+        if progress.parts_done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        api.materials.upload(path, progress=stop, part_size=5 * MiB, multipart_threshold=MiB,
+                             concurrency=1, state_dir=state_dir)
+    (state,) = pending_states(state_dir)
+    assert api.materials.abort(path, state_dir=state_dir) is True
+    assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}") == \
+        {"uploadId": state.data["uploadId"], "state": "aborted", "parts": []}
+    assert list(pending_states(state_dir)) == []
+    assert api.materials.abort(path, state_dir=state_dir) is False
+
+
 def test_expired_part_urls_are_presigned_again(api, sandbox, tmp_path, state_dir):
     # URLs live 2 s and every PUT takes 1.2 s to arrive: part 2 leaves with a URL that is
     # still valid (presigned with part 1) and arrives after it expired.

@@ -14,15 +14,13 @@ Only registered materials can feed media translation. A :class:`Material` return
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 import pandas as pd
 
 from .. import schema
 from ..errors import NotFoundError, ValidationError
-from ..uploads import (MULTIPART_THRESHOLD, ProgressCallback, Upload, UploadState,
-                       check_media_file)
+from ..uploads import MULTIPART_THRESHOLD, ProgressCallback, Upload
 from ._base import Resource, iterate_pages
 
 if TYPE_CHECKING:
@@ -120,14 +118,7 @@ class MaterialsResource(Resource):
     def abort(self, path: str | os.PathLike[str], *,
               state_dir: str | os.PathLike[str] | None = None) -> bool:
         """Abort the interrupted upload of ``path``; False if none was pending."""
-        file = check_media_file(path)
-        state_file = UploadState.location(Path(state_dir) if state_dir else None,
-                                          self._client.base_url, file)
-        state = UploadState.load(state_file)
-        if state is None:
-            return False
-        Upload(self._client, file, progress=None, state_dir=state_dir)._abort(state)
-        return True
+        return Upload(self._client, path, state_dir=state_dir).abort_pending()
 
     def is_registered(self, material_id: str) -> bool:
         """True if ``material_id`` is a live registered material (asks the service if unsure)."""

@@ -100,7 +100,7 @@ class Upload:
         self.threshold, self.resume = multipart_threshold, resume
         self.size = self.path.stat().st_size
         self.state_file = UploadState.location(Path(state_dir) if state_dir else None,
-                                               client.base_url, self.path)
+                                               client.transport.masked_key, self.path)
         self.progress = UploadProgress(self.name, self.size)
         self.on_progress = progress      # called from the caller's thread only
         self._lock = threading.Lock()
@@ -122,6 +122,17 @@ class Upload:
             if state is not None:
                 return self._resume(state)
             return self._fresh()
+        finally:
+            self._storage.close()
+
+    def abort_pending(self) -> bool:
+        """Abort this file's interrupted upload, if one is pending; True if there was one."""
+        try:
+            state = UploadState.load(self.state_file)
+            if state is None:
+                return False
+            self._abort(state)
+            return True
         finally:
             self._storage.close()
 

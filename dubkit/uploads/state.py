@@ -25,8 +25,10 @@ class UploadState:
         self._lock = threading.Lock()
 
     @staticmethod
-    def location(state_dir: Path | None, base_url: str, path: Path) -> Path:
-        ident = hashlib.sha1(f"{base_url}\n{path.resolve()}".encode()).hexdigest()[:20]
+    def location(state_dir: Path | None, account: str, path: Path) -> Path:
+        """One file per (account, file). ``account`` is the masked key: it stays the same when
+        the embedded sandbox restarts on another port, so an upload resumes across restarts."""
+        ident = hashlib.sha1(f"{account}\n{path.resolve()}".encode()).hexdigest()[:20]
         return (state_dir or default_state_dir()) / f"{ident}.json"
 
     @classmethod
