@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 
 import dubkit
-from dubkit.sandbox.catalogue import SpeakingVoice
-from dubkit.sandbox.engines import speech, voiceprint
-from dubkit.sandbox.products.voices import insert_clone
+from dubkit.sandbox.engines import voiceprint
 from dubkit.webhooks import verify
 
 VOICE = "sv_s1_en_us_clear_f"          # S1
@@ -33,12 +31,14 @@ def credits(sandbox, api_key: str) -> float:
 
 
 @pytest.fixture
-def clone(sandbox, new_key):
-    """A clone row for ``new_key`` (the clone product is issue 4's; the table is shared)."""
-    def make(provider: str = "V1", rate: int = 175, variant: str = "f2") -> str:
-        voice = SpeakingVoice("en-us", variant, speech.Prosody(rate_wpm=rate))
-        return insert_clone(sandbox._backend, new_key, {"name": f"clone {rate}",
-                                                       "provider": provider}, voice)["voiceId"]
+def clone(client, client_for, new_key):
+    """Clone a recording for ``new_key`` through the clone endpoint (by default a preset's
+    preview); made with a client other than the tests', which learn providers themselves."""
+    maker = client_for(new_key)
+    preview = client.voices.preset(VOICE).audio
+
+    def make(provider: str = "V1", reference: str | None = None) -> str:
+        return maker.voices.clone(reference or preview, provider=provider).voice_id
     return make
 
 
@@ -117,12 +117,16 @@ def test_language_target_changes_what_the_voice_speaks(client):
     assert "language.target" in str(err.value)
 
 
-def test_clone_voices_speak_with_their_stored_prosody(client_for, new_key, clone):
-    mine = client_for(new_key)
-    slow, fast = clone("V3", rate=110), clone("V3", rate=320)
-    speech_ = mine.tts.create([{"text": TEXT, "voice_id": slow},
-                               {"text": TEXT, "voice_id": fast}], output_format="wav")
-    assert speech_[0].duration > 2 * speech_[1].duration
+def test_clone_voices_speak_with_the_pace_of_their_recording(client_for, new_key, clone,
+                                                            client):
+    plain = client.tts.speak(TEXT, VOICE, output_format="wav")
+    hurried, dragged = (client.tts.speak(TEXT, VOICE, output_format="wav",
+                                         duration=plain.duration * f).uri for f in (0.5, 2.0))
+    fast, slow = clone("V3", hurried), clone("V3", dragged)
+    speech_ = client_for(new_key).tts.create([{"text": TEXT, "voice_id": slow},
+                                              {"text": TEXT, "voice_id": fast}],
+                                             output_format="wav")
+    assert speech_[0].duration > 1.8 * speech_[1].duration
 
 
 def test_timbre_reference_imitates_the_speakers_pitch(client_for, new_key, client):
@@ -142,6 +146,8 @@ def test_one_bad_line_fails_alone_and_is_not_charged(client, sandbox):
     assert [l.ok for l in speech_] == [True, False, True]
     assert speech_.errors[1].startswith("duration:") and "0.25x to 4x" in speech_.errors[1]
     assert credits(sandbox, sandbox.api_key) == before - len("Fine.") - len("Also fine.")
+    with pytest.raises(dubkit.DubkitError, match="not spoken: duration"):
+        client.tts.speak(TEXT, VOICE, duration=0.2)          # the one-liner says so
 
 
 def test_unreachable_reference_fails_only_its_line(client_for, new_key, clone, client):

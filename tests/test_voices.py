@@ -11,9 +11,6 @@ import requests
 import soundfile as sf
 
 import dubkit
-from dubkit.sandbox.catalogue import SpeakingVoice
-from dubkit.sandbox.engines import speech
-from dubkit.sandbox.products.voices import insert_clone
 from dubkit.widgets.voices import VoiceBrowser
 
 RECORD_FIELDS = ("voice_id", "local_name", "display_name", "locale", "locale_name", "provider",
@@ -23,14 +20,14 @@ RECORD_FIELDS = ("voice_id", "local_name", "display_name", "locale", "locale_nam
 
 
 @pytest.fixture
-def make_clone(sandbox):
-    """Clones are created by the clone product (issue 4); here the clone table is filled
-    through its public function so list/rename/delete can be tested on their own."""
-    def make(api_key: str, name: str, provider: str = "V1", rate: int = 175) -> str:
-        voice = SpeakingVoice("en-us", "f2", speech.Prosody(rate_wpm=rate))
-        return insert_clone(sandbox._backend, api_key, {"name": name, "provider": provider,
-                                                       "exampleLanguage": "en-US",
-                                                       "content": "sample"}, voice)["voiceId"]
+def make_clone(client, client_for):
+    """Clone a preset's preview through the clone endpoint, with a client of ``api_key``
+    other than the one a test lists with (so listings, not creation, teach providers)."""
+    reference = client.voices.preset("sv_s1_en_us_clear_f").audio
+
+    def make(api_key: str, name: str, provider: str = "V1") -> str:
+        return client_for(api_key).voices.clone(reference, name=name, provider=provider,
+                                                language="en-US", text="sample").voice_id
     return make
 
 
@@ -146,6 +143,7 @@ def test_clone_list_filters_order_and_paging(client, new_key, client_for, make_c
     mine = client_for(new_key)
     ids = [make_clone(new_key, name, provider) for name, provider in
            (("Narrator warm", "V2"), ("Anna", "V3"), ("narrator cold", "V5"))]
+    assert mine.voices.provider_of(ids[2]) is None
     assert mine.voices.clones().ids == ids[::-1]            # newest first by default
     assert mine.voices.clones(order_by="name", order="asc").ids == [ids[1], ids[0], ids[2]]
     assert mine.voices.clones(search="NARRATOR").ids == [ids[2], ids[0]]
@@ -156,7 +154,7 @@ def test_clone_list_filters_order_and_paging(client, new_key, client_for, make_c
     assert page["total"] == 3 and [r["voiceId"] for r in page["records"]] == [ids[0]]
     record = mine.voices.clones(voice_id=ids[1])[0]
     assert (record.provider, record.example_language, record.content) == ("V3", "en-US", "sample")
-    assert mine.voices.provider_of(ids[2]) == "V5"
+    assert mine.voices.provider_of(ids[2]) == "V5"          # learnt from the listing
     assert client.voices.clones(voice_ids=ids).ids == []     # another key sees none of them
 
 

@@ -24,8 +24,8 @@ import pandas as pd
 
 from .. import audio as audio_io
 from ..errors import DubkitError, ValidationError
-from ..schema import (MAX_LINES, TTSAsyncRequest, TTSLine, TTSRequest, TTSResult,
-                      TTSResultItem, parse)
+from ..schema import (MAX_LINES, TTSAsyncRequest, TTSRequest, TTSResult, TTSResultItem,
+                      parse)
 from ._base import Resource, chunked, run_chunks
 from .tasks import RESULT_TYPES, Task
 
@@ -195,8 +195,14 @@ class TTSResource(Resource):
         return Speech.from_results([TTSResult.model_validate(data)], *_texts_and_voices(body))
 
     def speak(self, text: str, voice: str, **options: Any) -> SpeechLine:
-        """The one-liner: one text, one voice, one :class:`SpeechLine` (with a player)."""
-        return self.create([text], voice=voice, **options)[0]
+        """The one-liner: one text, one voice, one :class:`SpeechLine` (with a player).
+
+        Raises :class:`DubkitError` with the service's reason if the line was not spoken.
+        """
+        line = self.create([text], voice=voice, **options)[0]
+        if not line.ok:
+            raise DubkitError(f"the line was not spoken: {line.error_message}")
+        return line
 
     def create_async(self, lines: Lines | Mapping[str, Any], *, voice: str | None = None,
                      language: str | None = None, output_format: str | None = None,
