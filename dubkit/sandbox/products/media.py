@@ -34,7 +34,7 @@ from ..engines import speech
 from ..operations import Call, handles
 from .common import check_locale, create
 from .materials import find_material, material_path
-from .voices import _served, find_clone
+from .voices import served_preset, find_clone
 
 
 class KeyVoices:
@@ -46,7 +46,7 @@ class KeyVoices:
     def find(self, voice_id: str) -> pipeline.Voice | None:
         found = find_preset(voice_id)
         if found is not None:
-            record = _served(self.backend, found)
+            record = served_preset(self.backend, found)
             return pipeline.Voice(voice_id, record["provider"], record["displayName"],
                                   record["gender"], "preset", found.speaking,
                                   locale=record["locale"], sample_url=record["audio"],

@@ -197,7 +197,7 @@ def list_presets(call: Call) -> dict[str, Any]:
     pinned = {voice_id: i for i, voice_id in enumerate(query.top_ids or [])}
     matching.sort(key=lambda p: pinned.get(p.voice_id, len(pinned)))   # stable: keeps order
     answer = page(matching, query.current_page, query.page_size, default_size=10)
-    answer["records"] = [_served(call.backend, p) for p in answer["records"]]
+    answer["records"] = [served_preset(call.backend, p) for p in answer["records"]]
     return answer
 
 
@@ -228,7 +228,7 @@ def _check_locale_filter(code: str) -> None:
     check_locale("locale", code, locales.TARGET)
 
 
-def _served(backend: Backend, preset: Preset) -> dict[str, Any]:
+def served_preset(backend: Backend, preset: Preset) -> dict[str, Any]:
     """The record with its preview and cover URLs, making the files on first use."""
     voice_id = preset.voice_id
     audio = f"voices/previews/{voice_id}.wav"
