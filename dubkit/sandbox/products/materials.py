@@ -158,7 +158,8 @@ def _claim(call: Call, session: dict[str, Any]) -> None:
         "UPDATE material_uploads SET state = 'completing' WHERE material_id = ? AND "
         "state = 'open'", (session["material_id"],))
     if cursor.rowcount == 0:
-        raise ServiceError(404 if state in ("aborted", "failed") else 409,
+        # 400, not 409: 409 means a reused idempotency key to every client of the service.
+        raise ServiceError(404 if state in ("aborted", "failed") else 400,
                            f"upload {session['material_id']} is {state}, not open")
 
 
