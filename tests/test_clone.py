@@ -17,6 +17,7 @@ from dubkit.resources.clone import Clone
 from dubkit.sandbox.engines import media, voiceprint
 from dubkit.sandbox.products.clone import CLONE_CREDITS
 from dubkit.widgets.clone import ClonePanel, ab
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 TEXT = ("The morning train was late again, so we walked along the river and talked about "
         "the summer.")
@@ -25,11 +26,6 @@ SPEAKERS = {"low_slow_male": dict(variant="m3", rate_wpm=120, pitch=20),
             "high_fast_female": dict(variant="f4", rate_wpm=230, pitch=85)}
 DEFAULT_VOICE = {"low_slow_male": "sv_s1_en_us_clear_m",
                  "high_fast_female": "sv_s1_en_us_clear_f"}
-
-
-@pytest.fixture
-def api(client_for, new_key):
-    return client_for(new_key)
 
 
 @pytest.fixture(scope="module")

@@ -13,23 +13,10 @@ import requests
 
 import dubkit
 from dubkit import samples
-from dubkit.sandbox.storage import DEFAULT_PART_SIZE, DEFAULT_UPLOAD_LIMIT
+from dubkit.sandbox.storage import DEFAULT_PART_SIZE
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 MiB = 1024 * 1024
-
-
-@pytest.fixture(autouse=True)
-def storage_defaults(sandbox):
-    yield
-    sandbox.admin("POST", "/storage", presignTtl=3600, recommendedPartSize=DEFAULT_PART_SIZE,
-                  putLatencyMs=0)
-    sandbox.set_limits(uploadLimit=DEFAULT_UPLOAD_LIMIT)
-
-
-@pytest.fixture
-def api(client_for, new_key):
-    """A client on a fresh key: its materials and duplicates are its own."""
-    return client_for(new_key)
 
 
 @pytest.fixture(scope="module")

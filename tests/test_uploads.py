@@ -15,24 +15,11 @@ import pytest
 import dubkit
 from dubkit import samples
 from dubkit.resources.materials import Material, require_registered
-from dubkit.sandbox.storage import DEFAULT_PART_SIZE, DEFAULT_UPLOAD_LIMIT
 from dubkit.uploads import pending_states
 from dubkit.widgets.uploads import UploadProgressBar
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 MiB = 1024 * 1024
-
-
-@pytest.fixture(autouse=True)
-def storage_defaults(sandbox):
-    yield
-    sandbox.admin("POST", "/storage", presignTtl=3600, recommendedPartSize=DEFAULT_PART_SIZE,
-                  putLatencyMs=0)
-    sandbox.set_limits(uploadLimit=DEFAULT_UPLOAD_LIMIT)
-
-
-@pytest.fixture
-def api(client_for, new_key):
-    return client_for(new_key)
 
 
 @pytest.fixture
@@ -166,9 +153,9 @@ def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_
     assert list(pending_states(state_dir)) == []
 
 
-def test_an_upload_interrupted_by_the_caller_resumes(api, tmp_path, state_dir):
-    path = samples.noise_wav(tmp_path / "stopped.wav", 12 * MiB)
-
+def interrupted_upload(api, path, state_dir):
+    """Upload ``path`` in 5 MiB parts and interrupt it (as Ctrl-C would) after the first part;
+    return the resume state it left."""
     def stop_after_first_part(progress):
         if progress.parts_done >= 1:
             raise KeyboardInterrupt
@@ -177,6 +164,13 @@ def test_an_upload_interrupted_by_the_caller_resumes(api, tmp_path, state_dir):
         api.materials.upload(path, progress=stop_after_first_part, part_size=5 * MiB,
                              multipart_threshold=MiB, concurrency=1, state_dir=state_dir)
     (state,) = pending_states(state_dir)
+    return state
+
+
+def test_an_upload_interrupted_by_the_caller_resumes(api, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "stopped.wav", 12 * MiB)
+
+    state = interrupted_upload(api, path, state_dir)
     assert state.etags and live_with_hash(api, md5(path)) == []
     material = api.materials.upload(path, progress=False, state_dir=state_dir)
     assert material.file_hash == md5(path)
@@ -185,15 +179,7 @@ def test_an_upload_interrupted_by_the_caller_resumes(api, tmp_path, state_dir):
 
 def test_resume_false_aborts_the_old_session_and_starts_over(api, sandbox, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "restart.wav", 12 * MiB)
-
-    def stop(progress):
-        if progress.parts_done >= 1:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        api.materials.upload(path, progress=stop, part_size=5 * MiB, multipart_threshold=MiB,
-                             concurrency=1, state_dir=state_dir)
-    (state,) = pending_states(state_dir)
+    state = interrupted_upload(api, path, state_dir)
     material = api.materials.upload(path, progress=False, resume=False, part_size=5 * MiB,
                                     multipart_threshold=MiB, state_dir=state_dir)
     assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}")["state"] == \
@@ -203,15 +189,7 @@ def test_resume_false_aborts_the_old_session_and_starts_over(api, sandbox, tmp_p
 
 def test_abort_gives_up_an_interrupted_upload(api, sandbox, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "give-up.wav", 12 * MiB)
-
-    def stop(progress):
-        if progress.parts_done >= 1:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        api.materials.upload(path, progress=stop, part_size=5 * MiB, multipart_threshold=MiB,
-                             concurrency=1, state_dir=state_dir)
-    (state,) = pending_states(state_dir)
+    state = interrupted_upload(api, path, state_dir)
     assert api.materials.abort(path, state_dir=state_dir) is True
     assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}") == \
         {"uploadId": state.data["uploadId"], "state": "aborted", "parts": []}
