@@ -1,5 +1,7 @@
 """One resource object per product; the Client makes one of each."""
 
+from . import clone  # noqa: F401  (registers the cloneVoice result type)
+
 from .materials import MaterialsResource
 from .media import MediaResource
 from .tasks import Task, TaskList, TasksResource

@@ -303,7 +303,7 @@ class TTSResource(Resource):
             for field in ("timbreRefAudio", "emoRefAudio"):
                 if item.get(field) and not str(item[field]).startswith(("http://", "https://")):
                     from .clone import resolve_audio_url     # local files become materials
-                    item[field] = resolve_audio_url(self._client, item[field])
+                    item[field] = resolve_audio_url(self._client, item[field], field)
         wire = {"data": items, "outputFormat": output_format, "trim": trim,
                 "language": {"target": language} if language else None}
         try:

@@ -51,15 +51,11 @@ CREATE TABLE IF NOT EXISTS storage_parts (
     etag TEXT NOT NULL, puts INTEGER NOT NULL DEFAULT 1, in_slot INTEGER NOT NULL,
     PRIMARY KEY (upload_id, part_number));
 """
-_ready: "weakref.WeakSet[Store]" = weakref.WeakSet()
 Segment = tuple[Path, int, int]       # file, offset, length
 
 
 def _store(backend: Backend) -> Store:
-    if backend.store not in _ready:
-        backend.store.ensure(SCHEMA)
-        _ready.add(backend.store)
-    return backend.store
+    return backend.store.ensure(SCHEMA)
 
 
 def _folder(backend: Backend, upload_id: str) -> Path:

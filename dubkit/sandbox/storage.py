@@ -66,15 +66,11 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS storage_objects (
     key TEXT PRIMARY KEY, size INTEGER NOT NULL, etag TEXT NOT NULL, stored_at REAL NOT NULL);
 """
-_ready: "weakref.WeakSet[Store]" = weakref.WeakSet()
 _refused: "weakref.WeakKeyDictionary[Backend, Counter[str]]" = weakref.WeakKeyDictionary()
 
 
 def _store(backend: Backend) -> Store:
-    if backend.store not in _ready:
-        backend.store.ensure(SCHEMA)
-        _ready.add(backend.store)
-    return backend.store
+    return backend.store.ensure(SCHEMA)
 
 
 def object_path(backend: Backend, key: str) -> Path:

@@ -53,12 +53,16 @@ class Store:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._ensured: set[str] = set()
         self.ensure(_CORE_SCHEMA)
 
-    def ensure(self, schema: str) -> None:
-        """Create tables and indexes if they are missing (idempotent)."""
-        with self._lock:
-            self._db.executescript(schema)
+    def ensure(self, schema: str) -> "Store":
+        """Create a product's tables and indexes if missing; cheap to call on every use."""
+        if schema not in self._ensured:
+            with self._lock:
+                self._db.executescript(schema)
+                self._ensured.add(schema)
+        return self
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self._lock:

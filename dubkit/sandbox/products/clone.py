@@ -50,7 +50,7 @@ from ..catalogue import speaking_voice_from_audio
 from ..engines import media, speech, voiceprint
 from ..operations import Call, handles
 from .common import check_locale, create
-from .tts import LineError, _fetch_audio
+from .tts import LineError, fetch_audio
 from .voices import insert_clone
 
 CLONE_CREDITS = 100
@@ -108,7 +108,7 @@ def _clone(call: Call, request: CloneRequest, task_id: str, provider: str, langu
            espeak: str) -> dict[str, Any]:
     backend, url = call.backend, request.ref_audio or ""
     try:
-        samples, rate = _fetch_audio(backend, url, "refAudio")
+        samples, rate = fetch_audio(backend, url, "refAudio")
     except LineError as exc:
         raise ServiceError(422, str(exc)) from None
     samples = samples[:MAX_REFERENCE_SECONDS * rate]

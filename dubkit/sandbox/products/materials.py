@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import re
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +59,10 @@ CREATE TABLE IF NOT EXISTS materials (
     deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS materials_by_hash ON materials (api_key, file_hash, deleted);
 """
-_ready: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
 def _store(backend: Backend) -> Store:
-    if backend.store not in _ready:
-        backend.store.ensure(SCHEMA)
-        _ready.add(backend.store)
-    return backend.store
+    return backend.store.ensure(SCHEMA)
 
 
 # --------------------------------------------------------------------------- for other products

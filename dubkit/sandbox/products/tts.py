@@ -36,7 +36,6 @@ import hashlib
 import json
 import logging
 import tempfile
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +74,6 @@ CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tts_cache (key TEXT PRIMARY KEY, relpath TEXT NOT NULL,
                                       duration REAL NOT NULL);
 """
-_ready: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
 class LineError(Exception):
@@ -144,7 +142,7 @@ def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
 
 # --------------------------------------------------------------------------- speaking one line
 
-def _fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int]:
+def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int]:
     """Decode a reference recording; sandbox files are read from disk, others downloaded."""
     served = backend.base_url + "/files/"
     try:
@@ -179,7 +177,7 @@ def _delivery(backend: Backend, line: Line, voice: SpeakingVoice) -> tuple[Speak
     weight = DEFAULT_EMO_WEIGHT if spec.emo_weight is None else spec.emo_weight
     p = voice.prosody
     if spec.emo_ref_audio:
-        samples, rate = _fetch_audio(backend, spec.emo_ref_audio, "emoRefAudio")
+        samples, rate = fetch_audio(backend, spec.emo_ref_audio, "emoRefAudio")
         try:
             heard = voiceprint.derive_prosody(voiceprint.measure(samples, rate), voice.espeak,
                                               voice.variant)
@@ -212,7 +210,7 @@ def _speak(call: Call, line: Line, request: TTSRequest, espeak: str | None) -> d
     voice = line.voice
     language = espeak or (voice.espeak if voice else "en-us")
     if spec.timbre_ref_audio:
-        samples, rate = _fetch_audio(backend, spec.timbre_ref_audio, "timbreRefAudio")
+        samples, rate = fetch_audio(backend, spec.timbre_ref_audio, "timbreRefAudio")
         try:
             voice = speaking_voice_from_audio(samples, rate, language)
         except ValueError as exc:
@@ -263,10 +261,7 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
 
 
 def _cache_table(backend: Backend) -> Store:
-    if backend.store not in _ready:
-        backend.store.ensure(CACHE_SCHEMA)
-        _ready.add(backend.store)
-    return backend.store
+    return backend.store.ensure(CACHE_SCHEMA)
 
 
 def _cache_get(backend: Backend, key: str) -> tuple[str, float] | None:

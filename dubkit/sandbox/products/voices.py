@@ -33,7 +33,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +53,6 @@ CREATE TABLE IF NOT EXISTS cloned_voices (
     seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS cloned_voices_by_key ON cloned_voices (api_key, deleted, seq);
 """
-_ready: "weakref.WeakSet[Store]" = weakref.WeakSet()
 _CLONE_ORDER = {"voiceId": "voice_id", "name": "name", "create_time": "create_time",
                 "update_time": "update_time"}
 
@@ -72,10 +70,7 @@ class StoredClone:
 
 
 def _table(backend: Backend) -> Store:
-    if backend.store not in _ready:
-        backend.store.ensure(CLONE_SCHEMA)
-        _ready.add(backend.store)
-    return backend.store
+    return backend.store.ensure(CLONE_SCHEMA)
 
 
 def insert_clone(backend: Backend, api_key: str, record: dict[str, Any],
