@@ -48,8 +48,8 @@ from ...schema import CloneRequest
 from ..backend import ServiceError, now_iso
 from ..catalogue import speaking_voice_from_audio
 from ..engines import media, speech, voiceprint
-from ..operations import Call, handles
-from .common import check_locale, create
+from ..operations import Call
+from .common import check_locale, sync_and_async
 from .tts import LineError, fetch_audio
 from .voices import insert_clone
 
@@ -146,11 +146,4 @@ def _served_reference(call: Call, url: str, samples: Any, rate: int, task_id: st
     return call.backend.file_url(relpath)
 
 
-@handles("clone.create")
-def create_sync(call: Call) -> dict[str, Any]:
-    return create(call, "cloneVoice", _work(call), is_async=False)
-
-
-@handles("clone.create_async")
-def create_async(call: Call) -> dict[str, Any]:
-    return create(call, "cloneVoice", _work(call), is_async=True)
+sync_and_async("clone", "cloneVoice", _work)
