@@ -8,6 +8,10 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["studio"]:      # the studio parses its own options: dubkit studio --help
+        from .studio import main as studio_main
+        return studio_main(argv[1:])
     parser = argparse.ArgumentParser(prog="dubkit", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     box = commands.add_parser("sandbox", help="run the local sandbox in the foreground")
@@ -16,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="interface to listen on (loopback by default; admin routes are open)")
     box.add_argument("--data-dir", type=Path, default=None,
                      help="where state is kept (default: ~/.cache/dubkit/sandbox)")
+    commands.add_parser("studio", help="the audition studio app, served by Voila")
     args = parser.parse_args(argv)
     if args.command == "sandbox":
         from .sandbox import default_data_dir

@@ -1,0 +1,95 @@
+"""What a person would check on a page: players that load and play, no error shown, pictures.
+
+Players are written with ``preload='none'`` (nothing is fetched until someone presses play), so
+the checks ask each one to load its metadata, as pressing play would, and then read what the
+browser found: ``readyState``, ``duration``, ``error``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+MEDIA_STATE = """(el) => ({
+    tag: el.tagName.toLowerCase(),
+    src: (el.currentSrc || (el.querySelector('source') || {}).src || '').slice(0, 120),
+    readyState: el.readyState, duration: el.duration, error: el.error ? el.error.code : null,
+    paused: el.paused, currentTime: el.currentTime, autoplay: el.autoplay, loop: el.loop,
+    videoWidth: el.videoWidth || 0})"""
+
+
+def load_media(page: Page, selector: str, *, timeout: float = 60) -> list[dict]:
+    """Load the metadata of every ``<audio>``/``<video>`` matching ``selector``; their states."""
+    count = page.evaluate("""(sel) => {
+        const all = [...document.querySelectorAll(sel)];
+        for (const el of all) if (el.readyState < 1) { el.preload = 'metadata'; el.load(); }
+        return all.length; }""", selector)
+    if count:
+        try:
+            page.wait_for_function("""(sel) => [...document.querySelectorAll(sel)].every(
+                el => el.readyState >= 1 || el.error)""", arg=selector, timeout=timeout * 1000)
+        except PlaywrightTimeout:
+            pass     # the states returned say which ones never loaded
+    return page.eval_on_selector_all(selector, f"els => els.map({MEDIA_STATE})")
+
+
+def media_problems(states: list[dict]) -> list[str]:
+    """What is wrong with each player: did not load, no duration, autoplays, loops."""
+    problems = []
+    for state in states:
+        what = f"{state['tag']} {state['src']!r}"
+        if state["error"] is not None:
+            problems.append(f"{what}: media error {state['error']}")
+        elif state["readyState"] < 1:
+            problems.append(f"{what}: metadata never loaded")
+        elif not (isinstance(state["duration"], (int, float)) and math.isfinite(state["duration"])
+                  and state["duration"] > 0):
+            problems.append(f"{what}: duration {state['duration']!r}")
+        if state["autoplay"] or state["loop"]:
+            problems.append(f"{what}: autoplay or loop is on")
+        if state["tag"] == "video" and state["readyState"] >= 1 and not state["videoWidth"]:
+            problems.append(f"{what}: no picture (videoWidth 0)")
+    return problems
+
+
+def press_play(player: Locator, *, timeout: float = 30) -> dict:
+    """Click the player's own play button, as a person would; its state once time moves on.
+
+    Chromium draws an ``<audio>``'s controls as one bar, play button at its left end; a
+    ``<video>``'s button row sits above the timeline along the bottom edge.
+    """
+    player.scroll_into_view_if_needed()
+    box = player.bounding_box()
+    assert box, "the player is not visible"
+    video = player.evaluate("el => el.tagName") == "VIDEO"
+    player.click(position={"x": 24, "y": box["height"] - 48} if video
+                 else {"x": 16, "y": box["height"] / 2})
+    player.page.wait_for_function("el => !el.paused && el.currentTime > 0.2 || el.error",
+                                  arg=player.element_handle(), timeout=timeout * 1000)
+    state = player.evaluate(MEDIA_STATE)
+    player.evaluate("el => el.pause()")
+    return state
+
+
+def shown_errors(page: Page, scope: str) -> list[str]:
+    """Error texts a person would see in ``scope``: tracebacks and widgets that failed."""
+    return page.eval_on_selector_all(scope, """els => els.flatMap(el => {
+        const text = el.innerText || '';
+        const found = [];
+        for (const mark of ['Error displaying widget', 'Traceback (most recent call last)',
+                            'Model not found', 'Failed to load model class'])
+            if (text.includes(mark)) found.push(mark + ': ' + text.slice(text.indexOf(mark),
+                                                                     text.indexOf(mark) + 200));
+        return found; })""")
+
+
+def screenshot(page: Page, first: Path, *copies: Path) -> None:
+    """The viewport as a person sees it, written to each path."""
+    first.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(first))
+    for path in copies:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(first.read_bytes())

@@ -1,0 +1,167 @@
+"""Every notebook, run in JupyterLab in headless Chromium, checked the way a person looks at it.
+
+For each notebook in notebooks/ (whatever exists now): every cell runs, no error is shown,
+every widget renders, every ``<audio>``/``<video>`` loads (metadata, a duration > 0), no player
+autoplays or loops, and no task cell is left saying "running". Some notebooks promise more, and
+the checks below keyed by notebook name hold them to it (see ``PROMISES``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jupyter_servers import NOTEBOOKS, SCREENSHOTS
+from lab_page import OUTPUTS, LabNotebook, RunReport
+from page_checks import load_media, media_problems, press_play, screenshot, shown_errors
+
+pytestmark = pytest.mark.browser
+
+PATHS = sorted(p.relative_to(NOTEBOOKS).as_posix() for p in NOTEBOOKS.rglob("*.ipynb")
+               if ".ipynb_checkpoints" not in p.parts)
+PLAYERS = f"{OUTPUTS} audio, {OUTPUTS} video"
+TERMINAL = {"finished", "failed"}
+
+# What each notebook shows a person, beyond the checks every notebook gets:
+#   task_cell     a task cell seen "running" after its cell ended, then "finished" (same [n]):
+#                 it refreshed itself, nobody re-ran it (their sandbox timing is 2 s)
+#   voice_table   a voice table whose play controls play
+#   speech        TTS/audition players, one of which plays when pressed
+#   video         the original and dubbed videos, which play when pressed
+PROMISES = {
+    "00_quickstart": {"task_cell"},
+    "01_voices_and_audition": {"voice_table", "speech"},
+    "02_text_to_speech": {"speech"},
+    "03_voice_cloning": {"speech"},
+    "04_text_translation": {"task_cell"},
+    "06_translate_and_dub": {"task_cell", "video"},
+    "07_tasks_and_webhooks": {"task_cell"},
+}
+# The README's pictures: the notebook, and the cell it scrolls to.
+DOC_SHOTS = {"00_quickstart": "notebook-task-cell.png",
+             "06_translate_and_dub": "notebook-dub-side-by-side.png"}
+FOCUS = {"video": "video", "voice_table": "table.dubkit-voices",      # in order of preference
+         "speech": ".dubkit-speech, .dubkit-audition", "task_cell": "table.dubkit-tasks"}
+
+
+def test_the_tour_is_in_the_list():
+    """The list is read from notebooks/, so a notebook cannot fall out of the suite unseen."""
+    names = {Path(p).stem for p in PATHS}
+    assert {"00_quickstart", "04_text_translation"} <= names, sorted(names)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
+    stem = Path(path).stem
+    promises = PROMISES.get(stem, set())
+    notebook = LabNotebook(page, lab, path)
+    notebook.open()
+    try:
+        report = notebook.run_all()
+        print(f"{path}: all cells ran in {report.seconds:.1f} s")
+        _check_cells(report)
+        assert not shown_errors(page, OUTPUTS)
+        players = load_media(page, PLAYERS)
+        assert not media_problems(players), media_problems(players)
+        _check_task_cells(page, report, watched="task_cell" in promises)
+        if "voice_table" in promises:
+            _check_plays(page, _in_outputs("table.dubkit-voices audio"), "a voice preview")
+        if "speech" in promises:
+            _check_plays(page, _in_outputs(".dubkit-speech audio, .dubkit-audition audio"),
+                         "a speech line")
+        if "video" in promises:
+            assert page.locator(f"{OUTPUTS} video").count() >= 2, "original and dub expected"
+            state = _check_plays(page, f"{OUTPUTS} video", "the dubbed video", index=1)
+            assert state["videoWidth"] > 0
+        _focus(page, [s for p, s in FOCUS.items() if p in promises] + [".jupyter-widgets",
+                                                                       "audio"])
+        targets = [shots / f"{stem}.png"]
+        if stem in DOC_SHOTS:
+            targets.append(SCREENSHOTS / DOC_SHOTS[stem])
+        screenshot(page, *targets)
+    finally:
+        notebook.shutdown_kernel()
+
+
+def test_a_cell_thread_prints_into_the_cell_that_started_it(lab, page):
+    """The ipykernel 7 parent-header fix, seen in Lab: a thread started by one cell prints
+    while the next cell runs, and its line shows in its own cell (a plain thread's would not
+    show there; ipykernel gives it no parent, and Lab files it under whichever cell runs)."""
+    cells = [
+        "import time\nfrom dubkit.widgets._threads import start_cell_thread",
+        "start_cell_thread(lambda: (time.sleep(1.5), print('line from the cell thread')),\n"
+        "                  name='demo')\nprint('thread started')",
+        "time.sleep(4)    # the thread prints while this cell runs\nprint('second cell done')",
+    ]
+    (lab.root / "zz_cell_threads.ipynb").write_text(json.dumps({
+        "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": source} for source in cells],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}))
+    notebook = LabNotebook(page, lab, "zz_cell_threads.ipynb")
+    notebook.open()
+    try:
+        _check_cells(notebook.run_all())
+        starter = notebook.cell(1).locator(".jp-OutputArea").inner_text()
+        later = notebook.cell(2).locator(".jp-OutputArea").inner_text()
+        assert "line from the cell thread" in starter, (starter, later)
+        assert "line from the cell thread" not in later
+    finally:
+        notebook.shutdown_kernel()
+
+
+def _check_cells(report: RunReport) -> None:
+    errors = [f"cell {c['index']}: {e}" for c in report.code_cells for e in c["errors"]]
+    assert not errors, errors
+    not_run = [c["source"] for c in report.code_cells if c["count"] is None]
+    assert not not_run, f"cells that never ran: {not_run}"
+
+
+def _check_task_cells(page, report: RunReport, *, watched: bool) -> None:
+    """No live task table is left unfinished; a watched one was seen refreshing by itself."""
+    final = page.eval_on_selector_all(
+        f"{OUTPUTS} .jupyter-widgets table.dubkit-tasks",
+        "ts => ts.map(t => [...t.querySelectorAll('tbody tr td:nth-child(3)')]"
+        ".map(td => td.innerText.trim()))")
+    stuck = [statuses for statuses in final if not set(statuses) <= TERMINAL]
+    assert not stuck, f"task cells still not ended after the run: {stuck}"
+    if not watched:
+        return
+    live = [s for s in report.task_states if s["live"]]
+    assert live, "no live task cell (widget) was shown"
+    for cell in sorted({s["cell"] for s in live}):
+        states = [s for s in live if s["cell"] == cell]
+        last = states[-1]
+        assert set(last["statuses"]) == {"finished"}, states
+        assert last["prompt"] != "[*]:", states
+        # running after its cell had ended ([n] shown), then finished under the same [n]
+        ran_on = [s for s in states if s["prompt"] == last["prompt"]
+                  and not set(s["statuses"]) <= TERMINAL]
+        assert ran_on, f"cell {cell} was never seen running after it ended: {states}"
+        assert states.index(ran_on[0]) < states.index(last)
+
+
+def _check_plays(page, selector: str, what: str, *, index: int = 0) -> dict:
+    players = page.locator(selector)
+    assert players.count() > index, f"no {what} player ({selector})"
+    state = press_play(players.nth(index))
+    assert state["error"] is None and state["currentTime"] > 0.2, f"{what} did not play: {state}"
+    return state
+
+
+def _in_outputs(selector: str) -> str:
+    """``selector`` (a comma list too) within the outputs of the notebook under test."""
+    return ", ".join(f"{OUTPUTS} {part.strip()}" for part in selector.split(","))
+
+
+def _focus(page, selectors: list[str]) -> None:
+    """Scroll the first thing worth showing to the top of the notebook, for the picture."""
+    for selector in selectors:
+        found = page.locator(_in_outputs(selector))
+        if found.count():
+            found.first.evaluate("el => el.closest('.jp-Cell').scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(300)    # let the scroll settle before the picture
+            return
