@@ -310,6 +310,13 @@ def sentences_with_pauses(gap: float = 0.8) -> tuple[np.ndarray, list[tuple[floa
     return np.concatenate(parts), truth
 
 
+def assert_segments_match(segments: list[vad.Segment], truth: list[tuple[float, float]]) -> None:
+    assert len(segments) == len(truth), segments
+    for seg, (start, end) in zip(segments, truth):
+        assert seg.start == pytest.approx(start, abs=0.15)
+        assert seg.end == pytest.approx(end, abs=0.15)
+
+
 @pytest.mark.parametrize("background", ["none", "tone -25 dB", "noise -35 dB"])
 def test_segments_match_the_spoken_sentences(background):
     audio, truth = sentences_with_pauses()
@@ -319,11 +326,26 @@ def test_segments_match_the_spoken_sentences(background):
         audio = audio + 10 ** (-25 / 20) * np.sin(2 * np.pi * 220 * t)
     elif background == "noise -35 dB":
         audio = audio + 10 ** (-35 / 20) * np.random.default_rng(2).standard_normal(len(audio))
-    segments = vad.segment_speech(audio, sr)
-    assert len(segments) == 3, segments
-    for seg, (start, end) in zip(segments, truth):
-        assert seg.start == pytest.approx(start, abs=0.15)
-        assert seg.end == pytest.approx(end, abs=0.15)
+    assert_segments_match(vad.segment_speech(audio, sr), truth)
+
+
+@pytest.mark.parametrize("tone_until", ["end of speech", "second pause"])
+def test_a_tone_that_stops_where_digital_silence_begins_still_cancels(tone_until):
+    """Regression: zero padding after a tone used to make the noise floor zero, so the tone
+    read as speech and every pause under it was bridged into one segment."""
+    audio, truth = sentences_with_pauses()
+    sr = speech.SAMPLE_RATE
+    stop = len(audio) if tone_until == "end of speech" else round((truth[1][1] + 0.4) * sr)
+    audio[:stop] += 10 ** (-25 / 20) * np.sin(2 * np.pi * 220 * np.arange(stop) / sr)
+    padded = np.concatenate([audio, np.zeros(len(audio), np.float32)])  # exact zeros
+    assert_segments_match(vad.segment_speech(padded, sr), truth)
+
+
+def test_a_tone_switched_on_and_off_between_digital_silences_is_activity():
+    sr = 16000
+    t = np.arange(3 * sr) / sr
+    bursts = 0.3 * np.sin(2 * np.pi * 200 * t) * ((t % 1.5) < 0.6)  # on at 0 and at 1.5 s
+    assert_segments_match(vad.segment_speech(bursts, sr, pad=0), [(0.0, 0.6), (1.5, 2.1)])
 
 
 def test_short_pauses_are_bridged_and_long_ones_split():

@@ -4,6 +4,8 @@ Energy based, but measured against a per-frequency noise floor: each STFT bin's 
 low percentile of its power over the whole clip, and a frame's activity is the power it has
 *above* those floors. A steady hum, tone or fan therefore cancels out bin by bin even when
 it is almost as loud as the speech, which a plain frame-RMS threshold cannot do.
+Digital silence (zero padding, a muted stretch: frames under -80 dBFS) is left out of the
+floor estimate, so a background that stops where the padding starts still cancels.
 Known limit: a music bed whose loudness swings widely (several dB within a second) at
 -25 dB under the speech can bridge the pauses between sentences.
 
@@ -27,6 +29,10 @@ FRAME_SECONDS = 0.025
 HOP_SECONDS = 0.010
 _FLOOR_PERCENTILE = 10  # speech rarely fills >90% of a bin's frames, so this is the background
 _DYNAMIC_RANGE_DB = 50.0  # anything this far below the loudest frames counts as silence
+# Frames quieter than this (RMS, dB re full scale) are digital silence: zero padding, a muted
+# stretch. They say nothing about the background and stay out of the floor estimate.
+_DIGITAL_SILENCE_DBFS = -80.0
+_STANDS_OUT_DB = 6.0  # speech must rise this far above the background to count at all
 _BAND_HZ = (80.0, 8000.0)
 _MAX_BANDS = 128  # ~60 Hz bands: narrow enough that a hum or tone fills only one or two
 _BLOCK_FRAMES = 4096
@@ -77,21 +83,36 @@ def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
     starts = in_band[:: max(1, -(-in_band.size // _MAX_BANDS))]
     window = np.hanning(win)
     power = np.empty((n_frames, starts.size), dtype=np.float32)
+    audible = np.empty(n_frames, dtype=bool)
+    silence_ms = 10 ** (_DIGITAL_SILENCE_DBFS / 10) * float(np.mean(window**2))
     for i in range(0, n_frames, _BLOCK_FRAMES):
-        spectrum = np.abs(np.fft.rfft(frames[i : i + _BLOCK_FRAMES] * window, n=n_fft, axis=1)) ** 2
+        windowed = frames[i : i + _BLOCK_FRAMES] * window
+        audible[i : i + _BLOCK_FRAMES] = np.mean(windowed**2, axis=1) >= silence_ms
+        spectrum = np.abs(np.fft.rfft(windowed, n=n_fft, axis=1)) ** 2
         power[i : i + _BLOCK_FRAMES] = np.add.reduceat(spectrum[:, : in_band[-1] + 1], starts, axis=1)
 
-    floor = np.percentile(power, _FLOOR_PERCENTILE, axis=0)
     total = power.sum(axis=1, dtype=np.float64)
-    loud = np.percentile(total, 99) if total.size else 0.0
-    if loud <= 0.0:
+    loud = np.percentile(total, 99)
+    if loud <= 0.0 or not audible.any():
         return np.zeros(n_frames), hop / sample_rate
-    # Digital silence has a zero floor; bound it so the ratio below stays meaningful.
+    # The floor comes from audible frames only: with a tone under the first minute and zero
+    # padding after it, a floor over all frames would be zero and the tone would read as speech.
+    level = _above(power, np.percentile(power[audible], _FLOOR_PERCENTILE, axis=0), loud)
+    if np.percentile(level[audible], 98) < _STANDS_OUT_DB:
+        # Every audible frame is alike (a tone switched on and off between stretches of digital
+        # silence): then the audible frames are the activity and the silence is the background.
+        level = _above(power, np.zeros(power.shape[1]), loud)
+    return level, hop / sample_rate
+
+
+def _above(power: np.ndarray, floor: np.ndarray, loud: float) -> np.ndarray:
+    """dB of each frame's power above ``floor`` (per band), relative to the floor's total."""
+    # A zero floor (digital silence) is bounded so that the ratio stays meaningful.
     floor_total = max(float(floor.sum()), loud * 10 ** (-_DYNAMIC_RANGE_DB / 10))
     # Twice the floor: a stationary background's power fluctuates around its mean, and
     # those fluctuations should not read as speech.
     excess = np.clip(power - 2.0 * floor, 0.0, None).sum(axis=1, dtype=np.float64)
-    return 10.0 * np.log10(1.0 + excess / floor_total), hop / sample_rate
+    return 10.0 * np.log10(1.0 + excess / floor_total)
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -123,11 +144,11 @@ def segment_speech(
     duration = x.size / sample_rate
     quiet = float(np.percentile(level, 10))
     peak = float(np.percentile(level, 98))
-    if peak - quiet < 6.0:  # nothing stands out from the background
+    if peak - quiet < _STANDS_OUT_DB:  # nothing stands out from the background
         return []
     # Between the background and the speech peaks, nearer the background so that soft
     # onsets and endings of words still count; never closer than 6 dB to the background.
-    threshold = quiet + max(6.0, 0.25 * (peak - quiet))
+    threshold = quiet + max(_STANDS_OUT_DB, 0.25 * (peak - quiet))
     active = level > threshold
     # A 3-frame median removes single-frame clicks and dropouts before runs are measured.
     if active.size >= 3:
