@@ -147,10 +147,13 @@ def start_lab(root: Path, home: Path, log: Path) -> Server:
     return server
 
 
-def start_studio(home: Path, log: Path) -> Server:
-    """``dubkit studio`` exactly as a person starts it, on a free loopback port."""
+def start_studio(home: Path, log: Path, *, service: tuple[str, str] | None = None) -> Server:
+    """``dubkit studio`` exactly as a person starts it, on a free loopback port: on its own
+    sandbox, or on ``service`` (base URL, API key) as with a real key."""
     port = free_port()
     env = private_jupyter_env(home, home / "sandbox")
+    if service is not None:
+        env["DUBKIT_BASE_URL"], env["DUBKIT_API_KEY"] = service
     command = [sys.executable, "-m", "dubkit.cli", "studio", "--port", str(port),
                "--no-browser"]
     server = _spawn("dubkit studio", command, env, log, f"http://127.0.0.1:{port}", "", home)

@@ -113,3 +113,22 @@ def test_studio_clones_an_uploaded_recording_and_hears_it_beside_the_presets(stu
     assert not shown_errors(page, "body")
     page.set_viewport_size({"width": 1400, "height": 1250})    # Voila scrolls inside a panel
     screenshot(page, shots / "audition-studio.png", SCREENSHOTS / "audition-studio.png")
+
+
+@pytest.mark.browser
+def test_studio_with_a_key_talks_to_the_service_of_that_key(sandbox, new_key, client_for,
+                                                            page, tmp_path, shots):
+    """DUBKIT_API_KEY and DUBKIT_BASE_URL set: the studio uses that service (here the test
+    session's sandbox, reached over HTTP like any service), and the work is that key's."""
+    server = start_studio(tmp_path / "home", shots / "studio-with-key.log",
+                          service=(sandbox.url, new_key))
+    try:
+        open_studio(page, server)
+        assert f"the service at {sandbox.url}" in page.locator(STUDIO).inner_text()
+        page.locator(f"{STUDIO} button", has_text="Hear them").click()
+        page.locator(f"{TAKES} audio").first.wait_for(timeout=60_000)
+        assert not media_problems(load_media(page, f"{TAKES} audio"))
+        assert client_for(new_key).tasks.list(), "the studio's speech is a task of this key"
+        assert new_key not in page.content(), "the key is never shown"
+    finally:
+        server.stop()
