@@ -246,20 +246,34 @@ def test_mux_soft_subtitles_copies_the_video(clip: Path, dub_wav: Path, workdir:
     assert np.abs(frame(out, 1.5) - frame(clip, 1.5)).max() == 0  # copied, not re-encoded
 
 
-def test_compress_scales_down_but_never_up(clip: Path, workdir: Path) -> None:
-    small = workdir / "120p.mp4"
-    media.compress(clip, small, 120)
-    info = media.probe(small)
-    assert (info.width, info.height) == (160, 120)
-    assert info.has_audio and info.subtitle_streams == 1
-    assert info.duration == pytest.approx(4.0, abs=0.1)
-    same = workdir / "480p.mp4"
-    media.compress(clip, same, 480)
-    assert media.probe(same).height == 240
+def test_compress_writes_every_height_in_one_run_and_never_upscales(clip: Path, workdir: Path) -> None:
+    variants = {120: workdir / "120p.mp4", 180: workdir / "180p.mp4", 480: workdir / "480p.mp4"}
+    media.compress(clip, variants)
+    sizes = {h: (media.probe(p).width, media.probe(p).height) for h, p in variants.items()}
+    assert sizes == {120: (160, 120), 180: (240, 180), 480: (320, 240)}
+    for path in variants.values():
+        info = media.probe(path)
+        assert info.has_audio and info.subtitle_streams == 1
+        assert info.duration == pytest.approx(4.0, abs=0.1)
+        assert media.extract_subtitles(path) == media.extract_subtitles(clip)
+    # Each output is the source picture scaled, not a mix-up of the split branches.
+    assert np.abs(frame(variants[480], 1.5) - frame(clip, 1.5)).mean() < 8
+
+
+def test_compress_preset_trades_size_for_speed_and_bad_arguments_are_named(clip: Path,
+                                                                           workdir: Path) -> None:
+    small, quick = workdir / "veryfast.mp4", workdir / "ultrafast.mp4"
+    media.compress(clip, {240: small})
+    media.compress(clip, {240: quick}, preset="ultrafast")
+    assert quick.stat().st_size > small.stat().st_size
+    with pytest.raises(ValueError, match="preset must be one of"):
+        media.compress(clip, {240: quick}, preset="warp")
+    with pytest.raises(ValueError, match="outputs"):
+        media.compress(clip, {})
 
 
 def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
-    """probe -> extract -> mux (soft subs) -> 480p on 60 s of 720p; prints, never asserts, times."""
+    """probe -> extract -> mux (soft subs) -> 480p+360p on 60 s of 720p; prints, never asserts, times."""
     cues = [Cue(i * 2.0, i * 2.0 + 1.5, f"line {i}") for i in range(30)]
     source, srt, dub = workdir / "minute.mp4", workdir / "minute.srt", workdir / "minute.wav"
     media.make_test_pattern(source, 60.0, audio=tone(330, 60.0), sample_rate=SR, subtitles=cues)
@@ -276,10 +290,12 @@ def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
     step("probe", media.probe, source)
     step("extract_audio", media.extract_audio, source, workdir / "minute.m4a")
     step("mux_soft", media.mux, source, dub, workdir / "minute-dub.mp4", subtitles_path=srt)
-    step("compress_480p", media.compress, workdir / "minute-dub.mp4", workdir / "minute-480.mp4", 480)
+    step("compress_480p_360p", media.compress, workdir / "minute-dub.mp4",
+         {480: workdir / "minute-480.mp4", 360: workdir / "minute-360.mp4"})
     print("\n60 s 720p, seconds:", {k: round(v, 2) for k, v in times.items()},
           "total", round(sum(times.values()), 2))
     assert media.probe(workdir / "minute-480.mp4").height == 480
+    assert media.probe(workdir / "minute-360.mp4").height == 360
 
 
 # --- mixing ------------------------------------------------------------------------------------

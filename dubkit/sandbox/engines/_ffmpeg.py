@@ -92,8 +92,9 @@ def run(args: list[str], *, input: bytes | None = None,
     ``args`` ends with the output (absent when only reading the input summary).
     """
     # -threads binds to the next input (decoder) or to the output (encoder): give it to each.
+    # A run with several outputs gives each its own, and then the last one is left alone.
     bounded = [part for arg in args for part in (["-threads", str(THREADS)] if arg == "-i" else []) + [arg]]
-    if len(args) > 1 and args[-2] != "-i":
+    if len(args) > 1 and args[-2] != "-i" and "-threads" not in args:
         bounded[-1:-1] = ["-threads", str(THREADS)]
     cmd = [exe(), "-hide_banner", "-nostdin", "-nostats", "-y", "-filter_threads", str(THREADS), *bounded]
     done = subprocess.run(cmd, input=input, capture_output=True,
