@@ -2,6 +2,8 @@
 
 >>> from dubkit import samples
 >>> clip = samples.narrated_clip("demo.mp4", ["Hello and welcome.", "This is a test card."])
+>>> talk = samples.narrated_clip("talk.mp4", [("Shall we start?", "f2"), ("Yes, go on.", "m3")],
+...                              bed_db=-34)                     # two voices over a quiet hum
 >>> ref = samples.speech_recording("ref.wav", "Clone me if you can.", variant="m3",
 ...                                rate_wpm=125, pitch=25)
 >>> big = samples.noise_wav("big.wav", 50 * 2**20)       # exactly 50 MiB
@@ -43,13 +45,18 @@ def speech_recording(path: PathLike, text: str, *, locale: str = "en-US",
     return target
 
 
-def narrated_clip(path: PathLike, script: Sequence[str], *, locale: str = "en-US",
-                  variant: str | None = None, rate_wpm: int = 160, pause: float = 0.5,
+def narrated_clip(path: PathLike, script: Sequence[str | tuple[str, str]], *,
+                  locale: str = "en-US", variant: str | None = None, rate_wpm: int = 160,
+                  pause: float = 0.5, bed_db: float | None = None, subtitles: bool = True,
                   width: int = 640, height: int = 360, fps: int = 25) -> Path:
     """An mp4 test card narrated line by line, with the lines as an embedded subtitle track.
 
     Each line is spoken, then ``pause`` seconds of silence; the clip starts and ends with
-    ``pause`` too. The soft subtitle track holds one cue per line, timed to its speech.
+    ``pause`` too. A line is a string, spoken by ``variant``, or a ``(text, variant)`` pair
+    for a voice of its own: ``[("Hello.", "f2"), ("Hi there.", "m3")]`` is a dialogue of two
+    speakers. ``bed_db`` lays a steady 110 Hz hum that loud (peak, dBFS; -34 is quiet) under the
+    whole clip, as a stand-in for music and ambience. The soft subtitle track (left out with
+    ``subtitles=False``) holds one cue per line, timed to its speech.
     """
     if not script:
         raise ValueError("script: at least one line is needed")
@@ -57,16 +64,27 @@ def narrated_clip(path: PathLike, script: Sequence[str], *, locale: str = "en-US
     rate = speech.SAMPLE_RATE
     gap = np.zeros(int(pause * rate), dtype=np.float32)
     audio, cues, clock = [gap], [], pause
-    for line in script:
-        spoken = speech.synthesize(line, voice, variant=variant,
+    for i, line in enumerate(script):
+        if isinstance(line, str):
+            text, line_variant = line, variant
+        elif isinstance(line, tuple) and len(line) == 2:
+            text, line_variant = line
+        else:
+            raise ValueError(f"script[{i}]: expected a line of text or a (text, variant) pair, "
+                             f"got {line!r}")
+        spoken = speech.synthesize(text, voice, variant=line_variant,
                                    prosody=speech.Prosody(rate_wpm=rate_wpm))
         length = len(spoken) / rate
-        cues.append(Cue(round(clock, 3), round(clock + length, 3), line))
+        cues.append(Cue(round(clock, 3), round(clock + length, 3), text))
         audio += [spoken, gap]
         clock += length + pause
+    track = np.concatenate(audio)
+    if bed_db is not None:
+        hum = np.sin(2 * np.pi * 110 * np.arange(len(track)) / rate).astype(np.float32)
+        track += np.float32(10 ** (bed_db / 20)) * hum
     target = Path(path)
-    media.make_test_pattern(target, round(clock, 3), width, height, fps,
-                            audio=np.concatenate(audio), sample_rate=rate, subtitles=cues)
+    media.make_test_pattern(target, round(clock, 3), width, height, fps, audio=track,
+                            sample_rate=rate, subtitles=cues if subtitles else None)
     return target
 
 

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 import dubkit
+from dubkit import samples
 from dubkit._transport import new_idempotency_key
 from dubkit.audio import download
 from dubkit.errors import (BadRequestError, InsufficientCreditsError, NotFoundError,
                            TaskFailedError, ValidationError)
 from dubkit.sandbox.engines import _ffmpeg, media, subtitles
 from dubkit.webhooks import Receiver
-from test_pipeline import SENTENCES, narrated_clip
+from test_pipeline import NARRATION, SCRIPT, SENTENCES
 
 PATH = "/task/media-translation/create-async"
 
@@ -31,7 +32,7 @@ def account(sandbox, tmp_path_factory):
     client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
     folder = tmp_path_factory.mktemp("media")
     video = folder / "talk.mp4"
-    cues = narrated_clip(video, bed=0.02)
+    cues = media.extract_subtitles(samples.narrated_clip(video, SCRIPT, **NARRATION))
     audio = folder / "talk.m4a"
     media.extract_audio(video, audio)
     materials = {"video": client.materials.upload(video, progress=False),
@@ -197,7 +198,7 @@ def test_burned_subtitles_are_drawn_into_the_picture(account, tmp_path):
 def test_dynamic_length_lets_the_video_grow_instead_of_squeezing_speech(account, tmp_path):
     _, client, _, _, folder = account
     path = tmp_path / "short.mp4"   # short words, long placeholders: the dub needs more time
-    narrated_clip(path, ("Yes.", "No.", "Maybe."), with_subtitles=False, gap=0.5)
+    samples.narrated_clip(path, ("Yes.", "No.", "Maybe."), subtitles=False)
     material = client.materials.upload(path, progress=False)
     fixed = client.media.translate(material, target="fr-FR").wait(60).result
     grown = client.media.translate(material, target="fr-FR",
@@ -249,7 +250,7 @@ def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(sand
         client.call("media.create_async", wire(unfinished))
 
     path = tmp_path / "gone.mp4"
-    narrated_clip(path, ("Soon gone.",))
+    samples.narrated_clip(path, ("Soon gone.",))
     gone = client.materials.upload(path, progress=False)
     client.materials.delete(gone)
     before = credits(sandbox, key)
@@ -302,7 +303,7 @@ def test_too_few_credits_is_402_before_any_task(sandbox, client_for, tmp_path):
     key = sandbox.create_key("poor", credits=3)
     poor = client_for(key)
     path = tmp_path / "long.mp4"
-    narrated_clip(path)
+    samples.narrated_clip(path, SENTENCES)
     material = poor.materials.upload(path, progress=False)
     with pytest.raises(InsufficientCreditsError, match="needs"):
         poor.media.translate(material, target="fr-FR")
@@ -313,7 +314,7 @@ def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(sandbo
                                                                           tmp_path):
     key, client, _, _, _ = account
     path = tmp_path / "doomed.mp4"
-    narrated_clip(path, ("This file will break.",))
+    samples.narrated_clip(path, ("This file will break.",))
     material = client.materials.upload(path, progress=False)
     # Storage loses the bytes after registration: the task must still end, and say why.
     stored = sandbox.data_dir / "files" / material.address_url.split("/files/", 1)[1]

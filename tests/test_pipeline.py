@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dubkit import samples
 from dubkit.sandbox import pipeline
 from dubkit.sandbox.backend import Backend, ServiceError
 from dubkit.sandbox.engines import media, speech, subtitles
@@ -18,33 +19,16 @@ from dubkit.schema import MediaTranslationRequest
 
 RATE = speech.SAMPLE_RATE
 SENTENCES = ("Welcome to the sandbox.", "Today we dub a short clip.", "Every step is real.")
-
-
-def narration(texts=SENTENCES, variants=("f2", "m3"), gap=0.7, lead=0.5):
-    """Speech of alternating voices with pauses; returns audio and the cue of each sentence."""
-    parts, cues, at = [np.zeros(round(lead * RATE), np.float32)], [], lead
-    for i, text in enumerate(texts):
-        said = speech.synthesize(text, "en-us", variant=variants[i % len(variants)])
-        parts += [said, np.zeros(round(gap * RATE), np.float32)]
-        cues.append(subtitles.Cue(round(at, 3), round(at + len(said) / RATE, 3), text))
-        at += len(said) / RATE + gap
-    return np.concatenate(parts), cues
-
-
-def narrated_clip(path: Path, texts=SENTENCES, *, with_subtitles=True, bed=0.0, **voice):
-    """A 640x360 test card narrated by ``texts`` (soft subtitles unless told otherwise)."""
-    audio, cues = narration(texts, **voice)
-    if bed:   # a quiet steady hum under everything: the "background" separation keeps
-        audio = audio + bed * np.sin(2 * np.pi * 110 * np.arange(len(audio)) / RATE)
-    media.make_test_pattern(path, len(audio) / RATE, width=640, height=360, audio=audio,
-                            sample_rate=RATE, subtitles=cues if with_subtitles else None)
-    return cues
+SCRIPT = list(zip(SENTENCES, ("f2", "m3", "f2")))   # two speakers, the first back at the end
+# 0.7 s pauses, and a quiet hum under everything: the background that separation keeps.
+NARRATION = {"pause": 0.7, "bed_db": -34.0}
 
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory) -> tuple[Path, list[subtitles.Cue]]:
-    path = tmp_path_factory.mktemp("clips") / "narrated.mp4"
-    return path, narrated_clip(path, bed=0.02)
+    path = samples.narrated_clip(tmp_path_factory.mktemp("clips") / "narrated.mp4", SCRIPT,
+                                 **NARRATION)
+    return path, media.extract_subtitles(path)
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +73,7 @@ def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
 
 
 def test_without_subtitles_each_line_carries_a_labelled_placeholder(tmp_path):
-    path = tmp_path / "bare.mp4"
-    narrated_clip(path, with_subtitles=False)
+    path = samples.narrated_clip(tmp_path / "bare.mp4", SENTENCES, pause=0.7, subtitles=False)
     lines = transcript.find_lines(decoded(path), 16000, media.extract_subtitles(path),
                                   min_silence=0.35)
     assert len(lines) == len(SENTENCES)
