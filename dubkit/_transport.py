@@ -7,8 +7,10 @@ Retry rules, and why:
 * A request that was sent but got no complete answer (read timeout, connection dropped
   mid-response), a 500 or a 502, is *ambiguous*: the service may have committed it. A GET is
   simply retried. A POST is retried with the **same** idempotency key. The service answers a
-  reused key with 409 instead of replaying, so if the retry meets 409 the first attempt was
-  accepted: dubkit stops and raises :class:`IdempotencyConflictError` with
+  reused key with 409 instead of replaying. A 409 then means the first attempt committed, or
+  is still running (and may yet fail and free the key), so dubkit waits ``Retry-After`` and
+  asks again, twice; a retry that goes through means the first attempt never counted. If the
+  key stays refused, dubkit stops and raises :class:`IdempotencyConflictError` with
   ``first_attempt_accepted=True`` rather than inventing a new key (which would create a second,
   double-charged task).
 * 409 on a first attempt means the caller reused a key: raised at once, never retried.
@@ -42,6 +44,7 @@ log = logging.getLogger("dubkit")
 API_PREFIX = "/openapi/v1"
 _THROTTLED = {429, 503}
 _AMBIGUOUS = {500, 502}
+CONFLICT_CHECKS = 2   # 409s after a lost answer before concluding the first attempt committed
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,16 @@ class Transport:
         return mask_key(self._api_key)
 
     def url(self, path: str) -> str:
+        """The full URL of an API path; absolute URLs must point at ``base_url``.
+
+        The session carries the API key, so a URL on another host (a CDN file, a presigned
+        storage URL) is refused rather than sent the key.
+        """
         if path.startswith(("http://", "https://")):
+            if path != self.base_url and not path.startswith(self.base_url + "/"):
+                raise ValidationError("path", f"must be under the client's base_url "
+                                              f"{self.base_url!r}; fetch other hosts without "
+                                              f"the API key")
             return path
         if not path.startswith(API_PREFIX):
             path = API_PREFIX + (path if path.startswith("/") else "/" + path)
@@ -133,88 +145,103 @@ class Transport:
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 body: Any = None, idempotency_key: str | None = None,
-                req_id: str | None = None) -> Any:
+                req_id: str | None = None, deadline: float | None = None) -> Any:
         """Send one logical call and return the envelope's ``data``.
 
         POSTs carry an ``X-Idempotency-Key`` (the caller's, or one made here) that stays the
-        same on every retry of this call.
+        same on every retry of this call. ``deadline`` (a ``time.monotonic()`` value) bounds
+        the whole call, retries included.
         """
         method = method.upper()
         url = self.url(path)
         req_id = req_id or uuid.uuid4().hex
-        headers: dict[str, str] = {}
-        if method == "POST":
-            headers["X-Idempotency-Key"] = check_idempotency_key(
-                idempotency_key or new_idempotency_key())
-        query = {k: v for k, v in (params or {}).items() if v is not None}
-        query["req_id"] = req_id
-        context = {"method": method, "path": url[len(self.base_url):].split("?")[0],
-                   "req_id": req_id}
+        key = check_idempotency_key(idempotency_key or new_idempotency_key()) \
+            if method == "POST" else None
+        call = _Call(method, url, {k: v for k, v in (params or {}).items() if v is not None},
+                     body, {"X-Idempotency-Key": key} if key else {}, key,
+                     {"method": method, "path": url[len(self.base_url):].split("?")[0],
+                      "req_id": req_id})
+        call.query["req_id"] = req_id
 
-        maybe_committed = False   # an earlier attempt of this call may have been accepted
-        last_error: DubkitError | None = None
-        for attempt in range(self.retry.max_retries + 1):
-            if attempt:
-                delay = self.retry.delay(attempt - 1, getattr(last_error, "retry_after", None))
-                log.info("retrying %s %s in %.2fs (attempt %d, req_id %s): %s", method,
-                         context["path"], delay, attempt + 1, req_id, last_error.message)
-                time.sleep(delay)
-            try:
-                response = self.session.request(
-                    method, url, params=query, json=body, headers=headers,
-                    timeout=(self.timeout.connect, self.timeout.read))
-                payload = response.json()
-            except requests.exceptions.ConnectTimeout as exc:
-                last_error = APITimeoutError(f"could not connect within {self.timeout.connect}s",
-                                             **context)
-                log.debug("connect timeout: %s", exc)
-                continue
-            except requests.exceptions.ReadTimeout:
-                maybe_committed = True
-                last_error = APITimeoutError(
-                    f"no answer within the read timeout of {self.timeout.read}s", **context)
-                continue
-            except requests.exceptions.ChunkedEncodingError:
-                maybe_committed = True
-                last_error = APIConnectionError("the connection dropped mid-answer", **context)
-                continue
-            except requests.exceptions.ConnectionError as exc:
-                never_connected = _never_connected(exc)
-                maybe_committed = maybe_committed or not never_connected
-                last_error = APIConnectionError(
-                    "could not connect to the service" if never_connected
-                    else "the connection dropped before the answer arrived", **context)
-                continue
-            except ValueError:   # not JSON: a proxy's error page, a truncated body
-                maybe_committed = maybe_committed or response.status_code >= 500
-                last_error = error_class_for(response.status_code)(
-                    f"the service answered HTTP {response.status_code} without a JSON envelope",
-                    code=response.status_code, http_status=response.status_code, **context)
-                if response.status_code in _AMBIGUOUS | _THROTTLED:
-                    continue
-                raise last_error from None
+        retries = conflicts = 0
+        while True:
+            data, error = self._attempt(call, deadline)
+            if error is None:
+                return data
+            if isinstance(error, IdempotencyConflictError):
+                # A 409 right after an ambiguous attempt: the first attempt either committed
+                # (the key stays used) or is still running (it may yet fail and free the key).
+                # Ask again a couple of times before concluding it was accepted.
+                conflicts += 1
+                if not call.maybe_committed or conflicts > CONFLICT_CHECKS:
+                    raise _conflict(error, call.maybe_committed)
+            elif not call.retryable or retries >= self.retry.max_retries:
+                raise error
+            else:
+                retries += 1
+                conflicts = 0   # that attempt got past the key, so the earlier one never held it
+            delay = self.retry.delay(retries - 1, error.retry_after)
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                raise error
+            log.info("retrying %s %s in %.2fs (req_id %s): %s", method,
+                     call.context["path"], delay, req_id, error.message)
+            time.sleep(delay)
 
-            code = payload.get("code") if isinstance(payload, dict) else None
-            if code == 200:
-                return payload.get("data")
-            code = code if isinstance(code, int) else response.status_code
-            message = (payload.get("message") if isinstance(payload, dict) else None) or \
-                f"the service answered code {code}"
-            retry_after = _retry_after(response)
-            if code == 409 or response.status_code == 409:
-                raise _conflict(message, headers.get("X-Idempotency-Key", ""), maybe_committed,
-                                retry_after, http_status=response.status_code, **context)
-            last_error = error_class_for(code)(message, code=code,
-                                               http_status=response.status_code, **context)
-            last_error.retry_after = retry_after
-            if code in _AMBIGUOUS:
-                maybe_committed = True
-                continue
-            if code in _THROTTLED or response.status_code in _THROTTLED:
-                continue
-            raise last_error
-        assert last_error is not None
-        raise last_error
+    def _attempt(self, call: "_Call", deadline: float | None) -> tuple[Any, DubkitError | None]:
+        """One HTTP exchange: ``(data, None)`` on success, else ``(None, error)``.
+
+        Sets ``call.retryable`` and ``call.maybe_committed`` from what happened.
+        """
+        read = self.timeout.read
+        if deadline is not None:
+            read = min(read, deadline - time.monotonic())
+            if read <= 0:
+                return None, APITimeoutError("the call's deadline passed", **call.context)
+        call.retryable = True
+        try:
+            response = self.session.request(call.method, call.url, params=call.query,
+                                            json=call.body, headers=call.headers,
+                                            timeout=(self.timeout.connect, read))
+        except requests.exceptions.ConnectTimeout:
+            return None, APITimeoutError(f"could not connect within {self.timeout.connect}s",
+                                         **call.context)
+        except requests.exceptions.ReadTimeout:
+            call.maybe_committed = True
+            return None, APITimeoutError(f"no answer within the read timeout of {read:.3g}s",
+                                         **call.context)
+        except requests.exceptions.ChunkedEncodingError:
+            call.maybe_committed = True
+            return None, APIConnectionError("the connection dropped mid-answer", **call.context)
+        except requests.exceptions.ConnectionError as exc:
+            never_connected = _never_connected(exc)
+            call.maybe_committed = call.maybe_committed or not never_connected
+            return None, APIConnectionError(
+                "could not connect to the service" if never_connected
+                else "the connection dropped before the answer arrived", **call.context)
+
+        status = response.status_code
+        try:
+            payload = response.json()
+        except ValueError:   # not JSON: a proxy's error page, a truncated body
+            payload = None
+        code = payload.get("code") if isinstance(payload, dict) else None
+        if code == 200:
+            return payload.get("data"), None  # type: ignore[union-attr]
+        code = code if isinstance(code, int) else status
+        message = (payload.get("message") if isinstance(payload, dict) else None) or (
+            f"the service answered HTTP {status} without a JSON envelope" if payload is None
+            else f"the service answered code {code}")
+        context = {**call.context, "code": code, "http_status": status}
+        if code == 409 or status == 409:
+            return None, IdempotencyConflictError(
+                message, idempotency_key=call.key or "", first_attempt_accepted=False,
+                retry_after=_retry_after(response), **context)
+        error = error_class_for(code)(message, **context)
+        error.retry_after = _retry_after(response)
+        if code in _AMBIGUOUS or status in _AMBIGUOUS:
+            call.maybe_committed = True
+        call.retryable = code in _AMBIGUOUS | _THROTTLED or status in _AMBIGUOUS | _THROTTLED
+        return None, error
 
     def close(self) -> None:
         self.session.close()
@@ -233,18 +260,35 @@ def _retry_after(response: requests.Response) -> float | None:
         return None
 
 
-def _conflict(message: str, key: str, maybe_committed: bool, retry_after: float | None,
-              **context: Any) -> IdempotencyConflictError:
+def _conflict(refusal: IdempotencyConflictError,
+              maybe_committed: bool) -> IdempotencyConflictError:
+    key = refusal.idempotency_key
     if maybe_committed:
         message = (
-            f"The first attempt of this call was accepted, but its answer was lost; the retry "
-            f"with the same idempotency key {key!r} was refused ({message}). dubkit did not "
-            f"send it again, so no second task exists. Find the result in client.tasks.list() "
-            f"or, for async creates, in the webhook whose extraData.dubkitIdempotencyKey is "
-            f"{key!r}.")
+            f"The first attempt of this call was accepted, but its answer was lost; retries "
+            f"with the same idempotency key {key!r} were refused ({refusal.message}). dubkit "
+            f"did not send it again, so no second task exists. Find the result in "
+            f"client.tasks.list() or, for async creates, in the webhook whose "
+            f"extraData.dubkitIdempotencyKey is {key!r}.")
     else:
-        message = (f"{message}: the idempotency key {key!r} was already used on this path "
-                   f"within the service's window. Use a new key for a new job.")
-    return IdempotencyConflictError(message, idempotency_key=key,
-                                    first_attempt_accepted=maybe_committed,
-                                    retry_after=retry_after, code=409, **context)
+        message = (f"{refusal.message}: the idempotency key {key!r} was already used on this "
+                   f"path within the service's window. Use a new key for a new job.")
+    return IdempotencyConflictError(
+        message, idempotency_key=key, first_attempt_accepted=maybe_committed,
+        retry_after=refusal.retry_after, code=409, http_status=refusal.http_status,
+        method=refusal.method, path=refusal.path, req_id=refusal.req_id)
+
+
+@dataclass
+class _Call:
+    """One logical call and what its attempts so far have taught us."""
+
+    method: str
+    url: str
+    query: dict[str, Any]
+    body: Any
+    headers: dict[str, str]
+    key: str | None
+    context: dict[str, Any]
+    maybe_committed: bool = False   # an attempt may have been accepted without our hearing
+    retryable: bool = True

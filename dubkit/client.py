@@ -58,19 +58,21 @@ class Client:
         return self._transport.request(method, path, params=params, body=json,
                                        idempotency_key=idempotency_key)
 
-    def call(self, name: str, payload: Any = None, *, idempotency_key: str | None = None) -> Any:
+    def call(self, name: str, payload: Any = None, *, idempotency_key: str | None = None,
+             deadline: float | None = None) -> Any:
         """Validate ``payload`` against operation ``name`` and send it.
 
         Validation happens before the network, so bad input costs nothing and the error names
         the field. ``payload`` may be a model, a snake_case dict or the raw camelCase wire dict.
+        ``deadline`` (``time.monotonic()`` value) bounds the call with its retries.
         """
         op = _OPS[name]
         model = op.body or op.query
         wire = parse(model, payload if payload is not None else {}).to_wire() if model else None
         if op.method == "GET":
-            return self._transport.request("GET", op.path, params=wire)
+            return self._transport.request("GET", op.path, params=wire, deadline=deadline)
         return self._transport.request("POST", op.path, body=wire,
-                                       idempotency_key=idempotency_key)
+                                       idempotency_key=idempotency_key, deadline=deadline)
 
     def close(self) -> None:
         self._transport.close()

@@ -26,7 +26,7 @@ import dubkit  # noqa: E402
 from dubkit.sandbox import SandboxHandle, start  # noqa: E402
 
 FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05,
-                                max_retry_after=0.05)
+                                max_retry_after=0.01)
 ARTIFACTS = Path(os.environ.get("DUBKIT_TEST_ARTIFACTS", Path(__file__).parent.parent /
                                 "test-artifacts"))
 

@@ -79,3 +79,11 @@ def test_standalone_sandbox_command_and_connect_by_url(tmp_path):
 def test_base_url_that_is_not_a_sandbox_is_a_clear_error():
     with pytest.raises(ConnectionError, match="not a dubkit sandbox"):
         dubkit.connect(base_url="http://127.0.0.1:9", quiet=True)
+
+
+def test_admin_answers_show_credentials_masked(sandbox):
+    info = sandbox.info()
+    assert info["apiKey"] == sandbox.api_key                      # usable in code
+    assert sandbox.api_key not in repr(info) and sandbox.webhook_secret not in str(info)
+    settings = sandbox.set_webhook(None)
+    assert settings["secret"].startswith("whsec_") and settings["secret"] not in repr(settings)

@@ -72,10 +72,15 @@ def test_validation_failure_names_the_field_never_a_framework_body(sandbox):
 
 
 def test_unknown_path_and_method_get_envelopes(sandbox):
-    answer = requests.get(f"{sandbox.url}/openapi/v1/no/such/thing", timeout=10)
+    auth = {"Authorization": f"Bearer {sandbox.api_key}"}
+    answer = requests.get(f"{sandbox.url}/openapi/v1/no/such/thing", headers=auth, timeout=10)
     assert answer.status_code == 404 and answer.json()["code"] == 404
-    answer = requests.get(f"{sandbox.url}/openapi/v1/task/translate/create", timeout=10)
+    answer = requests.get(f"{sandbox.url}/openapi/v1/task/translate/create", headers=auth,
+                          timeout=10)
     assert answer.status_code == 405 and answer.json()["code"] == 405
+    # Without a key, auth comes first, as on the service: nothing is revealed about paths.
+    answer = requests.get(f"{sandbox.url}/openapi/v1/no/such/thing", timeout=10)
+    assert answer.status_code == 401
 
 
 def test_unknown_task_is_404(client):
@@ -203,9 +208,122 @@ def test_read_timeout_on_a_create_never_duplicates(sandbox, new_key):
                 slow.translate.create_async(["slow"], source="en-US", target="fr-FR")
     finally:
         sandbox.set_faults()
-    time.sleep(1.0)   # let the slow attempts land
     with dubkit.Client(new_key, sandbox.url) as c:
+        deadline = time.monotonic() + 10      # the slow attempts land in their own time
+        while not c.tasks.list() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.7)                       # past the injected latency of any straggler
         assert len(c.tasks.list()) == 1
+
+
+def test_a_retry_that_meets_an_in_flight_first_attempt_learns_its_real_outcome(
+        sandbox, new_key, tmp_path):
+    """The first attempt is slow and then fails (unreachable reference): the retry's 409 says
+    'in progress', dubkit asks again after Retry-After, and reports the real failure, never a
+    made-up 'accepted'."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    hits = []
+
+    class SlowMissing(BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(1)
+            if len(hits) == 1:
+                time.sleep(0.8)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowMissing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    policy = dubkit.RetryPolicy(max_retries=3, backoff=0.01, max_retry_after=1.5)
+    try:
+        with dubkit.Client(new_key, sandbox.url, retry=policy,
+                           timeout=dubkit.Timeout(connect=2, read=0.3)) as c:
+            with pytest.raises(dubkit.DubkitError) as info:
+                c.voices.clone(f"http://127.0.0.1:{server.server_port}/ref.wav", name="x")
+            assert not isinstance(info.value, dubkit.IdempotencyConflictError), info.value
+            assert len(c.voices.clones()) == 0 and len(c.tasks.list()) == 0
+    finally:
+        server.shutdown()
+
+
+def test_the_key_only_travels_to_the_base_url(client):
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.request("GET", "http://127.0.0.2:9/steal")
+    assert info.value.field == "path"
+    assert client.request("GET", client.base_url + "/openapi/v1/tasks/list")["total"] >= 0
+
+
+def test_a_409_without_a_json_body_is_still_a_conflict_error(sandbox):
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    class Conflict(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(409)
+            self.send_header("Retry-After", "2")
+            self.end_headers()
+            self.wfile.write(b"conflict")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Conflict)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with dubkit.Client("sk_test_000000000000", f"http://127.0.0.1:{server.server_port}") as c:
+            with pytest.raises(dubkit.IdempotencyConflictError) as info:
+                c.translate.create(["x"], source="en-US", target="fr-FR")
+    finally:
+        server.shutdown()
+    assert info.value.first_attempt_accepted is False and info.value.http_status == 409
+
+
+def test_wait_holds_its_deadline_even_when_polls_hang(sandbox, new_key):
+    with dubkit.Client(new_key, sandbox.url) as c:
+        task = c.translate.create_async(["x"], source="en-US", target="fr-FR")
+        sandbox.set_timing("seconds", 60)
+        slow = c.translate.create_async(["y"], source="en-US", target="fr-FR")
+        sandbox.set_faults(latencyMs=5000, paths=["/tasks/detail"])
+        try:
+            started = time.monotonic()
+            with pytest.raises(dubkit.TaskTimeoutError):
+                slow.wait(timeout=1.0)
+            took = time.monotonic() - started
+        finally:
+            sandbox.set_faults()
+            sandbox.set_timing("immediate")
+    assert task.task_id != slow.task_id
+    assert took < 4.5, took   # bounded by the deadline, not by 5 s polls times retries
+
+
+def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_key,
+                                                                    client_for):
+    """A sandbox bug (a handler raising after it charged) refunds and leaves no task behind,
+    even though the client retries the 500 with the same key; the client sees a 500."""
+    from dubkit.sandbox.operations import HANDLERS
+
+    original = HANDLERS["translate.create"]
+
+    def crash_after_charging(call):
+        call.backend.charge(call.api_key, 5, "a doomed request")
+        raise RuntimeError("boom")
+
+    HANDLERS["translate.create"] = crash_after_charging
+    c = client_for(new_key)
+    before = {k["apiKey"]: k["credits"] for k in sandbox.admin("GET", "/keys")}[new_key]
+    try:
+        with pytest.raises(dubkit.ServerError) as info:
+            c.translate.create(["x"], source="en-US", target="fr-FR")
+    finally:
+        HANDLERS["translate.create"] = original
+    after = {k["apiKey"]: k["credits"] for k in sandbox.admin("GET", "/keys")}[new_key]
+    assert "boom" in str(info.value) and after == before and len(c.tasks.list()) == 0
 
 
 # ---------------------------------------------------------------- credits, isolation, restart

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pandas as pd
 
-from ..errors import TaskFailedError, TaskTimeoutError
+from ..errors import APITimeoutError, TaskFailedError, TaskTimeoutError
 from ..schema import TERMINAL_STATUSES, TaskDetail, TaskSummary
 from ._base import Resource, iterate_pages
 
@@ -73,9 +73,9 @@ class Task:
             return self.raw_result.get("errorMessage") or str(self.raw_result)
         return None
 
-    def refresh(self) -> "Task":
+    def refresh(self, *, deadline: float | None = None) -> "Task":
         detail = TaskDetail.model_validate(
-            self._client.call("tasks.detail", {"taskId": self.task_id}))
+            self._client.call("tasks.detail", {"taskId": self.task_id}, deadline=deadline))
         self.apply(detail.task_type, detail.status, detail.result)
         return self
 
@@ -100,7 +100,15 @@ class Task:
         deadline = time.monotonic() + timeout
         interval = poll_interval
         while True:
-            self.refresh()
+            try:
+                self.refresh(deadline=deadline)
+            except APITimeoutError:
+                if time.monotonic() < deadline:
+                    raise
+                raise TaskTimeoutError(
+                    f"task {self.task_id} ({self.task_type}) did not answer before the "
+                    f"{timeout:g}s deadline; last seen {self.status!r}", task=self,
+                    last_status=self.status) from None
             if self.status == "failed":
                 raise TaskFailedError(f"task {self.task_id} ({self.task_type}) failed: "
                                       f"{self.error_message}", task=self)

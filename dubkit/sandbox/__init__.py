@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from .server import SandboxHandle, start
 
@@ -41,10 +41,9 @@ def embedded() -> tuple[SandboxHandle, str]:
         data_dir: Path | None = default_data_dir()
         data_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
         lock = open(data_dir / "lock", "w")  # type: ignore[operator]
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _try_lock(lock):
             _dir_lock_file = lock
-        except OSError:
+        else:
             lock.close()
             data_dir = None
         _embedded = start(data_dir)
@@ -52,3 +51,20 @@ def embedded() -> tuple[SandboxHandle, str]:
         where = data_dir if data_dir else "a temporary directory (the default one is in use)"
         return _embedded, (f"started the local sandbox at {_embedded.url} (offline emulator; "
                            f"data in {where})")
+
+
+def _try_lock(handle: Any) -> bool:
+    """An exclusive, non-blocking lock on an open file (POSIX or Windows)."""
+    try:
+        import fcntl
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except ImportError:   # Windows
+        import msvcrt
+        try:
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    except OSError:
+        return False

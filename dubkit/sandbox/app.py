@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -69,8 +70,8 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     faults = backend.setting("faults", {})
     targeted = _targeted(faults, path)
     try:
-        op = _operation(request.method, path)
         api_key = _authenticate(backend, request)
+        op = _operation(request.method, path)
         raw_bytes = await _read_body(backend, request)
         if targeted and faults.get("latencyMs"):
             # After the body arrived, like a slow service: the work still happens even if
@@ -85,7 +86,8 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
             raise ServiceError(400, f"invalid request: {exc}") from None
         if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
             raise ServiceError(502, "bad gateway (injected by the sandbox before any work)")
-        data = await _commit(backend, Call(backend, api_key, op, body, raw, idem), path)
+        req_id = request.query_params.get("req_id") or uuid.uuid4().hex   # tracing only
+        data = await _commit(backend, Call(backend, api_key, op, body, raw, idem, req_id), path)
     except ServiceError as exc:
         return envelope(exc.code, exc.message, headers=exc.headers)
     except ClientDisconnect:
@@ -165,12 +167,12 @@ async def _commit(backend: Backend, call: Call, path: str) -> Any:
         backend.reserve_idempotency_key(call.api_key, path, key)
     committed = False
     try:
-        data = await run_in_threadpool(HANDLERS[call.op.name], call)
+        data = await run_in_threadpool(_handle, call)
         committed = True
     except ServiceError:
         raise
     except Exception as exc:
-        log.exception("sandbox handler %s failed", call.op.name)
+        log.exception("sandbox handler %s failed (req_id %s)", call.op.name, call.req_id)
         raise ServiceError(500, f"internal error in the sandbox: {type(exc).__name__}: "
                                 f"{exc}") from None
     finally:
@@ -178,6 +180,11 @@ async def _commit(backend: Backend, call: Call, path: str) -> Any:
             (backend.commit_idempotency_key if committed
              else backend.release_idempotency_key)(call.api_key, path, key)
     return data
+
+
+def _handle(call: Call) -> Any:
+    with call.backend.refund_on_crash():
+        return HANDLERS[call.op.name](call)
 
 
 def _bearer(request: Request) -> str | None:

@@ -24,19 +24,25 @@ import json
 import logging
 import random
 import secrets
+import sqlite3
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
 
 IDEMPOTENCY_WINDOW = 24 * 3600.0
+# Charges made by the request this thread is serving (see Backend.refund_on_crash).
+_charges: ContextVar[list[tuple[str, float]] | None] = ContextVar("sandbox_charges",
+                                                                  default=None)
 DEFAULT_CREDITS = 1_000_000.0
 EVENTS = {"tts": "openapi-tts", "textTranslation": "openapi-translate",
           "cloneVoice": "openapi-clone-voice", "vt": "openapi-media-translation",
@@ -127,6 +133,28 @@ class Backend:
             left = self.key(api_key)["credits"]  # type: ignore[index]
             raise ServiceError(402, f"insufficient credits: {what} needs {amount:g} credits, "
                                     f"this key has {left:g}")
+        ledger = _charges.get()
+        if ledger is not None:
+            ledger.append((api_key, amount))
+
+    @contextmanager
+    def refund_on_crash(self) -> Iterator[None]:
+        """Undo this request's charges if it ends in an unexpected exception (a sandbox bug).
+
+        Business refusals (ServiceError) are the products' to settle; a crash must not leave
+        the caller paying for nothing, nor paying twice when the client retries the 500.
+        """
+        token = _charges.set([])
+        try:
+            yield
+        except ServiceError:
+            raise
+        except Exception:
+            for api_key, amount in _charges.get() or []:
+                self.refund(api_key, amount)
+            raise
+        finally:
+            _charges.reset(token)
 
     def refund(self, api_key: str, amount: float) -> None:
         self.store.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?",
@@ -142,10 +170,14 @@ class Backend:
             try:
                 db.execute("INSERT INTO idempotency (api_key, path, key, state, created_at) "
                            "VALUES (?, ?, ?, 'pending', ?)", (api_key, path, key, time.time()))
-            except Exception:
-                raise ServiceError(409, f"Idempotency key already used for this path within "
-                                        f"the last {window / 3600:g} h; use a new key for a "
-                                        f"new request", {"Retry-After": "2"}) from None
+                return
+            except sqlite3.IntegrityError:
+                held = db.execute("SELECT state FROM idempotency WHERE api_key = ? AND "
+                                  "path = ? AND key = ?", (api_key, path, key)).fetchone()
+        detail = ("a request with this key is still in progress" if held["state"] == "pending"
+                  else f"it was used for this path within the last {window / 3600:g} h; use "
+                       f"a new key for a new request")
+        raise ServiceError(409, f"Idempotency key already used: {detail}", {"Retry-After": "2"})
 
     def commit_idempotency_key(self, api_key: str, path: str, key: str) -> None:
         self.store.execute("UPDATE idempotency SET state = 'committed' WHERE api_key = ? "

@@ -26,6 +26,7 @@ class Call:
     body: Wire | None        # the validated body (POST) or query (GET)
     raw: dict[str, Any]      # the body exactly as sent, for fields the schema keeps as extras
     idempotency_key: str | None
+    req_id: str = ""         # the caller's req_id or one made up; never echoed, only logged
 
 
 def handles(name: str) -> Callable[[Handler], Handler]:

@@ -31,6 +31,29 @@ class _QuietDrops(logging.Filter):
         return "without completing response" not in record.getMessage()
 
 
+class Credentials(dict):
+    """An admin answer that holds a key or secret: readable by index, masked when shown.
+
+    Returned by :meth:`SandboxHandle.info` and :meth:`SandboxHandle.set_webhook`, so leaving
+    one as a cell's last line never saves a credential into the notebook.
+    """
+
+    _SECRET_FIELDS = ("apiKey", "webhookSecret", "secret", "previousSecret")
+
+    def _masked(self) -> dict[str, Any]:
+        from .._transport import mask_key
+        return {k: mask_key(v) if k in self._SECRET_FIELDS and v else v
+                for k, v in self.items()}
+
+    def __repr__(self) -> str:
+        return repr(self._masked())
+
+    __str__ = __repr__
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
 class SandboxHandle:
     """A running sandbox: its ``url``, default ``api_key`` and ``webhook_secret``, and admin calls.
 
@@ -51,8 +74,8 @@ class SandboxHandle:
         return f"SandboxHandle(url={self.url!r}, api_key={mask_key(self.api_key)!r})"
 
     # -- facts
-    def info(self) -> dict[str, Any]:
-        return self.admin("GET", "/info")
+    def info(self) -> Credentials:
+        return Credentials(self.admin("GET", "/info"))
 
     @property
     def api_key(self) -> str:
@@ -83,9 +106,10 @@ class SandboxHandle:
         self.admin("POST", "/credits", credits=credits, apiKey=api_key)
 
     def set_webhook(self, url: str | None, *, api_key: str | None = None,
-                    rotate_secret: bool = False, overlap_seconds: float = 3600) -> dict[str, Any]:
-        return self.admin("POST", "/webhook", url=url, apiKey=api_key, rotateSecret=rotate_secret,
-                          overlapSeconds=overlap_seconds)
+                    rotate_secret: bool = False, overlap_seconds: float = 3600) -> Credentials:
+        return Credentials(self.admin("POST", "/webhook", url=url, apiKey=api_key,
+                                      rotateSecret=rotate_secret,
+                                      overlapSeconds=overlap_seconds))
 
     def set_timing(self, mode: str = "immediate", value: float = 0) -> None:
         self.admin("POST", "/timing", mode=mode, value=value)

@@ -42,7 +42,7 @@ def create(call: Call, task_type: str, work: Callable[[str], dict[str, Any]], *,
     if not is_async:
         try:
             result = work(task_id)
-        except ServiceError:
+        except BaseException:   # refused or crashed: no half-made task is left behind
             call.backend.store.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
             raise
         call.backend.finish_sync(task_id, result)
