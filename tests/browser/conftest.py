@@ -2,7 +2,7 @@
 
 Chromium is Debian's (``/usr/bin/chromium``, installed by ``.ci/run``), driven by Python
 Playwright; Playwright's own browser download is never used. Without it every test here skips
-and says why. Screenshots and server logs go to ``<artifacts>/browser/``; a failing test leaves a
+and says why, except in CI (``DUBKIT_REQUIRE_BROWSER=1``), where that is a failure. Screenshots and server logs go to ``<artifacts>/browser/``; a failing test leaves a
 screenshot of what the page showed.
 """
 
@@ -30,15 +30,22 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+def _cannot_run(reason: str) -> None:
+    """Skip, saying why; in CI (DUBKIT_REQUIRE_BROWSER=1, set by .ci/run) fail instead."""
+    if os.environ.get("DUBKIT_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"the browser suite must run here: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not CHROMIUM.exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y chromium; "
-                    ".ci/run does) to run the browser suite")
+        _cannot_run(f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y "
+                    "chromium; .ci/run does) to run the browser suite")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("the playwright Python package is missing: pip install -e '.[test]'")
+        _cannot_run("the playwright Python package is missing: pip install -e '.[test]'")
     driver = sync_playwright().start()
     chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS,
                                       headless=True)
