@@ -8,6 +8,7 @@ browser found: ``readyState``, ``duration``, ``error``.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from playwright.sync_api import Locator, Page
@@ -87,9 +88,15 @@ def shown_errors(page: Page, scope: str) -> list[str]:
 
 
 def screenshot(page: Page, first: Path, *copies: Path) -> None:
-    """The viewport as a person sees it, written to each path."""
+    """The viewport as a person sees it, written to ``first`` (a test artifact).
+
+    ``copies`` are the README's pictures under docs/: refreshed only when
+    DUBKIT_UPDATE_SCREENSHOTS=1, so a test run leaves the checkout clean.
+    """
     first.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(first))
+    if os.environ.get("DUBKIT_UPDATE_SCREENSHOTS") != "1":
+        return
     for path in copies:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(first.read_bytes())
