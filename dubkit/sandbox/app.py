@@ -87,7 +87,7 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
         if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
             raise ServiceError(502, "bad gateway (injected by the sandbox before any work)")
         req_id = request.query_params.get("req_id") or uuid.uuid4().hex   # tracing only
-        data = await _commit(backend, Call(backend, api_key, op, body, raw, idem, req_id), path)
+        data = await _run_under_key(backend, Call(backend, api_key, op, body, raw, idem, req_id), path)
     except ServiceError as exc:
         return envelope(exc.code, exc.message, headers=exc.headers)
     except ClientDisconnect:
@@ -160,7 +160,7 @@ def _idempotency_key(op: Operation, request: Request) -> str | None:
     raise ServiceError(400, f"X-Idempotency-Key header: {problem}")
 
 
-async def _commit(backend: Backend, call: Call, path: str) -> Any:
+async def _run_under_key(backend: Backend, call: Call, path: str) -> Any:
     """Run the handler under the idempotency key: kept on success, released on refusal."""
     key = call.idempotency_key
     if key is not None:

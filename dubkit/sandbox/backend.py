@@ -244,7 +244,7 @@ class Backend:
                             None if code == 200 else code, message, task_id))
         self._wake.set()
 
-    def poll(self, task: dict[str, Any]) -> dict[str, Any]:
+    def record_poll(self, task: dict[str, Any]) -> dict[str, Any]:
         """Count a tasks/detail poll (for 'after N polls' timing) and release if due."""
         self.store.execute("UPDATE tasks SET polls = polls + 1 WHERE task_id = ?",
                            (task["task_id"],))

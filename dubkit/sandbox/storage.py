@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 import weakref
@@ -54,6 +55,7 @@ from . import multipart
 from .backend import Backend
 from .store import Store
 
+log = logging.getLogger("dubkit.sandbox")
 storage_router = APIRouter(include_in_schema=False)
 
 MIN_PART_SIZE = multipart.MIN_PART_SIZE
@@ -206,8 +208,9 @@ async def put_object(key: str, request: Request) -> Response:
     if not multipart.record_part(backend, upload, number, size, etag):
         return gone
     # Not awaited: the client gets its ETag now, the hashing goes on beside the next parts.
-    asyncio.get_running_loop().run_in_executor(None, multipart.extend_prefix_hash, backend,
-                                               upload_id)
+    hashing = asyncio.get_running_loop().run_in_executor(None, multipart.extend_prefix_hash,
+                                                         backend, upload_id)
+    hashing.add_done_callback(_log_failure)
     return _etag(etag)
 
 
@@ -278,3 +281,9 @@ def upload_parts(upload_id: str, request: Request) -> dict[str, Any]:
     return {"uploadId": upload_id, "state": multipart.state(backend, upload_id),
             "parts": [{"partNumber": p["part_number"], "size": p["size"], "eTag": p["etag"],
                        "puts": p["puts"]} for p in multipart.parts(backend, upload_id)]}
+
+
+def _log_failure(future: "asyncio.Future[Any]") -> None:
+    """Background hashing is an optimisation (complete re-hashes what is missing); say if it broke."""
+    if not future.cancelled() and future.exception() is not None:
+        log.error("background part hashing failed", exc_info=future.exception())

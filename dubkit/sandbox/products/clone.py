@@ -87,7 +87,7 @@ def _checked(call: Call) -> CloneRequest:
     return request
 
 
-def _work(call: Call):
+def _plan(call: Call):
     request = _checked(call)
     language = request.sample_language or DEFAULT_LANGUAGE
     provider = _provider(request, language)
@@ -146,4 +146,4 @@ def _served_reference(call: Call, url: str, samples: Any, rate: int, task_id: st
     return call.backend.file_url(relpath)
 
 
-sync_and_async("clone", "cloneVoice", _work)
+sync_and_async("clone", "cloneVoice", _plan)

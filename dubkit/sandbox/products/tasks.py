@@ -38,7 +38,7 @@ def list_tasks(call: Call) -> dict[str, Any]:
 @handles("tasks.detail")
 def detail(call: Call) -> dict[str, Any]:
     body: TaskIdBody = call.body  # type: ignore[assignment]
-    task = call.backend.poll(call.backend.find_task(call.api_key, body.task_id))
+    task = call.backend.record_poll(call.backend.find_task(call.api_key, body.task_id))
     result = task_result(task)
     if task["status"] == "failed":
         result = {"errorCode": task["error_code"], "errorMessage": task["message"]}

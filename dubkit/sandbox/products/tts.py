@@ -35,7 +35,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -253,7 +255,10 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
     relpath = f"tts/{key[:2]}/{key}.{fmt}"
     target = backend.file_path(relpath)
     target.parent.mkdir(parents=True, exist_ok=True)
-    media.encode_audio(samples, rate, fmt, target)
+    # Written aside then renamed: a concurrent identical line never serves a half-written file.
+    partial = target.with_name(f".{target.name}.{threading.get_ident()}.part")
+    media.encode_audio(samples, rate, fmt, partial)
+    os.replace(partial, target)
     duration = round(samples.size / rate, 3)
     _cache_table(backend).execute("INSERT OR REPLACE INTO tts_cache VALUES (?, ?, ?)",
                                   (key, relpath, duration))
