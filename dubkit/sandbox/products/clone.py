@@ -49,8 +49,8 @@ from ..backend import ServiceError, now_iso
 from ..catalogue import speaking_voice_from_audio
 from ..engines import media, speech, voiceprint
 from ..operations import Call
+from ..references import UnusableAudio, fetch_audio
 from .common import check_locale, sync_and_async
-from .tts import LineError, fetch_audio
 from .voices import insert_clone
 
 CLONE_CREDITS = 100
@@ -109,7 +109,7 @@ def _clone(call: Call, request: CloneRequest, task_id: str, provider: str, langu
     backend, url = call.backend, request.ref_audio or ""
     try:
         samples, rate = fetch_audio(backend, url, "refAudio")
-    except LineError as exc:
+    except UnusableAudio as exc:
         raise ServiceError(422, str(exc)) from None
     samples = samples[:MAX_REFERENCE_SECONDS * rate]
     try:

@@ -36,14 +36,11 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import requests
 
 from ... import locales
 from ...schema import TTSLine, TTSRequest
@@ -51,6 +48,7 @@ from ..backend import Backend, ServiceError
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
 from ..engines import media, mixing, speech, voiceprint
 from ..operations import Call
+from ..references import UnusableAudio, fetch_audio
 from ..store import Store
 from .common import check_locale, sync_and_async
 from .voices import find_clone
@@ -60,7 +58,6 @@ log = logging.getLogger("dubkit.sandbox")
 MAX_TEXT = 10_000            # characters per line
 DEFAULT_EMO_WEIGHT = 0.6
 TIMBRE_ONLY_PROVIDER = "V1"
-MAX_REFERENCE_BYTES = 50 * 1024 * 1024
 LEAD_IN, TAIL = 0.1, 0.2     # seconds of silence around a line unless trimmed
 # keyword: (pace factor, pitch step, intonation-range step, loudness step) at emoWeight 1
 EMOTIONS: dict[str, tuple[float, int, int, int]] = {
@@ -78,8 +75,8 @@ CREATE TABLE IF NOT EXISTS tts_cache (key TEXT PRIMARY KEY, relpath TEXT NOT NUL
 """
 
 
-class LineError(Exception):
-    """This line cannot be spoken; the others go on."""
+class LineError(UnusableAudio):
+    """This line cannot be spoken; the others go on (a bad reference recording is one case)."""
 
 
 @dataclass
@@ -143,33 +140,6 @@ def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
 
 
 # --------------------------------------------------------------------------- speaking one line
-
-def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int]:
-    """Decode a reference recording; sandbox files are read from disk, others downloaded."""
-    served = backend.base_url + "/files/"
-    try:
-        if url.startswith(served):
-            path = backend.file_path(url[len(served):].split("?")[0])
-            if not path.is_file():
-                raise LineError(f"{field}: no such file: {url}")
-            return media.decode_audio(path)
-        with requests.get(url, timeout=(5, 30), stream=True) as answer:
-            if answer.status_code != 200:
-                raise LineError(f"{field}: could not fetch {url}: HTTP {answer.status_code}")
-            with tempfile.NamedTemporaryFile(suffix=Path(url.split("?")[0]).suffix) as tmp:
-                size = 0
-                for chunk in answer.iter_content(1 << 16):
-                    size += len(chunk)
-                    if size > MAX_REFERENCE_BYTES:
-                        raise LineError(f"{field}: larger than {MAX_REFERENCE_BYTES} bytes")
-                    tmp.write(chunk)
-                tmp.flush()
-                return media.decode_audio(tmp.name)
-    except requests.RequestException as exc:
-        raise LineError(f"{field}: could not fetch {url}: {type(exc).__name__}") from None
-    except media.MediaError as exc:
-        raise LineError(f"{field}: not audio the sandbox can decode ({exc})") from None
-
 
 def _delivery(backend: Backend, line: Line, voice: SpeakingVoice) -> tuple[SpeakingVoice, str | None]:
     """Apply emoPrompt / emoRefAudio at emoWeight; say what was done."""
@@ -291,7 +261,7 @@ def _plan(call: Call) -> Any:
             try:
                 results.append(_speak(call, line, request, espeak))
             except Exception as exc:   # one line's failure never fails the others
-                if not isinstance(exc, LineError):
+                if not isinstance(exc, UnusableAudio):
                     log.exception("tts line %d of task %s", line.index, task_id)
                 call.backend.refund(call.api_key, characters[line.index])
                 results.append({"uri": None, "duration": None, "errorMessage": str(exc)})
