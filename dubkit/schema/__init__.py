@@ -1,0 +1,25 @@
+"""Wire records and request shapes of the service (interface §2-§4), in one place.
+
+Python names are snake_case, the wire is camelCase (``voice_id`` <-> ``voiceId``). Unknown
+fields are kept in both directions, so a newer service field survives a round trip and a caller
+can send a field dubkit does not model yet. Only the limits the interface states are enforced
+(≤ 50 lines, 0 ≤ emoWeight ≤ 1, contextWindow 1-20, ...); open values (locales, free strings)
+are left to the service.
+
+Both the client (before sending) and the sandbox (on receipt) validate with these models, so a
+rule lives here once. Modules: ``base`` (the Wire base, limits, :func:`parse`), ``jobs`` (the four
+products' requests and results), ``assets`` (tasks, materials, voices), ``operations`` (webhook
+envelopes and the 22-operation table); import everything from ``dubkit.schema``.
+
+>>> TranslateRequest.model_validate({"language": {"source": "en-US", "target": "fr-FR"},
+...                                  "segments": [{"text": "Hello"}]}).to_wire()
+{'language': {'source': 'en-US', 'target': 'fr-FR'}, 'segments': [{'text': 'Hello'}]}
+"""
+
+from __future__ import annotations
+
+from .assets import *  # noqa: F401,F403
+from .base import *  # noqa: F401,F403
+from .base import W  # noqa: F401
+from .jobs import *  # noqa: F401,F403
+from .operations import *  # noqa: F401,F403

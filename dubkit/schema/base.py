@@ -1,0 +1,90 @@
+"""The wire base: camelCase aliases, limits, validation that names the field."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+W = TypeVar("W", bound="Wire")
+MAX_LINES = 50          # TTS lines and translation segments per request
+MAX_IDEMPOTENCY_KEY = 64
+
+
+class Wire(BaseModel):
+    """Base of every wire shape: camelCase aliases, snake_case names, extra fields kept."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow",
+                              protected_namespaces=())
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON body to send: camelCase, unset fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+class Language(Wire):
+    source: Optional[str] = None
+    target: Optional[str] = None
+
+
+class Page(Wire):
+    """One page of a list answer: ``records`` and the ``total`` matching."""
+
+    records: list[dict[str, Any]] = Field(default_factory=list)
+    total: int = 0
+
+
+class AsyncAcceptance(Wire):
+    """What an async create answers: the task was accepted, results come later."""
+
+    task_id: str
+    created_at: Optional[str] = None
+    task_type: Optional[str] = None   # media translation only
+    status: Optional[str] = None      # media translation only
+
+
+# --------------------------------------------------------------------------- validation
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """``('segments', 3, 'end')`` -> ``'segments[3].end'``; the body itself is ``'body'``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+def parse(model: type[W], payload: Any) -> W:
+    """Validate ``payload`` (wire dict, snake_case dict or model) into ``model``.
+
+    Raises :class:`dubkit.errors.ValidationError` naming the first bad field by its wire name.
+    """
+    from pydantic import ValidationError as PydanticError
+
+    from ..errors import ValidationError
+
+    if isinstance(payload, model):
+        return payload
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump(by_alias=True, exclude_none=True)
+    try:
+        return model.model_validate(payload)
+    except PydanticError as exc:
+        first = exc.errors(include_url=False)[0]
+        problem = first["msg"].removeprefix("Value error, ")
+        value = first.get("input")
+        if first["type"] == "missing":
+            problem = "is required"
+        elif first["type"] == "too_long":
+            problem = (f"at most {first['ctx']['max_length']} items per request, "
+                       f"got {first['ctx']['actual_length']}")
+        elif not isinstance(value, (dict, list)):
+            problem += f" (got {_short(value)})"
+        raise ValidationError(field_path(tuple(first["loc"])), problem) from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

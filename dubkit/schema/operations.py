@@ -1,0 +1,84 @@
+"""Webhook envelopes and the table of the 22 operations (§2.0, §4.4)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from .assets import (CloneRename, CloneVoiceQuery, MaterialIdBody, MultipartComplete,
+                     MultipartRef, PageQuery, PresetVoiceQuery, PresignParts, TaskIdBody,
+                     TaskListQuery, UploadComplete, UploadStart, VoiceIdBody)
+from .base import Wire
+from .jobs import (CloneAsyncRequest, CloneRequest, MediaTranslationRequest, TTSAsyncRequest,
+                   TTSRequest, TranslateAsyncRequest, TranslateRequest)
+
+# --------------------------------------------------------------------------- webhooks (§4.4)
+
+WEBHOOK_EVENTS = ("openapi-tts", "openapi-translate", "openapi-clone-voice",
+                  "openapi-media-translation")
+
+
+class WebhookEnvelope(Wire):
+    code: Optional[int] = None
+    version: Optional[str] = None
+    event: Optional[str] = None
+    pipeline_key: Optional[str] = None
+    message: Optional[str] = None
+    extra_data: Optional[dict[str, Any]] = None
+    data: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- the operation table
+
+class Operation(BaseModel):
+    """One of the 22 operations: where it lives and what its body looks like."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    method: Literal["GET", "POST"]
+    path: str                       # below /openapi/v1
+    body: Optional[type[Wire]] = None
+    query: Optional[type[Wire]] = None
+    idempotency_required: bool = False
+
+    @property
+    def mutating(self) -> bool:
+        return self.method == "POST"
+
+
+def _post(name: str, path: str, body: type[Wire] | None, *, key: bool = True) -> Operation:
+    return Operation(name=name, method="POST", path=path, body=body, idempotency_required=key)
+
+
+def _get(name: str, path: str, query: type[Wire] | None) -> Operation:
+    return Operation(name=name, method="GET", path=path, query=query)
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    _post("tts.create", "/task/tts/create", TTSRequest),
+    _post("tts.create_async", "/task/tts/create-async", TTSAsyncRequest),
+    _post("translate.create", "/task/translate/create", TranslateRequest),
+    _post("translate.create_async", "/task/translate/create-async", TranslateAsyncRequest),
+    _post("clone.create", "/task/clone-voice/create", CloneRequest),
+    _post("clone.create_async", "/task/clone-voice/create-async", CloneAsyncRequest),
+    _post("media.create_async", "/task/media-translation/create-async", MediaTranslationRequest),
+    _get("tasks.list", "/tasks/list", TaskListQuery),
+    _get("tasks.detail", "/tasks/detail", TaskIdBody),
+    _post("tasks.delete", "/tasks/delete", TaskIdBody),
+    _post("materials.gen_upload_url", "/assets/material/upload/gen-upload-url", UploadStart),
+    _post("materials.complete", "/assets/material/upload/complete", UploadComplete),
+    _post("materials.multipart_initiate", "/assets/material/upload/multipart/initiate", UploadStart),
+    _post("materials.multipart_presign", "/assets/material/upload/multipart/presign-parts", PresignParts),
+    _post("materials.multipart_complete", "/assets/material/upload/multipart/complete", MultipartComplete),
+    _post("materials.multipart_abort", "/assets/material/upload/multipart/abort", MultipartRef),
+    _get("materials.list", "/assets/material/list", PageQuery),
+    _post("materials.delete", "/assets/material/delete", MaterialIdBody),
+    _post("voices.presets", "/assets/voice/basic/list", PresetVoiceQuery, key=False),
+    _post("voices.clones", "/assets/voice/clone/list", CloneVoiceQuery, key=False),
+    _post("voices.rename", "/assets/voice/clone/update", CloneRename),
+    _post("voices.delete", "/assets/voice/clone/delete", VoiceIdBody),
+)
+
+OPERATIONS_BY_PATH: dict[tuple[str, str], Operation] = {(op.method, op.path): op for op in OPERATIONS}
