@@ -22,6 +22,7 @@ Backoff is exponential with full jitter, capped; ``Retry-After`` wins when the s
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import random
@@ -126,6 +127,11 @@ class Transport:
     @property
     def masked_key(self) -> str:
         return mask_key(self._api_key)
+
+    @property
+    def account_id(self) -> str:
+        """A stable, one-way id of the key, for local files kept per account (never the key)."""
+        return hashlib.sha256(self._api_key.encode()).hexdigest()[:24]
 
     def url(self, path: str) -> str:
         """The full URL of an API path; absolute URLs must point at ``base_url``.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -100,7 +101,7 @@ class Upload:
         self.threshold, self.resume = multipart_threshold, resume
         self.size = self.path.stat().st_size
         self.state_file = UploadState.location(Path(state_dir) if state_dir else None,
-                                               client.transport.masked_key, self.path)
+                                               client.transport.account_id, self.path)
         self.progress = UploadProgress(self.name, self.size)
         self.on_progress = progress      # called from the caller's thread only
         self._lock = threading.Lock()

@@ -26,8 +26,9 @@ class UploadState:
 
     @staticmethod
     def location(state_dir: Path | None, account: str, path: Path) -> Path:
-        """One file per (account, file). ``account`` is the masked key: it stays the same when
-        the embedded sandbox restarts on another port, so an upload resumes across restarts."""
+        """One file per (account, file). ``account`` is a one-way hash of the key: it stays the
+        same when the embedded sandbox restarts on another port, so an upload resumes across
+        restarts, and two keys never share state."""
         ident = hashlib.sha1(f"{account}\n{path.resolve()}".encode()).hexdigest()[:20]
         return (state_dir or default_state_dir()) / f"{ident}.json"
 
