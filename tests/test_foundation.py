@@ -455,3 +455,43 @@ def _delivery_for(task_id, received):
         if json.loads(body)["data"].get("taskId") == task_id:
             return headers, body
     return None
+
+
+def test_an_event_lost_between_status_flip_and_outbox_is_sent_after_restart(tmp_path):
+    """A crash after a task ended but before its webhook was queued: on restart the sandbox
+    finds the ended task without an outbox row and sends its event, once."""
+    import sqlite3
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    received = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    first = start(tmp_path)
+    with dubkit.Client(first.api_key, first.url) as c:
+        task = c.translate.create_async(["lost"], source="en-US", target="fr-FR").wait(10)
+    first.stop()
+    with sqlite3.connect(tmp_path / "sandbox.sqlite3") as db:
+        db.execute("DELETE FROM outbox")                      # the crash, as the disk saw it
+        db.execute("UPDATE keys SET webhook_url = ?",         # a receiver is configured
+                   (f"http://127.0.0.1:{server.server_port}/hook",))
+    second = start(tmp_path)
+    try:
+        deadline = time.time() + 15
+        while not received and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        second.stop()
+        server.shutdown()
+    assert [e["data"]["taskId"] for e in received] == [task.task_id]

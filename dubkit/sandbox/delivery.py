@@ -42,6 +42,7 @@ import requests
 from ..webhooks.signature import sign
 from .backend import EVENTS, Backend
 
+RECOVERY_INTERVAL = 5.0   # seconds between checks for ended tasks that were never enqueued
 log = logging.getLogger("dubkit.sandbox")
 DEFAULT_SCHEDULE = {"baseDelay": 1.0, "maxDelay": 60.0, "maxAttempts": 20, "timeout": 5.0,
                     "jitter": 0.1}
@@ -103,7 +104,22 @@ class Deliverer:
             backend.store.execute("ALTER TABLE deliveries ADD COLUMN secret TEXT")
 
     def start(self) -> None:
+        self.recover()
         self._thread.start()
+
+    def recover(self) -> int:
+        """Enqueue ended async tasks that have no outbox row.
+
+        The status flip and the outbox insert are two statements; a crash (or a failing
+        listener) between them would lose the event. Checked at start and every few seconds,
+        so the event still goes out, once.
+        """
+        missing = self.backend.store.all(
+            "SELECT * FROM tasks t WHERE t.is_async = 1 AND t.status IN ('finished', 'failed') "
+            "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.task_id)")
+        for row in missing:
+            self.enqueue(dict(row))
+        return len(missing)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -123,8 +139,12 @@ class Deliverer:
         self._wake.set()
 
     def _loop(self) -> None:
+        last_recovery = time.monotonic()
         while not self._stopping.is_set():
             try:
+                if time.monotonic() - last_recovery > RECOVERY_INTERVAL:
+                    self.recover()
+                    last_recovery = time.monotonic()
                 self._deliver_due()
             except Exception:
                 log.exception("webhook delivery loop")

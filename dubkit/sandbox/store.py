@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL, state TEXT NOT NULL,
     last_error TEXT, created_at REAL NOT NULL, delivered_at REAL);
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (state, next_at);
+CREATE INDEX IF NOT EXISTS outbox_by_task ON outbox (task_id);
 CREATE TABLE IF NOT EXISTS deliveries (
     id INTEGER PRIMARY KEY AUTOINCREMENT, outbox_id INTEGER NOT NULL, attempt INTEGER NOT NULL,
     at REAL NOT NULL, url TEXT NOT NULL, status_code INTEGER, error TEXT,
