@@ -73,6 +73,9 @@ class Receiver:
         self._default: Handler | None = None
         self._log = DeliveryLog(log_size)
         self._lock = threading.Lock()
+        # Keys this process has queued or is running: the sweeper renews their leases and
+        # never adopts them again, so one delivery runs once here however long it takes.
+        self._held: set[str] = set()
         self._queue: WorkQueue | None = None
         self._threads: list[threading.Thread] = []
         self._pid = 0
@@ -143,6 +146,8 @@ class Receiver:
                                 event=event, key=key)
         answer = self._answer(200, "verified", event.problem, event=event, key=key,
                               handling="queued")
+        with self._lock:
+            self._held.add(key)
         queue.put(key)
         return answer
 
@@ -205,7 +210,7 @@ class Receiver:
 
     def _sweep_forever(self, queue: WorkQueue) -> None:
         """Adopt pending rows nobody holds: at start, then every little while."""
-        interval = max(0.5, min(self.lease / 4, 30.0))
+        interval = max(0.1, min(self.lease / 4, 30.0))
         try:
             self.store.forget(self.retention)
         except Exception:
@@ -217,10 +222,23 @@ class Receiver:
 
     def _adopt_orphans(self, queue: WorkQueue) -> None:
         try:
+            with self._lock:
+                held = set(self._held)
+            for key in held:          # heartbeat: our leases never lapse while we hold them
+                self.store.extend(key, self.lease)
             for row in self.store.take_orphans(lease=self.lease):
-                queue.put(row["pipeline_key"], at=row["next_at"])
+                key = row["pipeline_key"]
+                with self._lock:
+                    if key in self._held:
+                        continue
+                    self._held.add(key)
+                queue.put(key, at=row["next_at"])
         except Exception:
             log.exception("webhook sweeper")
+
+    def _let_go(self, key: str) -> None:
+        with self._lock:
+            self._held.discard(key)
 
     def _work_forever(self, queue: WorkQueue) -> None:
         while (key := queue.get()) is not None:
@@ -234,6 +252,7 @@ class Receiver:
     def _run_handler(self, key: str, queue: WorkQueue) -> None:
         row = self.store.get(key)
         if row is None or row["state"] != "pending":
+            self._let_go(key)
             return
         self.store.extend(key, self.lease)
         event = parse(row["body"])
@@ -241,6 +260,7 @@ class Receiver:
         handler = self._handlers.get(event.event or "", self._default)
         if handler is None:
             self.store.finish(key)
+            self._let_go(key)
             self._log.set_handling(key, "no handler", event)
             return
         try:
@@ -250,6 +270,7 @@ class Receiver:
             attempt = row["attempts"] + 1
             if attempt >= self.max_attempts:
                 self.store.fail(key, error, None, lease=self.lease)
+                self._let_go(key)
                 log.error("webhook %s for task %s is a dead letter after %d attempts: %s",
                           event.event, event.task_id, attempt, error)
                 self._log.set_handling(key, f"dead: {error}", event)
@@ -263,6 +284,7 @@ class Receiver:
             queue.put(key, at=retry_at)
             return
         self.store.finish(key)
+        self._let_go(key)
         self._log.set_handling(key, "handled", event)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
