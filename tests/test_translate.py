@@ -166,3 +166,26 @@ def test_task_monitor_refreshes_itself_until_the_task_ends(client, sandbox):
     assert html.count("finished") == 2 and "running" not in html
     assert all(t.done for t in tasks)
 
+
+
+def test_batch_reports_a_failed_chunk_per_segment_and_keeps_the_others(sandbox, new_key,
+                                                                        client_for):
+    c = client_for(new_key)
+    lines = [f"Line number {i:03d}." for i in range(100)]
+    sandbox.set_credits(sum(len(t) for t in lines[:50]), api_key=new_key)   # one chunk's worth
+    result = c.translate.batch(lines, source="en-US", target="fr-FR", concurrency=1,
+                               progress=False)
+    assert all(result.texts[:50]) and sorted(result.errors) == list(range(50, 100))
+    assert all(m.startswith("request failed:") and "credits" in m
+               for m in result.errors.values())
+
+
+def test_batch_says_when_a_chunk_was_accepted_but_its_answer_lost(client, sandbox):
+    sandbox.set_faults(dropAfterCommit=1.0, paths=["/task/translate/create"])
+    try:
+        result = client.translate.batch(["one", "two"], source="en-US", target="fr-FR",
+                                        progress=False)
+    finally:
+        sandbox.set_faults()
+    assert all(m.startswith("accepted, answer lost") for m in result.errors.values())
+    assert len(result.errors) == 2

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from tqdm.auto import tqdm
 
+from ..errors import DubkitError
+
 if TYPE_CHECKING:
     from ..client import Client
 
@@ -43,17 +45,39 @@ def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+def chunk_failure(exc: DubkitError) -> str:
+    """The per-line message for a chunk whose request failed; an accepted-but-lost chunk is
+    said to be so, because running it again would be charged again."""
+    from ..errors import IdempotencyConflictError
+    if isinstance(exc, IdempotencyConflictError) and exc.first_attempt_accepted:
+        return (f"accepted, answer lost: this chunk was done and charged once (idempotency key "
+                f"{exc.idempotency_key}); find it in client.tasks.list() rather than re-running")
+    return f"request failed: {exc}"
+
+
 def run_chunks(chunks: Sequence[T], send: Callable[[T], R], *, concurrency: int,
-               progress: bool, description: str, weight: Callable[[T], int] = len) -> list[R]:
+               progress: bool, description: str, weight: Callable[[T], int] = len,
+               on_error: Callable[[T, DubkitError], R] | None = None) -> list[R]:
     """Send chunks concurrently; results come back in the chunks' order.
 
-    The first error stops the rest from starting and is raised with its chunk's index.
+    The batch helpers' one policy: everything is validated before the first chunk is sent;
+    a chunk whose request fails becomes ``on_error(chunk, error)`` (its lines marked failed
+    with :func:`chunk_failure`) so the chunks that succeeded are never lost. Without
+    ``on_error`` the first error stops the rest and is raised.
     """
     results: list[R] = [None] * len(chunks)  # type: ignore[list-item]
     total = sum(weight(c) for c in chunks)
     with tqdm(total=total, desc=description, disable=not progress, leave=False) as bar, \
             ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = {pool.submit(send, chunk): i for i, chunk in enumerate(chunks)}
+        def guarded(chunk: T) -> R:
+            try:
+                return send(chunk)
+            except DubkitError as exc:
+                if on_error is None:
+                    raise
+                return on_error(chunk, exc)
+
+        futures = {pool.submit(guarded, chunk): i for i, chunk in enumerate(chunks)}
         try:
             for future in as_completed(futures):
                 index = futures[future]

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import pandas as pd
 
-from ..errors import ValidationError
+from ..errors import DubkitError, ValidationError
 from ..schema import (MAX_LINES, TranslateAsyncRequest, TranslateItem, TranslateRequest,
                       TranslateResult, parse)
-from ._base import Resource, chunked, run_chunks
+from ._base import Resource, chunk_failure, chunked, run_chunks
 from .tasks import RESULT_TYPES, Task
 
 if TYPE_CHECKING:
@@ -105,7 +105,8 @@ class TranslateResource(Resource):
         """Translate any number of segments: chunks of 50, sent concurrently, order kept.
 
         Every chunk is validated before the first is sent. Per-segment failures come back in
-        ``errors``; a failed request raises with nothing half-reported.
+        ``errors``; so do the segments of a chunk whose request failed (e.g. 402), without
+        losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
         items = list(segments)
         if not items:
@@ -113,9 +114,13 @@ class TranslateResource(Resource):
         bodies = [self._request(TranslateRequest, chunk, source, target, options,
                                 offset=i * MAX_LINES)
                   for i, chunk in enumerate(chunked(items, MAX_LINES))]
+        def failed(body: TranslateRequest, exc: DubkitError) -> dict[str, Any]:
+            return {"items": [{"errorMessage": chunk_failure(exc)}] * len(body.segments)}
+
         results = run_chunks(bodies, lambda body: self._client.call("translate.create", body),
                              concurrency=concurrency, progress=progress,
-                             description="translating", weight=lambda b: len(b.segments))
+                             description="translating", weight=lambda b: len(b.segments),
+                             on_error=failed)
         merged = TranslateResult(task_id=None, items=[
             item for data in results for item in TranslateResult.model_validate(data).items])
         pseudo = any((TranslateResult.model_validate(d).model_extra or {}).get("engine")

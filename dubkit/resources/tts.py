@@ -26,7 +26,7 @@ from .. import audio as audio_io
 from ..errors import DubkitError, ValidationError
 from ..schema import (MAX_LINES, TTSAsyncRequest, TTSRequest, TTSResult, TTSResultItem,
                       parse)
-from ._base import Resource, chunked, run_chunks
+from ._base import Resource, chunk_failure, chunked, run_chunks
 from .tasks import RESULT_TYPES, Task
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ class TTSResource(Resource):
 
         Results keep the input order. Every line is checked before the first request; a
         request that still fails (e.g. 402) marks its lines failed in ``errors`` instead of
-        losing the chunks that succeeded.
+        losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
         items = [self._line(line, voice, line_options, i) for i, line in enumerate(lines)]
         if not items:
@@ -243,15 +243,15 @@ class TTSResource(Resource):
                 for group in groups.values() for indices in chunked(group, MAX_LINES)]
 
         def send(job: tuple[Sequence[int], TTSRequest]) -> TTSResult:
-            indices, body = job
-            try:
-                return TTSResult.model_validate(self._client.call("tts.create", body))
-            except DubkitError as exc:
-                failed = TTSResultItem(error_message=f"request failed: {exc}")
-                return TTSResult(results=[failed] * len(indices))
+            return TTSResult.model_validate(self._client.call("tts.create", job[1]))
+
+        def failed(job: tuple[Sequence[int], TTSRequest], exc: DubkitError) -> TTSResult:
+            return TTSResult(results=[TTSResultItem(error_message=chunk_failure(exc))] *
+                             len(job[0]))
 
         answers = run_chunks(jobs, send, concurrency=concurrency, progress=progress,
-                             description="speaking", weight=lambda job: len(job[0]))
+                             description="speaking", weight=lambda job: len(job[0]),
+                             on_error=failed)
         ordered: list[TTSResultItem | None] = [None] * len(items)
         for (indices, _), answer in zip(jobs, answers):
             for i, item in zip(indices, answer.results):
