@@ -325,3 +325,13 @@ def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(sandbo
         task.wait(timeout=60)
     assert task.status == "failed"
     assert credits(sandbox, key) == before
+
+
+def test_bad_options_are_refused_before_a_local_file_is_uploaded(client, tmp_path):
+    from dubkit import samples
+    clip = samples.speech_recording(tmp_path / "talk.wav", "Nothing to upload yet.")
+    before = len(client.materials.list())
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.media.translate(clip, target="fr-FR", clone_mode="chorus")
+    assert info.value.field == "options.voiceClone.mode"
+    assert len(client.materials.list()) == before

@@ -174,7 +174,7 @@ def test_bad_input_is_refused_before_sending(client, sandbox):
     cases = [
         (dict(lines=["x"] * 51, voice=VOICE), "data", "client.tts.batch()"),
         (dict(lines=[""], voice=VOICE), "data[0].text", "at least 1 character"),
-        (dict(lines=["hi"], voice="alloy"), "data[0].voiceId", "'sv_…' (preset)"),
+        (dict(lines=["hi"], voice="alloy"), "data[0].voiceId", "no voice 'alloy'"),
         (dict(lines=[{"text": "a", "voice_id": VOICE}, {"text": "b", "voice_id": OTHER_TIER}]),
          "data[1].voiceId", "data[0] is S1 and data[1] is S3"),
         (dict(lines=[{"text": "a", "voice_id": VOICE, "timbre_ref_audio": "https://x/y.wav"}]),
@@ -302,3 +302,13 @@ def test_speech_joins_lines_and_saves_them_all(client, tmp_path):
     assert [p.name for p in paths] == ["000.mp3", "001.mp3", "002.mp3"]
     frame = speech_.to_frame()
     assert list(frame["text"]) == ["One.", "Two.", "Three."] and frame["error"].isna().all()
+
+
+def test_a_local_reference_is_uploaded_only_after_the_rest_is_valid(client, tmp_path):
+    from dubkit import samples
+    reference = samples.speech_recording(tmp_path / "me.wav", "My own voice, recorded.")
+    before = len(client.materials.list())
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.tts.create([{"text": "Hi", "timbre_ref_audio": reference, "emo_weight": 1.5}])
+    assert info.value.field == "data[0].emoWeight"
+    assert len(client.materials.list()) == before

@@ -174,8 +174,11 @@ def test_rename_and_delete_clone(client, new_key, client_for, make_clone):
     assert mine.voices.clones().ids == []
     with pytest.raises(dubkit.NotFoundError):
         mine.voices.delete(voice_id)
-    with pytest.raises(dubkit.BadRequestError) as err:        # a deleted clone cannot speak
-        mine.tts.create(["Hello"], voice=voice_id)
+    with pytest.raises(dubkit.ValidationError) as err:        # a deleted clone cannot speak:
+        mine.tts.create(["Hello"], voice=voice_id)            # the client looks it up first
+    assert err.value.field == "data[0].voiceId" and "no voice" in err.value.problem
+    with pytest.raises(dubkit.BadRequestError) as err:        # and the service refuses it too
+        mine.call("tts.create", {"data": [{"text": "Hello", "voiceId": voice_id}]})
     assert "voiceId not found" in str(err.value)
 
 

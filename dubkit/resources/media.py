@@ -71,8 +71,6 @@ class MediaResource(Resource):
         if not isinstance(target, str) or not target.strip():
             raise ValidationError("language.target", "is required: the locale to dub into, "
                                                      "e.g. 'fr-FR'")
-        record = self._material(material)
-        kind = task_type or ("vt" if record.get("category") == "video" else "at")
         wire_options = _merge(_options(
             clone_mode=clone_mode, clone_style=clone_style, clone_provider=clone_provider,
             speaker_num=speaker_num, timbre_method=timbre_method,
@@ -81,12 +79,19 @@ class MediaResource(Resource):
             translate_mode=translate_mode, translate_prompt=translate_prompt,
             transcribe_mode=transcribe_mode), dict(options or {}))
         key = idempotency_key or new_idempotency_key()
-        # The key rides in extraData so a webhook can be matched to this call even if the
-        # acceptance answer is lost.
-        body = parse(MediaTranslationRequest, {
-            "taskType": kind, "source": {"materialId": record["materialId"]},
-            "language": {"source": source, "target": target}, "options": wire_options,
-            "extraData": {"dubkitIdempotencyKey": key, **(extra_data or {})}})
+
+        def request(kind: str, material_id: str) -> MediaTranslationRequest:
+            # The key rides in extraData so a webhook can be matched to this call even if
+            # the acceptance answer is lost.
+            return parse(MediaTranslationRequest, {
+                "taskType": kind, "source": {"materialId": material_id},
+                "language": {"source": source, "target": target}, "options": wire_options,
+                "extraData": {"dubkitIdempotencyKey": key, **(extra_data or {})}})
+
+        request(task_type or "vt", "not-uploaded-yet")   # bad options never cost an upload
+        record = self._material(material)
+        kind = task_type or ("vt" if record.get("category") == "video" else "at")
+        body = request(kind, record["materialId"])
         data = self._client.call("media.create_async", body, idempotency_key=key)
         return Task(self._client, data["taskId"], task_type=data.get("taskType") or kind,
                     status=data.get("status") or "running", created_at=data.get("createdAt"),

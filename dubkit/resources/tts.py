@@ -299,11 +299,13 @@ class TTSResource(Resource):
                                           f"{len(items)}; client.tts.batch() speaks any "
                                           f"number of lines in concurrent chunks of "
                                           f"{MAX_LINES}")
-        for item in items:
-            for field in ("timbreRefAudio", "emoRefAudio"):
-                if item.get(field) and not str(item[field]).startswith(("http://", "https://")):
-                    from .clone import resolve_audio_url     # local files become materials
-                    item[field] = resolve_audio_url(self._client, item[field], field)
+        # Local recordings become materials, but only once everything else is known good:
+        # validate with a stand-in URL first, so bad input never costs an upload.
+        local = {(i, field): item[field] for i, item in enumerate(items)
+                 for field in ("timbreRefAudio", "emoRefAudio")
+                 if item.get(field) and not str(item[field]).startswith(("http://", "https://"))}
+        for i, field in local:
+            items[i][field] = "https://local.file.invalid/reference"
         wire = {"data": items, "outputFormat": output_format, "trim": trim,
                 "language": {"target": language} if language else None}
         try:
@@ -311,25 +313,35 @@ class TTSResource(Resource):
         except ValidationError as exc:
             raise _renumbered(exc, offsets) from None
         self._check_voices(body, offsets)
+        if local:
+            from .clone import resolve_audio_url
+            for (i, field), path in local.items():
+                attribute = "timbre_ref_audio" if field == "timbreRefAudio" else "emo_ref_audio"
+                setattr(body.data[i], attribute, resolve_audio_url(self._client, path, field))
         return body
 
     def _check_voices(self, body: TTSRequest, offsets: Sequence[int] | None) -> None:
-        """What the client can tell before sending: id forms, one provider, timbre rules."""
+        """What the client can tell before sending: voices exist, one provider, timbre rules.
+
+        Voices not seen yet are looked up in the service's own lists (once, then remembered),
+        so no id the service would accept is refused and no create is sent for one it would not.
+        """
         def name(i: int) -> str:
             return f"data[{offsets[i] if offsets else i}]"
 
+        voices = self._client.voices
+        self._learn_providers([line.voice_id for line in body.data if line.voice_id])
         providers: dict[str, int] = {}
         for i, line in enumerate(body.data):
             if line.voice_id is None:
                 continue
-            if not line.voice_id.startswith(("sv_", "cv_")):
+            provider = voices.provider_of(line.voice_id)
+            if provider is None:
                 raise ValidationError(f"{name(i)}.voiceId",
-                                      f"voice ids look like 'sv_…' (preset) or 'cv_…' (clone), "
-                                      f"got {line.voice_id!r}; find them with "
+                                      f"no voice {line.voice_id!r} in the preset or clone "
+                                      f"library of this key; find ids with "
                                       f"client.voices.presets() or client.voices.clones()")
-            provider = self._client.voices.provider_of(line.voice_id)
-            if provider is not None:
-                providers.setdefault(provider, i)
+            providers.setdefault(provider, i)
         if len(providers) > 1:
             (first, i), (second, j) = list(providers.items())[:2]
             raise ValidationError(f"{name(j)}.voiceId",
@@ -347,18 +359,22 @@ class TTSResource(Resource):
                         f"{body.data[system[1]].voice_id!r} is a preset voice ({system[0]})")
 
     def _group_of(self, item: dict[str, Any], items: list[dict[str, Any]]) -> str:
-        """The provider a line belongs to, for splitting a batch (unknown clones asked once)."""
+        """The provider a line belongs to, for splitting a batch."""
         voice_id = item.get("voiceId")
         if not voice_id:
             return "timbre"
-        provider = self._client.voices.provider_of(voice_id)
-        if provider is None and voice_id.startswith("cv_"):
-            unknown = sorted({it["voiceId"] for it in items if str(it.get("voiceId", ""))
-                              .startswith("cv_") and not self._client.voices.provider_of(
-                                  it["voiceId"])})
-            self._client.voices.clones(voice_ids=unknown)    # learns their providers
-            provider = self._client.voices.provider_of(voice_id)
-        return provider or f"unknown:{voice_id}"
+        self._learn_providers([it["voiceId"] for it in items if it.get("voiceId")])
+        return self._client.voices.provider_of(voice_id) or f"unknown:{voice_id}"
+
+    def _learn_providers(self, voice_ids: Sequence[str]) -> None:
+        """Look up voices the client has not seen: clones in one list call, presets by id."""
+        voices = self._client.voices
+        unknown = sorted({v for v in voice_ids if voices.provider_of(v) is None})
+        clones = [v for v in unknown if v.startswith("cv_")]
+        if clones:
+            voices.clones(voice_ids=clones)
+        for preset_id in (v for v in unknown if not v.startswith("cv_")):
+            voices.presets(voice_id=preset_id, limit=1)
 
 
 def _renumbered(exc: ValidationError, offsets: Sequence[int] | None) -> ValidationError:
