@@ -76,3 +76,4 @@ def client_for(sandbox: SandboxHandle):
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+

@@ -11,6 +11,7 @@ import pytest
 import requests
 
 import dubkit
+from _http import local_http
 from dubkit.sandbox import start
 from dubkit.webhooks import verify
 
@@ -221,34 +222,22 @@ def test_a_retry_that_meets_an_in_flight_first_attempt_learns_its_real_outcome(
     """The first attempt is slow and then fails (unreachable reference): the retry's 409 says
     'in progress', dubkit asks again after Retry-After, and reports the real failure, never a
     made-up 'accepted'."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    import threading
-
     hits = []
 
-    class SlowMissing(BaseHTTPRequestHandler):
-        def do_GET(self):
-            hits.append(1)
-            if len(hits) == 1:
-                time.sleep(0.8)
-            self.send_response(404)
-            self.end_headers()
+    def slow_then_missing(method, headers, body):
+        hits.append(method)
+        if len(hits) == 1:
+            time.sleep(0.8)
+        return 404, {}, b""
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowMissing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     policy = dubkit.RetryPolicy(max_retries=3, backoff=0.01, max_retry_after=1.5)
-    try:
-        with dubkit.Client(new_key, sandbox.url, retry=policy,
-                           timeout=dubkit.Timeout(connect=2, read=0.3)) as c:
-            with pytest.raises(dubkit.DubkitError) as info:
-                c.voices.clone(f"http://127.0.0.1:{server.server_port}/ref.wav", name="x")
-            assert not isinstance(info.value, dubkit.IdempotencyConflictError), info.value
-            assert len(c.voices.clones()) == 0 and len(c.tasks.list()) == 0
-    finally:
-        server.shutdown()
+    with local_http(slow_then_missing) as url, \
+            dubkit.Client(new_key, sandbox.url, retry=policy,
+                          timeout=dubkit.Timeout(connect=2, read=0.3)) as c:
+        with pytest.raises(dubkit.DubkitError) as info:
+            c.voices.clone(f"{url}/ref.wav", name="x")
+        assert not isinstance(info.value, dubkit.IdempotencyConflictError), info.value
+        assert len(c.voices.clones()) == 0 and len(c.tasks.list()) == 0
 
 
 def test_the_key_only_travels_to_the_base_url(client):
@@ -258,29 +247,13 @@ def test_the_key_only_travels_to_the_base_url(client):
     assert client.request("GET", client.base_url + "/openapi/v1/tasks/list")["total"] >= 0
 
 
-def test_a_409_without_a_json_body_is_still_a_conflict_error(sandbox):
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    import threading
+def test_a_409_without_a_json_body_is_still_a_conflict_error():
+    def conflict(method, headers, body):
+        return 409, {"Retry-After": "2"}, b"conflict"
 
-    class Conflict(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_response(409)
-            self.send_header("Retry-After", "2")
-            self.end_headers()
-            self.wfile.write(b"conflict")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Conflict)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with dubkit.Client("sk_test_000000000000", f"http://127.0.0.1:{server.server_port}") as c:
-            with pytest.raises(dubkit.IdempotencyConflictError) as info:
-                c.translate.create(["x"], source="en-US", target="fr-FR")
-    finally:
-        server.shutdown()
+    with local_http(conflict) as url, dubkit.Client("sk_test_000000000000", url) as c:
+        with pytest.raises(dubkit.IdempotencyConflictError) as info:
+            c.translate.create(["x"], source="en-US", target="fr-FR")
     assert info.value.first_attempt_accepted is False and info.value.http_status == 409
 
 
@@ -406,30 +379,18 @@ def test_timing_after_n_polls(client, sandbox):
 
 def test_webhook_is_signed_and_verifies_and_one_byte_breaks_it(client, sandbox):
     received = []
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    import threading
 
-    class Hook(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append((dict(self.headers), body))
-            self.send_response(200)
-            self.end_headers()
+    def hook(method, headers, body):
+        received.append((headers, body))
+        return 200, {}, b""
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        sandbox.set_webhook(f"http://127.0.0.1:{server.server_port}/hook")
+    with local_http(hook) as url:
+        sandbox.set_webhook(f"{url}/hook")
         task = client.translate.create_async(["signed"], source="en-US", target="fr-FR",
                                              extra_data={"order": 7})
         deadline = time.time() + 10
         while not _delivery_for(task.task_id, received) and time.time() < deadline:
             time.sleep(0.05)
-    finally:
-        server.shutdown()
     # Events held for this key while it had no URL arrive too; pick this task's.
     headers, body = _delivery_for(task.task_id, received)
     secret = sandbox.webhook_secret
@@ -461,37 +422,27 @@ def test_an_event_lost_between_status_flip_and_outbox_is_sent_after_restart(tmp_
     """A crash after a task ended but before its webhook was queued: on restart the sandbox
     finds the ended task without an outbox row and sends its event, once."""
     import sqlite3
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    import threading
 
     received = []
 
-    class Hook(BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.end_headers()
+    def hook(method, headers, body):
+        received.append(json.loads(body))
+        return 200, {}, b""
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    first = start(tmp_path)
-    with dubkit.Client(first.api_key, first.url) as c:
-        task = c.translate.create_async(["lost"], source="en-US", target="fr-FR").wait(10)
-    first.stop()
-    with sqlite3.connect(tmp_path / "sandbox.sqlite3") as db:
-        db.execute("DELETE FROM outbox")                      # the crash, as the disk saw it
-        db.execute("UPDATE keys SET webhook_url = ?",         # a receiver is configured
-                   (f"http://127.0.0.1:{server.server_port}/hook",))
-    second = start(tmp_path)
-    try:
-        deadline = time.time() + 15
-        while not received and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)
-    finally:
-        second.stop()
-        server.shutdown()
+    with local_http(hook) as url:
+        first = start(tmp_path)
+        with dubkit.Client(first.api_key, first.url) as c:
+            task = c.translate.create_async(["lost"], source="en-US", target="fr-FR").wait(10)
+        first.stop()
+        with sqlite3.connect(tmp_path / "sandbox.sqlite3") as db:
+            db.execute("DELETE FROM outbox")                       # the crash, as the disk saw it
+            db.execute("UPDATE keys SET webhook_url = ?", (f"{url}/hook",))   # a receiver
+        second = start(tmp_path)
+        try:
+            deadline = time.time() + 15
+            while not received and time.time() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)
+        finally:
+            second.stop()
     assert [e["data"]["taskId"] for e in received] == [task.task_id]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 
 import dubkit
+from _http import local_http
 from dubkit.sandbox.engines import voiceprint
 from dubkit.webhooks import verify
 
@@ -227,20 +227,12 @@ def test_a_ten_thousand_character_line_is_spoken(client):
 def test_async_create_delivers_a_signed_openapi_tts_webhook(client, sandbox):
     received: list[tuple[dict, bytes]] = []
 
-    class Hook(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append((dict(self.headers), body))
-            self.send_response(200)
-            self.end_headers()
+    def hook(method, headers, body):
+        received.append((headers, body))
+        return 200, {}, b""
 
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        sandbox.set_webhook(f"http://127.0.0.1:{server.server_address[1]}/hook")
+    with local_http(hook) as url:
+        sandbox.set_webhook(f"{url}/hook")
         task = client.tts.create_async(["Later, alligator.", "In a while."], voice=VOICE,
                                        output_format="wav", extra_data={"order": 7})
         result = task.wait(timeout=60).result
@@ -259,8 +251,6 @@ def test_async_create_delivers_a_signed_openapi_tts_webhook(client, sandbox):
         assert len(envelope["data"]["results"]) == 2
         assert envelope["extraData"] == {"dubkitIdempotencyKey": task.idempotency_key,
                                          "order": 7}
-    finally:
-        server.shutdown()
 
 
 def test_batch_splits_providers_chunks_fifty_and_keeps_order(client):
