@@ -235,9 +235,10 @@ class TTSResource(Resource):
         items = [self._line(line, voice, line_options, i) for i, line in enumerate(lines)]
         if not items:
             raise ValidationError("data", "at least one line is required")
+        self._learn_providers([it["voiceId"] for it in items if it.get("voiceId")])
         groups: dict[str, list[int]] = {}
         for i, item in enumerate(items):
-            groups.setdefault(self._group_of(item, items), []).append(i)
+            groups.setdefault(self._group_of(item), []).append(i)
         jobs = [(indices, self._request(TTSRequest, [items[i] for i in indices], None,
                                         language, output_format, trim, {}, offsets=indices))
                 for group in groups.values() for indices in chunked(group, MAX_LINES)]
@@ -358,12 +359,11 @@ class TTSResource(Resource):
                         f"needs a cloned voice (provider V1-V5), but {name(system[1])}.voiceId "
                         f"{body.data[system[1]].voice_id!r} is a preset voice ({system[0]})")
 
-    def _group_of(self, item: dict[str, Any], items: list[dict[str, Any]]) -> str:
-        """The provider a line belongs to, for splitting a batch."""
+    def _group_of(self, item: dict[str, Any]) -> str:
+        """The provider a line belongs to, for splitting a batch (looked up beforehand)."""
         voice_id = item.get("voiceId")
         if not voice_id:
             return "timbre"
-        self._learn_providers([it["voiceId"] for it in items if it.get("voiceId")])
         return self._client.voices.provider_of(voice_id) or f"unknown:{voice_id}"
 
     def _learn_providers(self, voice_ids: Sequence[str]) -> None:
