@@ -20,12 +20,16 @@ def main(argv: list[str] | None = None) -> int:
                      help="interface to listen on (loopback by default; admin routes are open)")
     box.add_argument("--data-dir", type=Path, default=None,
                      help="where state is kept (default: ~/.cache/dubkit/sandbox)")
+    box.add_argument("--strict", action="store_true", default=None,
+                     help="strict contract mode: record every answer and webhook the contract "
+                          "document does not allow (GET /_sandbox/contract)")
     commands.add_parser("studio", help="the audition studio app, served by Voila")
     args = parser.parse_args(argv)
     if args.command == "sandbox":
         from .sandbox import default_data_dir
         from .sandbox.server import serve_forever
-        serve_forever(args.data_dir or default_data_dir(), port=args.port, host=args.host)
+        serve_forever(args.data_dir or default_data_dir(), port=args.port, host=args.host,
+                      strict=args.strict)
     return 0
 
 

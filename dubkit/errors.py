@@ -53,13 +53,15 @@ class DubkitError(Exception):
 class ValidationError(DubkitError, ValueError):
     """Bad input caught by dubkit before anything was sent (so no credits were spent).
 
-    ``field`` is the wire name of the offending field, e.g. ``segments[3].end``.
+    ``field`` is the wire name of the offending field, e.g. ``segments[3].end``. ``rule`` is
+    true when the shape was fine and a rule the interface states refused it (``end >= start``).
     """
 
-    def __init__(self, field: str, problem: str) -> None:
+    def __init__(self, field: str, problem: str, *, rule: bool = False) -> None:
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+        self.rule = rule
 
 
 class APIError(DubkitError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 
 @contextmanager
@@ -37,3 +37,23 @@ def local_http(respond: Callable[[str, dict, bytes], tuple[int, dict, bytes]]) -
         yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
+
+
+class Caught(NamedTuple):
+    url: str
+    deliveries: list[tuple[dict, bytes]]   # (headers, raw body), in arrival order
+    arrived: threading.Event               # set on each delivery; clear it to wait for the next
+
+
+@contextmanager
+def webhook_catcher() -> Iterator[Caught]:
+    """A receiver that keeps every delivery's headers and raw body and answers 200."""
+    caught = Caught("", [], threading.Event())
+
+    def receive(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        caught.deliveries.append((headers, body))
+        caught.arrived.set()
+        return 200, {}, b"{}"
+
+    with local_http(receive) as url:
+        yield caught._replace(url=url)

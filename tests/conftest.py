@@ -1,5 +1,12 @@
 """Test session plumbing: one real sandbox over real HTTP, started by the session itself.
 
+Every sandbox of the session (this process's, and those the notebooks' kernels start) runs in
+strict contract mode and appends mismatches with the contract document to one file; a test
+after which new mismatches appear fails with them (operation, direction, JSON path), and so
+does the session if any arrive after the last test. A test that sends requests the document
+forbids on purpose, through dubkit's client, says so with ``@pytest.mark.sends_invalid_requests``
+(only the ``request`` direction is then let through).
+
 Fixtures:
   sandbox     the session's SandboxHandle (tmp data dir, free port)
   client      a Client on the sandbox's default key, with fast retries; faults, timing and
@@ -9,6 +16,7 @@ Fixtures:
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,6 +29,9 @@ import pytest
 os.environ.setdefault("DUBKIT_SANDBOX_DIR", tempfile.mkdtemp(prefix="dubkit-nb-sandbox-"))
 os.environ.pop("DUBKIT_API_KEY", None)
 os.environ.pop("DUBKIT_BASE_URL", None)
+os.environ["DUBKIT_CONTRACT"] = "strict"
+os.environ.setdefault("DUBKIT_CONTRACT_LOG", str(
+    Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "mismatches.jsonl"))
 
 import dubkit  # noqa: E402
 from dubkit.sandbox import SandboxHandle, start  # noqa: E402
@@ -29,6 +40,51 @@ FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05,
                                 max_retry_after=0.01)
 ARTIFACTS = Path(os.environ.get("DUBKIT_TEST_ARTIFACTS", Path(__file__).parent.parent /
                                 "test-artifacts"))
+
+
+class _ContractWatch:
+    """Reads the mismatches strict contract mode appended since it last looked."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def new(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        with open(self.path, encoding="utf-8") as handle:
+            handle.seek(self.offset)
+            text = handle.read()
+            self.offset = handle.tell()
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    @staticmethod
+    def describe(mismatches: list[dict]) -> str:
+        return "\n".join(f"  {m['operation']} {m['direction']} at {m['path']}: {m['message']}"
+                         for m in mismatches[:20])
+
+
+_contract = _ContractWatch(Path(os.environ["DUBKIT_CONTRACT_LOG"]))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    _contract.new()   # what arrived between tests belongs to no test; the session end reports it
+    result = yield
+    found = _contract.new()
+    if item.get_closest_marker("sends_invalid_requests"):
+        found = [m for m in found if m["direction"] != "request"]
+    if found:
+        raise AssertionError("the sandbox recorded mismatches with the contract document "
+                             "(dubkit/contract/openapi.yaml):\n" + _contract.describe(found))
+    return result
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    late = _contract.new()
+    if late:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\nthe sandbox recorded mismatches with the contract document after the last "
+              "test:\n" + _contract.describe(late))
 
 
 @pytest.fixture(scope="session")

@@ -130,6 +130,7 @@ def test_bad_input_is_refused_before_any_request(tmp_path):
         assert caught.value.field == field
 
 
+@pytest.mark.sends_invalid_requests
 def test_the_sandbox_refuses_bad_requests_with_the_field_named(api):
     with pytest.raises(dubkit.BadRequestError, match="refAudio: is required"):
         api.request("POST", "/task/clone-voice/create", json={"voiceName": "x"})

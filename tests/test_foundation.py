@@ -114,7 +114,8 @@ def test_reused_key_is_409_with_retry_after(sandbox):
 
 
 def test_refused_request_does_not_burn_its_key(sandbox):
-    bad = raw_post(sandbox, "/task/translate/create", {"language": LANG, "segments": []},
+    bad = raw_post(sandbox, "/task/translate/create", {"language": LANG,
+                                                       "segments": [{"text": 5}]},
                    idem="fix-and-retry")
     good = raw_post(sandbox, "/task/translate/create", {"language": LANG, "segments": SEGMENTS},
                     idem="fix-and-retry")

@@ -112,7 +112,7 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox
 
     [event] = events
     assert (event.task_id, event.status, event.task_type) == (task.task_id, "finished", "vt")
-    assert event.result["build"]["video"]["url"] == dub.video.url
+    assert event.result.build.video.url == dub.video.url
     assert event.idempotency_key == task.idempotency_key
 
 
@@ -274,6 +274,7 @@ def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(sand
     ({"options": {"voiceClone": {}, "text": {"burn": "yes"}}}, "options.text.burn"),
     ({"language": {"target": "xx-XX"}}, "language.target"),
 ])
+@pytest.mark.sends_invalid_requests
 def test_bad_requests_are_400s_naming_the_field_and_cost_nothing(sandbox, account, changes,
                                                                  field):
     key, client, materials, _, _ = account

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import dubkit
-from dubkit.schema import CloneResult, TranslateResult, TTSResult
+from dubkit.schema import CloneResult, MediaTranslationResult, TranslateResult, TTSResult
 from dubkit.webhooks import (CloneEvent, MediaTranslationEvent, TranslateEvent, TTSEvent,
                              WebhookEvent, parse, sign, verify)
 
@@ -123,10 +123,11 @@ def test_each_event_parses_to_its_class_with_a_typed_result():
 
     media = parse(envelope("openapi-media-translation",
                            {"taskId": "t4", "taskType": "vt", "status": "finished",
-                            "result": {"videoUrl": "https://x/v.mp4"}}))
+                            "result": {"build": {"video": {"url": "https://x/v.mp4"}}}}))
     assert isinstance(media, MediaTranslationEvent)
-    assert (media.task_type, media.status, media.result) == ("vt", "finished",
-                                                             {"videoUrl": "https://x/v.mp4"})
+    assert (media.task_type, media.status) == ("vt", "finished")
+    assert isinstance(media.result, MediaTranslationResult)
+    assert media.result.build.video.url == "https://x/v.mp4"
     assert all(e.problem is None for e in (tts, tr, clone, media))
 
 

@@ -41,6 +41,11 @@ def iterate_pages(fetch: Callable[[int, int], dict[str, Any]], page_size: int,
         current += 1
 
 
+def as_list(items: Any) -> list[Any]:
+    """A plain string is one item (one segment, one line), never a sequence of characters."""
+    return [items] if isinstance(items, str) else list(items)
+
+
 def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 

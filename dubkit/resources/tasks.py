@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import html
 import time
+import warnings
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pandas as pd
 
 from ..errors import APITimeoutError, TaskFailedError, TaskTimeoutError
-from ..schema import TERMINAL_STATUSES, TaskDetail, TaskSummary
+from ..schema import (KNOWN_STATUSES, STATUS_SYNONYMS, TERMINAL_STATUSES, TaskDetail,
+                      TaskSummary)
 from ._base import Resource, iterate_pages
 
 if TYPE_CHECKING:
@@ -88,7 +90,7 @@ class Task:
         """
         self.task_type = task_type or self.task_type
         if not self.done:
-            self.status = status or self.status
+            self.status = canonical_status(status) or self.status
         if result is not None:
             self.raw_result = result
         if self.done and self._ended is None:
@@ -175,6 +177,25 @@ class TasksResource(Resource):
 
     def delete(self, task_id: str) -> None:
         self._client.call("tasks.delete", {"taskId": task_id})
+
+
+_unknown_seen: set[str] = set()
+
+
+def canonical_status(status: str | None) -> str | None:
+    """The status as dubkit reasons about it: ``complete`` means ``finished``.
+
+    A status the interface does not name is kept as it is and treated as not yet final (a
+    newer service may add ``queued`` or ``processing``); dubkit warns once per such name.
+    """
+    if status is None:
+        return None
+    status = STATUS_SYNONYMS.get(status, status)
+    if status not in KNOWN_STATUSES and status not in _unknown_seen:
+        _unknown_seen.add(status)
+        warnings.warn(f"the service reported task status {status!r}, which dubkit does not "
+                      f"know; treating it as not yet final", stacklevel=3)
+    return status
 
 
 def _parse_time(stamp: str | None) -> float | None:

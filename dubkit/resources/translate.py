@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Union, Sequence
 
 import pandas as pd
 
 from ..errors import DubkitError, ValidationError
 from ..schema import (MAX_LINES, TranslateAsyncRequest, TranslateItem, TranslateRequest,
                       TranslateResult, parse)
-from ._base import Resource, chunk_failure, chunked, run_chunks
+from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .tasks import RESULT_TYPES, Task
 
 if TYPE_CHECKING:
     from ..client import Client
 
-Segments = Sequence["str | Mapping[str, Any]"]
+Segments = Union[str, Sequence[Union[str, Mapping[str, Any]]]]   # a plain string is one segment
 PSEUDO_NOTE = ("Sandbox pseudo-translation: made-up words, stable per word and language; "
                "not a real translation.")
 
@@ -108,9 +108,7 @@ class TranslateResource(Resource):
         ``errors``; so do the segments of a chunk whose request failed (e.g. 402), without
         losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
-        items = list(segments)
-        if not items:
-            raise ValidationError("segments", "at least one segment is required")
+        items = as_list(segments)
         bodies = [self._request(TranslateRequest, chunk, source, target, options,
                                 offset=i * MAX_LINES)
                   for i, chunk in enumerate(chunked(items, MAX_LINES))]
@@ -132,7 +130,7 @@ class TranslateResource(Resource):
                  ) -> TranslateRequest:
         if isinstance(segments, Mapping):       # a raw wire body
             return parse(model, segments)
-        segments = [{"text": s} if isinstance(s, str) else dict(s) for s in segments]
+        segments = [{"text": s} if isinstance(s, str) else dict(s) for s in as_list(segments)]
         if len(segments) > MAX_LINES:
             raise ValidationError("segments", f"at most {MAX_LINES} per request, got "
                                               f"{len(segments)}; client.translate.batch() "

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Union, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -26,13 +26,13 @@ from .. import audio as audio_io
 from ..errors import DubkitError, ValidationError
 from ..schema import (MAX_LINES, TTSAsyncRequest, TTSRequest, TTSResult, TTSResultItem,
                       parse)
-from ._base import Resource, chunk_failure, chunked, run_chunks
+from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .tasks import RESULT_TYPES, Task
 
 if TYPE_CHECKING:
     from ..client import Client
 
-Lines = Sequence["str | Mapping[str, Any]"]
+Lines = Union[str, Sequence[Union[str, Mapping[str, Any]]]]   # a plain string is one line
 _WIRE_NAMES = {"voice_id": "voiceId", "timbre_ref_audio": "timbreRefAudio",
                "emo_weight": "emoWeight", "emo_prompt": "emoPrompt",
                "emo_ref_audio": "emoRefAudio", "duration": "duration"}
@@ -232,7 +232,8 @@ class TTSResource(Resource):
         request that still fails (e.g. 402) marks its lines failed in ``errors`` instead of
         losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
-        items = [self._line(line, voice, line_options, i) for i, line in enumerate(lines)]
+        items = [self._line(line, voice, line_options, i)
+                 for i, line in enumerate(as_list(lines))]
         if not items:
             raise ValidationError("data", "at least one line is required")
         self._learn_providers([it["voiceId"] for it in items if it.get("voiceId")])
@@ -294,7 +295,7 @@ class TTSResource(Resource):
             body = parse(model, lines)
             self._check_voices(body, offsets)
             return body
-        items = [self._line(l, voice, options, i) for i, l in enumerate(lines)]
+        items = [self._line(l, voice, options, i) for i, l in enumerate(as_list(lines))]
         if len(items) > MAX_LINES:
             raise ValidationError("data", f"at most {MAX_LINES} lines per request, got "
                                           f"{len(items)}; client.tts.batch() speaks any "

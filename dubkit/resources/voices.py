@@ -13,7 +13,6 @@ each voice's provider, which ``client.tts`` uses to keep one provider per reques
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pandas as pd
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
     from ..widgets.voices import Audition, VoiceBrowser
     from .tasks import Task
 
-# The sandbox's preset ids carry their tier (sv_s3_…); other ids are learnt from listings.
-_TIER_IN_ID = re.compile(r"^sv_(s\d+)_", re.IGNORECASE)
 PRESET_COLUMNS = ["voice_id", "display_name", "locale", "gender", "age", "provider", "style",
                   "is_hd", "is_preferred", "score", "audio"]
 CLONE_COLUMNS = ["voice_id", "name", "provider", "example_language", "content", "audio",
@@ -141,11 +138,11 @@ class VoicesResource(Resource):
     # ----------------------------------------------------------------- providers, views
 
     def provider_of(self, voice_id: str) -> str | None:
-        """The provider (S1…, V1…) of a voice seen in a listing or named by its id, else None."""
-        if voice_id in self._providers:
-            return self._providers[voice_id]
-        match = _TIER_IN_ID.match(voice_id)
-        return match.group(1).upper() if match else None
+        """The provider (S1…, V1…) the service gave for a voice seen in a listing, else None.
+
+        Never guessed from the id's shape: ids are opaque, the service's records decide.
+        """
+        return self._providers.get(voice_id)
 
     def remember(self, voice_id: str, provider: str | None) -> None:
         """Note a voice's provider (clone results call this for new clones)."""

@@ -5,15 +5,18 @@ sandbox listens on loopback only.
 =====================  ==================================================================
 ``GET  /_sandbox/info``      default key, its webhook secret, settings
 ``POST /_sandbox/reset``     forget everything; a fresh default key
-``GET|POST /_sandbox/keys``  list keys / create one ``{name, credits}``
+``GET|POST /_sandbox/keys``  list keys / create one ``{name, credits, apiKey?}``
 ``POST /_sandbox/credits``   ``{apiKey?, credits}``
 ``POST /_sandbox/webhook``   ``{apiKey?, url?, rotateSecret?, overlapSeconds?}`` -> secrets
 ``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
 ``POST /_sandbox/faults``    ``{dropAfterCommit, error502Before, error502After, latencyMs,
                              paths, seed}`` (rates 0..1; ``{}`` clears; seed: repeatable)
+``POST /_sandbox/fetch``     ``{remote}``: whether reference URLs of other hosts are fetched
 ``POST /_sandbox/limits``    ``{bodyLimit?, idempotencyWindow?}``
 ``GET  /_sandbox/deliveries`` outbox rows with their attempts; ``?taskId=&state=&apiKey=``
 ``POST /_sandbox/deliveries/redeliver`` ``{taskId? | ids?}``: send again, same body (a replay)
+``GET  /_sandbox/uploads``   a key's material upload sessions ``?apiKey=``
+``GET  /_sandbox/contract``  strict contract mode: ``{strict, mismatches}``
 ``GET|POST /_sandbox/delivery`` retry schedule ``{baseDelay, maxDelay, maxAttempts, timeout,
                              jitter}`` (partial updates; see :mod:`dubkit.sandbox.delivery`)
 =====================  ==================================================================
@@ -32,6 +35,7 @@ from .._transport import mask_key
 from ..schema import Wire
 from . import delivery
 from .backend import Backend, new_secret
+from .products.materials import upload_sessions
 
 admin_router = APIRouter(prefix="/_sandbox", include_in_schema=True)
 
@@ -47,6 +51,7 @@ def _key(backend: Backend, api_key: Optional[str]) -> str:
 class NewKey(Wire):
     name: str = "extra"
     credits: float = Field(default=1_000_000, ge=0)
+    api_key: Optional[str] = Field(default=None, pattern=r"^sk_[A-Za-z0-9_]{16,100}$")
 
 
 class Credits(Wire):
@@ -81,6 +86,10 @@ class Limits(Wire):
     upload_limit: Optional[int] = Field(default=None, ge=1)
 
 
+class FetchPolicy(Wire):
+    remote: bool = True
+
+
 class DeliverySchedule(Wire):
     base_delay: Optional[float] = Field(default=None, gt=0)
     max_delay: Optional[float] = Field(default=None, gt=0)
@@ -104,6 +113,20 @@ def info(request: Request) -> dict[str, Any]:
             "faults": backend.setting("faults", {})}
 
 
+@admin_router.get("/uploads")
+def uploads(request: Request,
+            api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
+    backend = _backend(request)
+    return {"sessions": upload_sessions(backend, _key(backend, api_key))}
+
+
+@admin_router.get("/contract")
+def contract_mismatches(request: Request) -> dict[str, Any]:
+    """Strict contract mode's record (see :mod:`dubkit.sandbox.contract_log`)."""
+    log = _backend(request).contract_log
+    return {"strict": log.strict, "mismatches": log.mismatches()}
+
+
 @admin_router.post("/reset")
 def reset(request: Request) -> dict[str, Any]:
     backend = _backend(request)
@@ -120,7 +143,7 @@ def list_keys(request: Request) -> list[dict[str, Any]]:
 @admin_router.post("/keys")
 def create_key(body: NewKey, request: Request) -> dict[str, Any]:
     backend = _backend(request)
-    key = backend.create_key(body.name, body.credits)
+    key = backend.create_key(body.name, body.credits, api_key=body.api_key)
     return {"apiKey": key, "webhookSecret": backend.key(key)["webhook_secret"]}  # type: ignore
 
 
@@ -180,6 +203,13 @@ def set_limits(body: Limits, request: Request) -> dict[str, Any]:
         if value is not None:
             backend.set_setting(name, value)
     return body.model_dump(by_alias=True, exclude_none=True)
+
+
+@admin_router.post("/fetch")
+def set_fetch(body: FetchPolicy, request: Request) -> dict[str, Any]:
+    policy = body.model_dump(by_alias=True)
+    _backend(request).set_setting("fetch", policy)
+    return policy
 
 
 @admin_router.get("/delivery")

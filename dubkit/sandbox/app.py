@@ -1,9 +1,19 @@
 """The sandbox's HTTP layer: auth, envelope, idempotency, req_id, faults. No product rules here.
 
 Every answer under ``/openapi/v1`` is the service's envelope ``{code, message, data}``, including
-framework-level failures (unknown path, wrong method, malformed JSON): never a default error body.
-Admin routes live under ``/_sandbox`` (see :mod:`dubkit.sandbox.admin`); generated files are served
-under ``/files``.
+framework-level failures (unknown path, wrong method with its ``Allow``, malformed JSON): never a
+default error body. Every request is checked against the contract document
+(:mod:`dubkit.contract`) before anything else looks at it: a header, query parameter or body field
+the document does not allow is a 400 naming it. In strict mode answers are checked too (see
+:mod:`dubkit.sandbox.contract_log`). The document itself is served at
+``/_sandbox/openapi.json``. Admin routes live under ``/_sandbox`` (see
+:mod:`dubkit.sandbox.admin`); generated files are served under ``/files``.
+
+*choice* An operation's query parameters are the ones the interface lists (and ``req_id``); any
+other name is a 400 naming it, because a misspelt filter (``pagesize``) would otherwise be
+ignored without a word.
+*choice* The two voice-list POSTs are read-only: an ``X-Idempotency-Key`` sent with them is
+checked for its shape but never consumed, so a retried list call is never a 409.
 """
 
 from __future__ import annotations
@@ -20,11 +30,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from .. import contract
 from ..errors import ValidationError
-from ..schema import MAX_IDEMPOTENCY_KEY, OPERATIONS_BY_PATH, Operation, parse
+from ..schema import OPERATIONS_BY_PATH, Operation, parse
 from . import products  # noqa: F401  (registers every product's handlers)
 from .admin import admin_router
-from .backend import Backend, ServiceError
+from .backend import Backend, ServiceError, omit_nulls
 from .operations import HANDLERS, Call
 from .storage import storage_router
 
@@ -36,20 +47,31 @@ DEFAULT_BODY_LIMIT = 8 * 1024 * 1024
 def envelope(code: int, message: str = "", data: Any = None, *,
              headers: dict[str, str] | None = None) -> JSONResponse:
     # choice: the HTTP status mirrors the business code for errors (see backend docstring)
-    return JSONResponse({"code": code, "message": message, "data": data},
+    return JSONResponse({"code": code, "message": message, "data": omit_nulls(data)},
                         status_code=200 if code == 200 else code, headers=headers)
 
 
 def create_app(backend: Backend) -> FastAPI:
-    app = FastAPI(title="dubkit sandbox", docs_url="/_sandbox/docs", redoc_url=None,
-                  openapi_url="/_sandbox/openapi.json")
+    app = FastAPI(title="dubkit sandbox", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.backend = backend
     app.include_router(admin_router)
     app.include_router(storage_router)
 
     @app.exception_handler(StarletteHTTPException)
     async def _framework_error(request: Request, exc: StarletteHTTPException) -> Response:
-        return envelope(exc.status_code, f"{exc.detail}: {request.method} {request.url.path}")
+        path = request.url.path
+        if exc.status_code == 405 and path.startswith(PREFIX + "/"):
+            try:   # a method the router does not route (HEAD, QUERY...): the table decides
+                _operation(request.method, path[len(PREFIX):])
+            except ServiceError as refusal:
+                return envelope(refusal.code, refusal.message, headers=refusal.headers)
+        return envelope(exc.status_code, f"{exc.detail}: {request.method} {path}",
+                        headers=dict(exc.headers or {}))
+
+    @app.get("/_sandbox/openapi.json", include_in_schema=False)
+    async def _contract_document() -> dict[str, Any]:
+        """The interface this sandbox emulates (dubkit/contract/openapi.yaml), served here."""
+        return {**contract.document(), "servers": [{"url": backend.base_url or "/"}]}
 
     @app.get("/files/{relpath:path}", include_in_schema=False)
     async def _files(relpath: str) -> Response:
@@ -58,8 +80,9 @@ def create_app(backend: Backend) -> FastAPI:
             return envelope(404, f"file not found: {relpath}")
         return FileResponse(path)
 
-    @app.api_route(PREFIX + "/{path:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
-    async def _operation(path: str, request: Request) -> Response:
+    @app.api_route(PREFIX + "/{path:path}",
+                   methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"])
+    async def _api_call(path: str, request: Request) -> Response:
         return await _serve(backend, "/" + path, request)
 
     return DropResponseMiddleware(app)
@@ -69,6 +92,8 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     """Answer one API call; every refusal along the way is a ServiceError -> envelope."""
     faults = backend.setting("faults", {})
     targeted = _targeted(faults, path)
+    op: Operation | None = None
+    req_id = request.query_params.get("req_id") or uuid.uuid4().hex   # tracing only
     try:
         api_key = _authenticate(backend, request)
         op = _operation(request.method, path)
@@ -78,36 +103,77 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
             # the client gives up waiting.
             await asyncio.sleep(float(faults["latencyMs"]) / 1000)
         raw = _decode(op, raw_bytes, request)
-        idem = _idempotency_key(op, request)
-        model = op.body or op.query
-        try:
-            body = parse(model, raw) if model else None
-        except ValidationError as exc:
-            raise ServiceError(400, f"invalid request: {exc}") from None
+        _check_contract(backend, op, raw, request, req_id)
+        body = _parse(backend, op, raw, req_id)
+        idem = request.headers.get("x-idempotency-key") if op.idempotency_required else None
         if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
             raise ServiceError(502, "bad gateway (injected by the sandbox before any work)")
-        req_id = request.query_params.get("req_id") or uuid.uuid4().hex   # tracing only
-        data = await _run_under_key(backend, Call(backend, api_key, op, body, raw, idem, req_id), path)
+        call = Call(backend, api_key, op, body, raw if isinstance(raw, dict) else {}, idem,
+                    req_id)
+        data = await _run_under_key(backend, call, path)
     except ServiceError as exc:
-        return envelope(exc.code, exc.message, headers=exc.headers)
+        return _answer(backend, op, exc.code, exc.message, req_id=req_id, headers=exc.headers)
     except ClientDisconnect:
         return Response(status_code=499)   # nobody is listening; nothing was done
 
     if targeted and backend.fault_rng.random() < float(faults.get("dropAfterCommit", 0)):
         request.scope["dubkit.drop"] = True
     if targeted and backend.fault_rng.random() < float(faults.get("error502After", 0)):
-        return envelope(502, "bad gateway (injected by the sandbox after the work was "
-                             "committed); poll tasks/detail or wait for the webhook")
-    return envelope(200, "", data)
+        return _answer(backend, op, 502, "bad gateway (injected by the sandbox after the work "
+                       "was committed); poll tasks/detail or wait for the webhook", req_id=req_id)
+    return _answer(backend, op, 200, "", data, req_id=req_id)
+
+
+def _answer(backend: Backend, op: Operation | None, code: int, message: str, data: Any = None,
+            *, req_id: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The envelope; in strict mode also checked against the document first."""
+    response = envelope(code, message, data, headers=headers)
+    if backend.contract_log.strict:
+        backend.contract_log.record(
+            op.name if op else None, "answer",
+            contract.check_answer(op.name if op else None, response.status_code,
+                                  json.loads(response.body), response.headers),
+            status=response.status_code, req_id=req_id)
+    return response
+
+
+def _check_contract(backend: Backend, op: Operation, raw: Any, request: Request,
+                    req_id: str) -> None:
+    """400 naming the first header, query parameter or body field the document forbids."""
+    problems = contract.check_request(
+        op.name, body=raw if op.method == "POST" else contract.NO_BODY,
+        query={k: v for k, v in request.query_params.items()}, headers=request.headers)
+    if not problems:
+        return
+    if backend.contract_log.strict and request.headers.get("user-agent", "").startswith(
+            "dubkit/"):
+        backend.contract_log.record(op.name, "request", problems, req_id=req_id)
+    raise ServiceError(400, f"invalid request: {problems[0]}")
+
+
+def _parse(backend: Backend, op: Operation, raw: Any, req_id: str) -> Any:
+    """The typed body or query. The document allowed it, so only a stated rule may refuse it."""
+    model = op.body or op.query
+    if model is None:
+        return None
+    try:
+        return parse(model, raw if isinstance(raw, dict) else {})
+    except ValidationError as exc:
+        if not exc.rule and backend.contract_log.strict:
+            backend.contract_log.record(op.name, "models", [contract.Problem(
+                exc.field, f"allowed by the document, refused by dubkit.schema."
+                           f"{model.__name__}: {exc.problem}")], req_id=req_id)
+        raise ServiceError(400, f"invalid request: {exc}") from None
 
 
 def _operation(method: str, path: str) -> Operation:
     op = OPERATIONS_BY_PATH.get((method, path))
     if op is None:
-        known = any(p == path for (_, p) in OPERATIONS_BY_PATH)
-        raise ServiceError(405 if known else 404,
-                           f"{'method not allowed' if known else 'no such endpoint'}: "
-                           f"{method} {PREFIX}{path}")
+        allowed = [m for (m, p) in OPERATIONS_BY_PATH if p == path]
+        if allowed:
+            raise ServiceError(405, f"method not allowed: {method} {PREFIX}{path} (use "
+                                    f"{', '.join(allowed)})", {"Allow": ", ".join(allowed)})
+        raise ServiceError(404, f"no such endpoint: {method} {PREFIX}{path}")
     return op
 
 
@@ -130,34 +196,17 @@ async def _read_body(backend: Backend, request: Request) -> bytes:
     return raw_bytes
 
 
-def _decode(op: Operation, raw_bytes: bytes, request: Request) -> dict[str, Any]:
-    """POST: the JSON object body; GET: the query parameters (``req_id`` is only for tracing)."""
+def _decode(op: Operation, raw_bytes: bytes, request: Request) -> Any:
+    """POST: the decoded JSON body (``contract.NO_BODY`` when none was sent); GET: the query parameters
+    (``req_id`` is only for tracing)."""
     if op.method != "POST":
         return {k: v for k, v in request.query_params.items() if k != "req_id"}
+    if not raw_bytes:
+        return contract.NO_BODY
     try:
-        raw = json.loads(raw_bytes) if raw_bytes.strip() else None
-    except ValueError as exc:
+        return json.loads(raw_bytes)
+    except (ValueError, RecursionError) as exc:
         raise ServiceError(400, f"malformed JSON body: {exc}") from None
-    if raw is None and op.idempotency_required:
-        raise ServiceError(400, "body: a JSON object is required")
-    if raw is not None and not isinstance(raw, dict):
-        raise ServiceError(400, "body: must be a JSON object")
-    return raw or {}
-
-
-def _idempotency_key(op: Operation, request: Request) -> str | None:
-    key = request.headers.get("x-idempotency-key")
-    if not (op.idempotency_required or (op.method == "POST" and key is not None)):
-        return None
-    if key is None:
-        problem = "required on this operation (a unique string of at most 64 characters)"
-    elif not key.strip():
-        problem = "must not be empty"
-    elif len(key) > MAX_IDEMPOTENCY_KEY:
-        problem = f"at most {MAX_IDEMPOTENCY_KEY} characters, got {len(key)}"
-    else:
-        return key
-    raise ServiceError(400, f"X-Idempotency-Key header: {problem}")
 
 
 async def _run_under_key(backend: Backend, call: Call, path: str) -> Any:

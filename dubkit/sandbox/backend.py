@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .contract_log import ContractLog
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
@@ -63,6 +64,19 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def omit_nulls(value: Any) -> Any:
+    """``value`` with every ``None`` inside dicts left out (lists keep their length).
+
+    The interface has no nullable field: an optional field with no value is absent, never
+    ``null``. Answers and webhook ``data`` pass through this on their way out.
+    """
+    if isinstance(value, dict):
+        return {k: omit_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [omit_nulls(v) for v in value]
+    return value
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex}"
 
@@ -70,8 +84,10 @@ def new_id(prefix: str) -> str:
 class Backend:
     """Everything the sandbox knows, behind methods the HTTP layer and products call."""
 
-    def __init__(self, data_dir: Path, *, workers: int = 2) -> None:
+    def __init__(self, data_dir: Path, *, workers: int = 2,
+                 contract_log: ContractLog | None = None) -> None:
         self.data_dir = Path(data_dir)
+        self.contract_log = contract_log or ContractLog(strict=False)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.files_dir = self.data_dir / "files"
         self.files_dir.mkdir(exist_ok=True)
@@ -107,8 +123,10 @@ class Backend:
             self.store.set_setting("default_key", key)
         return key
 
-    def create_key(self, name: str, credits: float = DEFAULT_CREDITS) -> str:
-        key = "sk_sandbox_" + secrets.token_hex(16)
+    def create_key(self, name: str, credits: float = DEFAULT_CREDITS, *,
+                   api_key: str | None = None) -> str:
+        """A new account; ``api_key`` chooses its key (a test harness that must know it early)."""
+        key = api_key or "sk_sandbox_" + secrets.token_hex(16)
         self.store.execute(
             "INSERT INTO keys (api_key, name, credits, created_at, webhook_secret) "
             "VALUES (?, ?, ?, ?, ?)", (key, name, credits, now_iso(), new_secret()))

@@ -39,8 +39,9 @@ from typing import Any
 
 import requests
 
+from .. import contract
 from ..webhooks.signature import sign
-from .backend import EVENTS, Backend
+from .backend import EVENTS, Backend, omit_nulls
 
 RECOVERY_INTERVAL = 5.0   # seconds between checks for ended tasks that were never enqueued
 log = logging.getLogger("dubkit.sandbox")
@@ -64,7 +65,7 @@ def envelope_for(task: dict[str, Any]) -> dict[str, Any]:
         "event": EVENTS[task["task_type"]],
         "pipelineKey": task["pipeline_key"],
         "message": task["message"] or "" if failed else "",
-        "data": data,
+        "data": omit_nulls(data),
     }
     if task["extra_data"]:
         body["extraData"] = json.loads(task["extra_data"])
@@ -191,6 +192,11 @@ class Deliverer:
         timestamp = str(int(time.time() * 1000))
         headers = {"Content-Type": "application/json", "X-Timestamp": timestamp,
                    "X-Signature": sign(secret, timestamp, row["body"])}
+        if self.backend.contract_log.strict:
+            self.backend.contract_log.record(
+                f"webhook.{row['event']}", "webhook",
+                contract.check_webhook(row["event"], json.loads(row["body"]), headers),
+                taskId=row["task_id"])
         started = time.perf_counter()
         status, error = None, None
         try:

@@ -1,7 +1,9 @@
 """Reference recordings the sandbox is pointed at (refAudio, timbreRefAudio, emoRefAudio).
 
 Files this sandbox serves are read from disk; any other http(s) URL is downloaded (at most
-50 MB). Either way the audio is decoded with ffmpeg, so any container ffmpeg reads will do.
+50 MB) unless remote fetching is off (admin ``POST /_sandbox/fetch {"remote": false}``, used
+when the sandbox must stay off the network). Either way the audio is decoded with ffmpeg, so
+any container ffmpeg reads will do.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int
             if not path.is_file():
                 raise UnusableAudio(f"{field}: no such file: {url}")
             return media.decode_audio(path)
+        if not backend.setting("fetch", {}).get("remote", True):
+            raise UnusableAudio(f"{field}: this sandbox fetches no remote URLs (remote "
+                                f"fetching is off); use a file it serves")
         with requests.get(url, timeout=(5, 30), stream=True) as answer:
             if answer.status_code != 200:
                 raise UnusableAudio(f"{field}: could not fetch {url}: HTTP {answer.status_code}")

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import tempfile
 import threading
@@ -21,6 +22,7 @@ import uvicorn
 
 from .app import create_app
 from .backend import Backend
+from .contract_log import LOG_ENV, ContractLog, strict_from_env
 from .delivery import Deliverer
 
 
@@ -99,8 +101,10 @@ class SandboxHandle:
     def reset(self) -> dict[str, Any]:
         return self.admin("POST", "/reset")
 
-    def create_key(self, name: str = "extra", credits: float = 1_000_000) -> str:
-        return self.admin("POST", "/keys", name=name, credits=credits)["apiKey"]
+    def create_key(self, name: str = "extra", credits: float = 1_000_000, *,
+                   api_key: str | None = None) -> str:
+        body = {"name": name, "credits": credits, **({"apiKey": api_key} if api_key else {})}
+        return self.admin("POST", "/keys", **body)["apiKey"]
 
     def set_credits(self, credits: float, api_key: str | None = None) -> None:
         self.admin("POST", "/credits", credits=credits, apiKey=api_key)
@@ -131,6 +135,10 @@ class SandboxHandle:
         answer = self._admin.get(f"{self.url}/_sandbox/deliveries", params=query, timeout=30)
         answer.raise_for_status()
         return answer.json()
+
+    def contract_mismatches(self) -> list[dict[str, Any]]:
+        """What strict contract mode recorded (empty when strict mode is off)."""
+        return self.admin("GET", "/contract")["mismatches"]
 
     def redeliver(self, task_id: str) -> dict[str, Any]:
         """Send a task's webhook again with the same body: what a replay looks like."""
@@ -188,16 +196,20 @@ def _bind_preferred(host: str, port: int | None, remembered: int | None) -> sock
 
 
 def start(data_dir: str | Path | None = None, *, port: int | None = None,
-          host: str = "127.0.0.1", log_level: str = "warning") -> SandboxHandle:
+          host: str = "127.0.0.1", log_level: str = "warning",
+          strict: bool | None = None) -> SandboxHandle:
     """Start a sandbox in a background thread and return once it answers.
 
     ``data_dir=None`` uses a temporary directory removed on :meth:`SandboxHandle.stop`; give a
     directory to keep keys, tasks and files across restarts. ``port=None`` reuses the port this
     data dir served on last time when it is free (so file URLs stored in its records, like a
-    CDN's, keep working after a restart), else any free port.
+    CDN's, keep working after a restart), else any free port. ``strict`` turns on strict
+    contract mode (default: ``DUBKIT_CONTRACT=strict``; see :mod:`dubkit.sandbox.contract_log`).
     """
     tmp = tempfile.TemporaryDirectory(prefix="dubkit-sandbox-") if data_dir is None else None
-    backend = Backend(Path(tmp.name if tmp else data_dir))  # type: ignore[arg-type]
+    log = ContractLog(strict_from_env() if strict is None else strict, os.environ.get(LOG_ENV))
+    backend = Backend(Path(tmp.name if tmp else data_dir),  # type: ignore[arg-type]
+                      contract_log=log)
     sock = _bind_preferred(host, port, backend.setting("port"))
     url = f"http://{host}:{sock.getsockname()[1]}"
     backend.set_setting("port", sock.getsockname()[1])
@@ -218,9 +230,9 @@ def start(data_dir: str | Path | None = None, *, port: int | None = None,
 
 
 def serve_forever(data_dir: str | Path, *, port: int, host: str = "127.0.0.1",
-                  log_level: str = "info") -> None:
+                  log_level: str = "info", strict: bool | None = None) -> None:
     """Run in the foreground until interrupted (the ``dubkit sandbox`` command)."""
-    handle = start(data_dir, port=port, host=host, log_level=log_level)
+    handle = start(data_dir, port=port, host=host, log_level=log_level, strict=strict)
     info = handle.info()
     from .._transport import mask_key
     # The credentials stay off the terminal (and out of logs); dubkit.connect() with

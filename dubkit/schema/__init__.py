@@ -8,8 +8,10 @@ are left to the service.
 
 Both the client (before sending) and the sandbox (on receipt) validate with these models, so a
 rule lives here once. Modules: ``base`` (the Wire base, limits, :func:`parse`), ``jobs`` (the four
-products' requests and results), ``assets`` (tasks, materials, voices), ``operations`` (webhook
-envelopes and the 22-operation table); import everything from ``dubkit.schema``.
+products' requests and results), ``media_result`` (the §3.6 deliverables), ``assets`` (tasks,
+materials, voices), ``operations`` (webhook envelopes and the 22-operation table); import
+everything from ``dubkit.schema``. ``dubkit/contract/openapi.yaml`` is the referee these models
+answer to (``tests/test_contract_models.py``).
 
 >>> TranslateRequest.model_validate({"language": {"source": "en-US", "target": "fr-FR"},
 ...                                  "segments": [{"text": "Hello"}]}).to_wire()
@@ -22,4 +24,5 @@ from .assets import *  # noqa: F401,F403
 from .base import *  # noqa: F401,F403
 from .base import W  # noqa: F401
 from .jobs import *  # noqa: F401,F403
+from .media_result import *  # noqa: F401,F403
 from .operations import *  # noqa: F401,F403

@@ -6,52 +6,53 @@ from typing import Any, Literal, Optional
 
 from pydantic import AliasChoices, Field, StrictStr, field_validator
 
-from .base import Wire
+from .base import Page, Wire
 
 # --------------------------------------------------------------------------- tasks (§2.5, §3.4)
 
 TaskType = Literal["vt", "at", "tts", "cloneVoice", "textTranslation"]
 TERMINAL_STATUSES = frozenset({"finished", "failed"})
+# Task status is a free string (§6.2). "complete" is the interface's own word for a task whose
+# results are in (§7.2 #4): the same as "finished".
+STATUS_SYNONYMS = {"complete": "finished"}
+KNOWN_STATUSES = TERMINAL_STATUSES | {"running"}
 
 
 class TaskListQuery(Wire):
     task_type: Optional[TaskType] = None
     status: Optional[str] = None
-    current_page: Optional[int] = Field(default=None, ge=1)
-    page_size: Optional[int] = Field(default=None, ge=1)
+    current_page: Optional[int] = None
+    page_size: Optional[int] = None
 
 
 class TaskSummary(Wire):
-    task_id: str
+    task_id: Optional[str] = None
     task_type: Optional[str] = None
     status: Optional[str] = None
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
 
 
+class TaskPage(Page):
+    records: list[TaskSummary] = Field(default_factory=list)  # type: ignore[assignment]
+
+
 class TaskDetail(Wire):
-    task_id: str
+    task_id: Optional[str] = None
     task_type: Optional[str] = None
     status: Optional[str] = None
     result: Optional[dict[str, Any]] = None
 
 
 class TaskIdBody(Wire):
-    task_id: StrictStr = Field(min_length=1)
+    task_id: StrictStr
 
 
 # --------------------------------------------------------------------------- materials (§2.6, §3.1)
 
 class UploadStart(Wire):
-    file_hash: StrictStr = Field(pattern=r"^[0-9a-fA-F]{32}$")
-    file_name: StrictStr = Field(min_length=1)
-
-
-class GenUploadUrlAnswer(Wire):
-    upload_url: Optional[str] = None
-    material: Optional[dict[str, Any]] = None
-    s3_uri: Optional[str] = None
-    material_id: Optional[str] = None
+    file_hash: StrictStr   # the MD5 of the whole file; the service compares it to the bytes
+    file_name: StrictStr
 
 
 class UploadComplete(UploadStart):
@@ -60,9 +61,9 @@ class UploadComplete(UploadStart):
 
 
 class MultipartInitiateAnswer(Wire):
-    material_id: str
+    material_id: Optional[str] = None
     s3_uri: Optional[str] = None
-    upload_id: str
+    upload_id: Optional[str] = None
     expires_in_seconds: Optional[int] = None
     recommended_part_size: Optional[int] = None
 
@@ -87,8 +88,8 @@ class PresignParts(MultipartRef):
 
 
 class PartUrl(Wire):
-    part_number: int
-    url: str
+    part_number: Optional[int] = None
+    url: Optional[str] = None
 
 
 class PresignPartsAnswer(Wire):
@@ -97,9 +98,10 @@ class PresignPartsAnswer(Wire):
 
 
 class CompletedPart(Wire):
-    part_number: int = Field(ge=1, le=10000)
+    part_number: Optional[int] = Field(default=None, ge=1, le=10000)
     # The interface spells it eTag; accept the common "etag" too.
-    e_tag: str = Field(alias="eTag", validation_alias=AliasChoices("eTag", "etag", "e_tag"))
+    e_tag: Optional[str] = Field(default=None, alias="eTag",
+                                 validation_alias=AliasChoices("eTag", "etag", "e_tag"))
 
 
 class MultipartComplete(MultipartRef):
@@ -111,12 +113,12 @@ class MaterialIdBody(Wire):
 
 
 class PageQuery(Wire):
-    current_page: Optional[int] = Field(default=None, ge=1)
-    page_size: Optional[int] = Field(default=None, ge=1)
+    current_page: Optional[int] = None
+    page_size: Optional[int] = None
 
 
 class Material(Wire):
-    material_id: str
+    material_id: Optional[str] = None
     category: Optional[str] = None
     name: Optional[str] = None
     address_url: Optional[str] = None
@@ -131,35 +133,46 @@ class Material(Wire):
     update_time: Optional[str] = None
 
 
+class GenUploadUrlAnswer(Wire):
+    upload_url: Optional[str] = None
+    material: Optional[Material] = None   # only when these bytes are already a material
+    s3_uri: Optional[str] = None
+    material_id: Optional[str] = None
+
+
+class MaterialPage(Page):
+    records: list[Material] = Field(default_factory=list)  # type: ignore[assignment]
+
+
 # --------------------------------------------------------------------------- voices (§2.7, §3.2-3.3)
-
-Order = Literal["asc", "desc"]
-
+# The list filters and orderings are free strings on the wire: the documented values are
+# young/adult/senior, any/high, exclude/include, asc/desc and the orderBy names, but a value
+# the service adds later must reach it.
 
 class PresetVoiceQuery(Wire):
     voice_id: Optional[str] = None
     search_name: Optional[str] = None
     locale: Optional[str] = None
-    age: Optional[Literal["young", "adult", "senior"]] = None
+    age: Optional[str] = None
     gender: Optional[str] = None
-    quality: Optional[Literal["any", "high"]] = None
+    quality: Optional[str] = None
     category: Optional[str] = None
-    emotion_prompt: Optional[Literal["exclude", "include"]] = None
+    emotion_prompt: Optional[str] = None
     top_ids: Optional[list[str]] = None
-    current_page: Optional[int] = Field(default=None, ge=1)
-    page_size: Optional[int] = Field(default=None, ge=1)
-    order_by: Optional[Literal["voiceId", "score", "create_time", "update_time", "is_preferred"]] = None
-    order: Optional[Order] = None
+    current_page: Optional[int] = None
+    page_size: Optional[int] = None
+    order_by: Optional[str] = None
+    order: Optional[str] = None
 
 
 class CloneVoiceQuery(Wire):
     voice_id: Optional[str] = None
     voice_ids: Optional[list[str]] = None
     search_name: Optional[str] = None
-    current_page: Optional[int] = Field(default=None, ge=1)
-    page_size: Optional[int] = Field(default=None, ge=1)
-    order_by: Optional[Literal["voiceId", "name", "create_time", "update_time"]] = None
-    order: Optional[Order] = None
+    current_page: Optional[int] = None
+    page_size: Optional[int] = None
+    order_by: Optional[str] = None
+    order: Optional[str] = None
 
 
 class CloneRename(Wire):
@@ -172,7 +185,7 @@ class VoiceIdBody(Wire):
 
 
 class PresetVoice(Wire):
-    voice_id: str
+    voice_id: Optional[str] = None
     local_name: Optional[str] = None
     display_name: Optional[str] = None
     locale: Optional[str] = None
@@ -196,7 +209,7 @@ class PresetVoice(Wire):
 
 
 class ClonedVoice(Wire):
-    voice_id: str
+    voice_id: Optional[str] = None
     name: Optional[str] = None
     provider: Optional[str] = None
     example_language: Optional[str] = None
@@ -205,3 +218,11 @@ class ClonedVoice(Wire):
     task_id: Optional[str] = None
     create_time: Optional[str] = None
     update_time: Optional[str] = None
+
+
+class PresetVoicePage(Page):
+    records: list[PresetVoice] = Field(default_factory=list)  # type: ignore[assignment]
+
+
+class ClonedVoicePage(Page):
+    records: list[ClonedVoice] = Field(default_factory=list)  # type: ignore[assignment]

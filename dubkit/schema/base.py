@@ -6,6 +6,7 @@ from typing import Any, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 W = TypeVar("W", bound="Wire")
 MAX_LINES = 50          # TTS lines and translation segments per request
@@ -25,16 +26,23 @@ class Wire(BaseModel):
 
 # --------------------------------------------------------------------------- shared pieces
 
-class Language(Wire):
-    source: Optional[str] = None
-    target: Optional[str] = None
+RULE = "dubkit_rule"   # pydantic error type of a rule the interface states beyond the shape
+
+
+def rule(message: str) -> PydanticCustomError:
+    """An error for a rule the interface states that a JSON schema cannot say (``end >= start``).
+
+    Raised from validators; :func:`parse` reports it like any other, and the sandbox tells it
+    apart from a shape error (a shape the document allows must never be refused).
+    """
+    return PydanticCustomError(RULE, message)
 
 
 class Page(Wire):
     """One page of a list answer: ``records`` and the ``total`` matching."""
 
     records: list[dict[str, Any]] = Field(default_factory=list)
-    total: int = 0
+    total: Optional[int] = None
 
 
 class AsyncAcceptance(Wire):
@@ -42,8 +50,6 @@ class AsyncAcceptance(Wire):
 
     task_id: str
     created_at: Optional[str] = None
-    task_type: Optional[str] = None   # media translation only
-    status: Optional[str] = None      # media translation only
 
 
 # --------------------------------------------------------------------------- validation
@@ -59,7 +65,8 @@ def field_path(loc: tuple[Any, ...]) -> str:
 def parse(model: type[W], payload: Any) -> W:
     """Validate ``payload`` (wire dict, snake_case dict or model) into ``model``.
 
-    Raises :class:`dubkit.errors.ValidationError` naming the first bad field by its wire name.
+    Raises :class:`dubkit.errors.ValidationError` naming the first bad field by its wire name;
+    its ``rule`` is true when a stated rule (not the shape) refused it.
     """
     from pydantic import ValidationError as PydanticError
 
@@ -82,7 +89,8 @@ def parse(model: type[W], payload: Any) -> W:
                        f"got {first['ctx']['actual_length']}")
         elif not isinstance(value, (dict, list)):
             problem += f" (got {_short(value)})"
-        raise ValidationError(field_path(tuple(first["loc"])), problem) from None
+        raise ValidationError(field_path(tuple(first["loc"])), problem,
+                              rule=first["type"] == RULE) from None
 
 
 def _short(value: Any) -> str:

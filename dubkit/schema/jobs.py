@@ -6,7 +6,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
-from .base import MAX_LINES, Language, Wire
+from .base import MAX_LINES, AsyncAcceptance, Wire, rule
 
 # --------------------------------------------------------------------------- TTS (§2.1)
 
@@ -14,30 +14,28 @@ TTSFormat = Literal["wav", "mp3", "m4a"]
 
 
 class TTSLine(Wire):
-    text: StrictStr = Field(min_length=1)
+    text: StrictStr
     voice_id: Optional[str] = None
     timbre_ref_audio: Optional[str] = None
     emo_weight: Optional[float] = Field(default=None, ge=0, le=1)
     emo_ref_audio: Optional[str] = None
     emo_prompt: Optional[str] = None
-    duration: Optional[float] = Field(default=None, gt=0)
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("text must not be blank")
-        return text
+    duration: Optional[float] = None
 
     @model_validator(mode="after")
     def _needs_a_voice(self) -> "TTSLine":
+        # The interface's guidance (§7.2 #6): the schema alone would allow a line with no voice.
         if not self.voice_id and not self.timbre_ref_audio:
-            raise ValueError("each line needs voiceId or timbreRefAudio")
+            raise rule("each line needs voiceId or timbreRefAudio")
         return self
 
 
+class TTSLanguage(Wire):
+    target: Optional[str] = None
+
+
 class TTSRequest(Wire):
-    language: Optional[Language] = None
+    language: Optional[TTSLanguage] = None
     trim: Optional[bool] = None
     data: list[TTSLine] = Field(min_length=1, max_length=MAX_LINES)
     output_format: Optional[TTSFormat] = None
@@ -67,15 +65,15 @@ class TranslateSegment(Wire):
     speaker: Optional[str] = None
     locale: Optional[str] = None
     context: Optional[list[StrictStr]] = None
-    start: Optional[float] = Field(default=None, ge=0)
-    end: Optional[float] = Field(default=None, ge=0)
+    start: Optional[float] = None
+    end: Optional[float] = None
 
     @model_validator(mode="after")
     def _span(self) -> "TranslateSegment":
         if (self.start is None) != (self.end is None):
-            raise ValueError("start and end must be given together")
+            raise rule("start and end must be given together")
         if self.start is not None and self.end is not None and self.end < self.start:
-            raise ValueError(f"end ({self.end}) must be >= start ({self.start})")
+            raise rule(f"end ({self.end}) must be >= start ({self.start})")
         return self
 
 
@@ -98,13 +96,13 @@ class TranslateOptions(Wire):
 
 
 class TranslateLanguage(Wire):
-    source: StrictStr = Field(min_length=1)
-    target: StrictStr = Field(min_length=1)
+    source: StrictStr
+    target: StrictStr
 
 
 class TranslateRequest(Wire):
     language: TranslateLanguage
-    segments: list[TranslateSegment] = Field(min_length=1, max_length=MAX_LINES)
+    segments: list[TranslateSegment] = Field(max_length=MAX_LINES)
     options: Optional[TranslateOptions] = None
 
 
@@ -173,8 +171,10 @@ class EnableFlag(Wire):
 
 
 class SelectedVoice(Wire):
+    """One speaker slot's voice; without ``voiceId`` the service chooses for that slot."""
+
     provider: Optional[str] = None
-    voice_id: StrictStr
+    voice_id: Optional[StrictStr] = None
 
 
 class VoiceSpeakers(Wire):
@@ -202,12 +202,19 @@ class MediaOptions(Wire):
 
 
 class MediaSource(Wire):
-    material_id: StrictStr = Field(min_length=1)
+    material_id: StrictStr
 
 
 class MediaLanguage(Wire):
     source: Optional[str] = None
-    target: StrictStr = Field(min_length=1)
+    target: StrictStr
+
+
+class MediaAcceptance(AsyncAcceptance):
+    """What media-translation create-async answers: also the effective type and the status."""
+
+    task_type: Optional[str] = None
+    status: Optional[str] = None
 
 
 class MediaTranslationRequest(Wire):

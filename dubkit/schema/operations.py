@@ -12,21 +12,30 @@ from .assets import (CloneRename, CloneVoiceQuery, MaterialIdBody, MultipartComp
 from .base import Wire
 from .jobs import (CloneAsyncRequest, CloneRequest, MediaTranslationRequest, TTSAsyncRequest,
                    TTSRequest, TranslateAsyncRequest, TranslateRequest)
+from .media_result import MediaTranslationResult
 
 # --------------------------------------------------------------------------- webhooks (§4.4)
 
-WEBHOOK_EVENTS = ("openapi-tts", "openapi-translate", "openapi-clone-voice",
-                  "openapi-media-translation")
-
-
 class WebhookEnvelope(Wire):
+    """One delivery. ``data`` is required, but a failed task's ``data`` is not specified by the
+    interface (null, ``{}``, or only ``taskId``): it is accepted whatever it is."""
+
     code: Optional[int] = None
     version: Optional[str] = None
     event: Optional[str] = None
     pipeline_key: Optional[str] = None
     message: Optional[str] = None
     extra_data: Optional[dict[str, Any]] = None
-    data: dict[str, Any]
+    data: Any
+
+
+class MediaEventData(Wire):
+    """``data`` of ``openapi-media-translation``: the task's own status and its result."""
+
+    task_id: Optional[str] = None
+    task_type: Optional[str] = None
+    status: Optional[str] = None
+    result: Optional[MediaTranslationResult] = None
 
 
 # --------------------------------------------------------------------------- the operation table
@@ -42,10 +51,6 @@ class Operation(BaseModel):
     body: Optional[type[Wire]] = None
     query: Optional[type[Wire]] = None
     idempotency_required: bool = False
-
-    @property
-    def mutating(self) -> bool:
-        return self.method == "POST"
 
 
 def _post(name: str, path: str, body: type[Wire] | None, *, key: bool = True) -> Operation:

@@ -145,13 +145,20 @@ class Upload:
             self._abort(stale)
         file_hash = file_md5(self.path, self._hashed)
         self._phase("uploading")
-        answer = self._call("materials.gen_upload_url", {"fileHash": file_hash,
-                                                         "fileName": self.name})
-        if answer.get("material"):
-            self.progress.duplicate = True
-            return self._done(answer["material"])
         if self.size < self.threshold:
+            answer = self._call("materials.gen_upload_url", {"fileHash": file_hash,
+                                                             "fileName": self.name})
+            if answer.get("material"):
+                self.progress.duplicate = True
+                return self._done(answer["material"])
             return self._single(file_hash, answer)
+        # Only gen-upload-url reports duplicates, and it opens a single-PUT session as it
+        # does; a large file would leave that session unused on the service. The material
+        # list carries every material's fileHash, so a duplicate is found there instead.
+        known = self.client.materials.find_by_hash(file_hash)
+        if known is not None:
+            self.progress.duplicate = True
+            return self._done(known.to_wire())
         started = self._call("materials.multipart_initiate", {"fileHash": file_hash,
                                                               "fileName": self.name})
         stat = self.path.stat()

@@ -5,10 +5,11 @@
 ...     print([item.text for item in event.result.items])
 
 ``result`` is typed with the same models the client uses for sync answers (``TTSResult``,
-``TranslateResult``, ``CloneResult``; the media-translation result stays a dict, as in
-``tasks/detail``). An envelope whose ``event`` is unknown, or whose ``data`` does not fit its
-event's shape, still parses: as a plain :class:`WebhookEvent` with ``problem`` saying why, so a
-newer service never makes a receiver fail.
+``TranslateResult``, ``CloneResult``, ``MediaTranslationResult``). A failed task's ``data`` is not
+specified by the interface: ``null``, ``{}`` or an object without ``result`` all parse into the
+event's own class, with ``status == "failed"``. An envelope whose ``event`` is unknown, or whose
+``data`` does not fit its event's shape, still parses: as a plain :class:`WebhookEvent` with
+``problem`` saying why, so a newer service never makes a receiver fail.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any, ClassVar, Mapping, Optional
 from pydantic import PrivateAttr
 
 from ..errors import ValidationError
-from ..schema import (CloneResult, TranslateResult, TTSResult, Wire, WebhookEnvelope,
-                      parse as parse_wire)
+from ..schema import (CloneResult, MediaEventData, MediaTranslationResult, TranslateResult,
+                      TTSResult, WebhookEnvelope, parse as parse_wire)
 
 
 class WebhookEvent(WebhookEnvelope):
@@ -37,7 +38,8 @@ class WebhookEvent(WebhookEnvelope):
 
     @property
     def task_id(self) -> str | None:
-        value = self.data.get("taskId") if isinstance(self.data, dict) else self.data.task_id
+        data = self.data
+        value = data.get("taskId") if isinstance(data, dict) else getattr(data, "task_id", None)
         return value if isinstance(value, str) else None
 
     @property
@@ -72,7 +74,7 @@ class WebhookEvent(WebhookEnvelope):
         """
         if self.status == "failed":
             return {"errorCode": self.code, "errorMessage": self.message or ""}
-        if not self.succeeded:
+        if not self.succeeded or self.data is None:
             return None
         return self.data if isinstance(self.data, dict) else self.data.to_wire()
 
@@ -85,48 +87,44 @@ class WebhookEvent(WebhookEnvelope):
 class TTSEvent(WebhookEvent):
     EVENT: ClassVar[Optional[str]] = "openapi-tts"
     TASK_TYPE: ClassVar[Optional[str]] = "tts"
-    data: TTSResult  # type: ignore[assignment]
+    data: Optional[TTSResult]  # type: ignore[assignment]
 
 
 class TranslateEvent(WebhookEvent):
     EVENT: ClassVar[Optional[str]] = "openapi-translate"
     TASK_TYPE: ClassVar[Optional[str]] = "textTranslation"
-    data: TranslateResult  # type: ignore[assignment]
+    data: Optional[TranslateResult]  # type: ignore[assignment]
 
 
 class CloneEvent(WebhookEvent):
     EVENT: ClassVar[Optional[str]] = "openapi-clone-voice"
     TASK_TYPE: ClassVar[Optional[str]] = "cloneVoice"
-    data: CloneResult  # type: ignore[assignment]
-
-
-class MediaEventData(Wire):
-    task_id: Optional[str] = None
-    task_type: Optional[str] = None
-    status: Optional[str] = None
-    result: Optional[dict[str, Any]] = None
+    data: Optional[CloneResult]  # type: ignore[assignment]
 
 
 class MediaTranslationEvent(WebhookEvent):
     """``data`` carries its own ``status`` and ``taskType`` (``vt`` or ``at``)."""
 
     EVENT: ClassVar[Optional[str]] = "openapi-media-translation"
-    data: MediaEventData  # type: ignore[assignment]
+    data: Optional[MediaEventData]  # type: ignore[assignment]
 
     @property
     def task_type(self) -> str | None:
-        return self.data.task_type
+        return self.data.task_type if self.data else None
 
     @property
     def status(self) -> str | None:
-        return self.data.status or super().status
+        own = self.data.status if self.data else None
+        return own if own in ("finished", "failed") else super().status
 
     @property
-    def result(self) -> dict[str, Any] | None:
-        return self.data.result if self.succeeded else None
+    def result(self) -> MediaTranslationResult | None:
+        return self.data.result if self.succeeded and self.data else None
 
     def task_result(self) -> dict[str, Any] | None:
-        return self.data.result if self.succeeded else super().task_result()
+        if not self.succeeded:
+            return super().task_result()
+        return self.result.to_wire() if self.result is not None else None
 
 
 EVENT_TYPES: dict[str, type[WebhookEvent]] = {

@@ -114,6 +114,14 @@ def _open_session(call: Call, body: UploadStart, kind: str) -> dict[str, Any]:
     return _session_row(call.backend, call.api_key, material_id)  # type: ignore[return-value]
 
 
+def upload_sessions(backend: Backend, api_key: str) -> list[dict[str, Any]]:
+    """Every upload session of a key, oldest first (for the admin view)."""
+    return [{"materialId": r["material_id"], "kind": r["kind"], "state": r["state"],
+             "fileName": r["file_name"], "createdAt": r["created_at"]}
+            for r in _store(backend).all("SELECT * FROM material_uploads WHERE api_key = ? "
+                                         "ORDER BY created_at, rowid", (api_key,))]
+
+
 def _session_row(backend: Backend, api_key: str, material_id: str) -> dict[str, Any] | None:
     row = _store(backend).one("SELECT * FROM material_uploads WHERE material_id = ? AND "
                               "api_key = ?", (material_id, api_key))

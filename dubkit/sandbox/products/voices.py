@@ -24,6 +24,10 @@ Choices where the interface is silent (*choice*):
 * *choice* Clone list: ``searchName`` is a case-insensitive substring of the name; ``voiceId``
   and ``voiceIds`` combine (a clone matching either is kept). Without ``orderBy`` clones are
   ordered by ``create_time``; ties keep insertion order. Timestamps are ISO 8601 UTC.
+* *choice* ``orderBy``, ``order``, ``quality`` and ``emotionPrompt`` are free strings on the wire;
+  a value the sandbox cannot apply (not one of the documented ones) is 400 naming the field and
+  the values it knows. ``age``, ``gender`` and ``category`` filter by any value (``age: teen``
+  simply matches no voice).
 * *choice* Rename needs ``voiceId`` and a non-blank ``voiceName`` (400 naming the field
   otherwise); it changes ``name`` and ``updateTime`` only.
 """
@@ -55,6 +59,15 @@ CREATE INDEX IF NOT EXISTS cloned_voices_by_key ON cloned_voices (api_key, delet
 """
 _CLONE_ORDER = {"voiceId": "voice_id", "name": "name", "create_time": "create_time",
                 "update_time": "update_time"}
+_ORDERS = ("asc", "desc")
+
+
+def _known(field: str, value: str, known: Any) -> str:
+    """``value`` if the sandbox can apply it to ``field``; else 400 naming both."""
+    if value not in known:
+        raise ServiceError(400, f"invalid request: {field}: the sandbox knows "
+                                f"{', '.join(map(repr, known))}, got {value[:40]!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -131,8 +144,8 @@ def list_clones(call: Call) -> dict[str, Any]:
     if query.search_name:
         sql += " AND instr(lower(name), ?) > 0"
         args.append(query.search_name.lower())
-    column = _CLONE_ORDER[query.order_by or "create_time"]
-    direction = "ASC" if query.order == "asc" else "DESC"
+    column = _CLONE_ORDER[_known("orderBy", query.order_by or "create_time", _CLONE_ORDER)]
+    direction = "ASC" if _known("order", query.order or "desc", _ORDERS) == "asc" else "DESC"
     sql += f" ORDER BY {column} {direction}, seq {direction}"
     rows = [_clone_record(dict(r)) for r in _table(call.backend).all(sql, args)]
     return page(rows, query.current_page, query.page_size, default_size=10)
@@ -182,6 +195,12 @@ def list_presets(call: Call) -> dict[str, Any]:
     query: PresetVoiceQuery = call.body  # type: ignore[assignment]
     if query.locale is not None:
         _check_locale_filter(query.locale)
+    for field, value, known in (("quality", query.quality, ("any", "high")),
+                                ("emotionPrompt", query.emotion_prompt, ("exclude", "include")),
+                                ("order", query.order, _ORDERS),
+                                ("orderBy", query.order_by, _PRESET_ORDER)):
+        if value is not None:
+            _known(field, value, known)
     matching = [p for p in presets() if _matches(p.record, query)]
     if query.order_by:
         key = _PRESET_ORDER[query.order_by]
