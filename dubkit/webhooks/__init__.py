@@ -23,12 +23,16 @@ the *same* SQLite file (``store=`` or ``$DUBKIT_WEBHOOK_DB``): its primary key l
 process accept a ``pipelineKey`` however many retries race in, and the others answer 200 as a
 duplicate. Each process runs its own handler threads, started lazily on its first delivery (so
 ``gunicorn --preload`` forks before any thread exists). A process that dies with accepted work
-leaves it *pending* under a lease (``lease=``, 300 s): when the lease runs out, any process on
-the store takes it over, so nothing accepted is lost. Several hosts need a store they all see:
-SQLite on a network filesystem is not one. Give :class:`Receiver` an object with
-:class:`EventStore`'s methods over your database (``claim`` is ``INSERT ... ON CONFLICT DO
-NOTHING``), or route all deliveries to one host. Handlers may still run twice for one event if a
-process dies mid-handler (at-least-once): keep their side effects keyed by ``event.task_id``.
+leaves it *pending* under a lease (``lease=``, 300 s) that names its owner: the pid, and the
+host's boot and pid namespace. When that owner is a process of this host that no longer runs
+(crashed, killed), a running receiver on the store takes the work over within seconds, and one
+that starts after the crash takes it over at once. Work whose owner is in another host or
+container, or cannot be checked, is taken over when the lease runs out; nothing accepted is
+lost either way. Several hosts need a store they all see: SQLite on a network filesystem is
+not one. Give :class:`Receiver` an object with :class:`EventStore`'s methods over your database
+(``claim`` is ``INSERT ... ON CONFLICT DO NOTHING``), or route all deliveries to one host.
+Handlers may still run twice for one event if a process dies mid-handler (at-least-once): keep
+their side effects keyed by ``event.task_id``.
 """
 
 import logging

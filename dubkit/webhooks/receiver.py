@@ -210,22 +210,33 @@ class Receiver:
 
     def _sweep_forever(self, queue: WorkQueue) -> None:
         """Adopt pending rows nobody holds: at start, then every little while."""
-        interval = max(0.1, min(self.lease / 4, 30.0))
+        # Looking is cheap (an indexed query, a signal-0 per peer pid), so a peer's crash is
+        # noticed within seconds; renewing writes a row per held key, so that waits longer.
+        look = max(0.1, min(self.lease / 4, 5.0))
+        renew, renewed = max(0.1, min(self.lease / 4, 30.0)), -float("inf")
         try:
             self.store.forget(self.retention)
         except Exception:
             log.exception("webhook store upkeep")
         while True:
+            if time.monotonic() - renewed >= renew:
+                self._renew_leases()
+                renewed = time.monotonic()
             self._adopt_orphans(queue)
-            if not queue.sleep(interval):
+            if not queue.sleep(look):
                 return
 
-    def _adopt_orphans(self, queue: WorkQueue) -> None:
+    def _renew_leases(self) -> None:
         try:
             with self._lock:
                 held = set(self._held)
             for key in held:          # heartbeat: our leases never lapse while we hold them
                 self.store.extend(key, self.lease)
+        except Exception:
+            log.exception("webhook sweeper")
+
+    def _adopt_orphans(self, queue: WorkQueue) -> None:
+        try:
             for row in self.store.take_orphans(lease=self.lease):
                 key = row["pipeline_key"]
                 with self._lock:
@@ -331,17 +342,23 @@ class Receiver:
         from ._server import wsgi_call
         return wsgi_call(self, environ, start_response)
 
-    def serve(self, port: int = 0, host: str = "127.0.0.1") -> str:
+    def serve(self, port: int = 0, host: str = "127.0.0.1", *, idle_timeout: float = 10.0,
+              request_timeout: float = 30.0, max_connections: int = 100) -> str:
         """Serve in a background thread (a notebook's receiver); returns the URL.
 
         For the real service the URL must be reachable from the internet (a tunnel such as
-        ngrok in front of this port, or a deployed WSGI server).
+        ngrok in front of this port, or a deployed WSGI server). A connection that sends
+        nothing for ``idle_timeout`` seconds, or has not sent its whole request
+        ``request_timeout`` seconds after connecting, is closed; beyond ``max_connections``
+        open at once, new ones are answered 503 (the service retries later).
         """
         from ._server import start_server
         if self._http is not None:
             return self.url   # type: ignore[return-value]
         self._ensure_started()
-        self._http, self.url = start_server(self, host, port)
+        self._http, self.url = start_server(self, host, port, idle_timeout=idle_timeout,
+                                            request_timeout=request_timeout,
+                                            max_connections=max_connections)
         return self.url
 
     def __enter__(self) -> "Receiver":

@@ -16,6 +16,10 @@ from ..errors import WebhookVerificationError
 
 TOLERANCE_SECONDS = 300
 _HEX = frozenset("0123456789abcdef")   # the service emits lowercase; compare exactly (§7.2.10)
+# Epoch milliseconds have 13 digits until the year 2286. A longer string cannot be a send time,
+# and arithmetic on it fails: int() refuses over 4300 digits (ValueError) and float - int
+# overflows past ~309 digits (OverflowError); either would be a 500 instead of a 401.
+_MAX_TIMESTAMP_DIGITS = 20
 
 
 def sign(secret: str, timestamp: str, raw_body: bytes) -> str:
@@ -47,7 +51,8 @@ def verify(secret: str | Sequence[str], timestamp: str | bytes | None, raw_body:
         signature = signature.decode("latin-1")
     if not isinstance(raw_body, (bytes, bytearray)):
         raise TypeError("raw_body must be the raw request bytes, not parsed JSON or text")
-    if not (timestamp.isascii() and timestamp.isdigit()):   # int() takes "-5", " 12", "١٢"
+    if not (timestamp.isascii() and timestamp.isdigit()   # int() takes "-5", " 12", "١٢"
+            and len(timestamp) <= _MAX_TIMESTAMP_DIGITS):
         raise WebhookVerificationError("X-Timestamp is not epoch milliseconds",
                                        reason="bad-timestamp")
     sent_ms = int(timestamp)

@@ -7,7 +7,10 @@ dead-letter record, with the last error).
 
 Several processes may open the same file (gunicorn workers on one host): the primary key decides
 which one accepts a delivery, and a *lease* marks who is handling a pending row. A row whose lease
-ran out belongs to a process that died; any process takes it over (:meth:`take_orphans`).
+ran out belongs to a process that died; any process takes it over (:meth:`take_orphans`). Each
+row also names its owner (pid and host): a row whose owner is a process of this host that no
+longer runs is taken over at once, without waiting out the lease. An owner on another host (or
+container), or one whose liveness is unsure, is judged by its lease alone.
 
 >>> store = EventStore("events.sqlite3")
 >>> store.claim("3f2a...", "openapi-tts", "task-1", raw_body, lease=300)   # True the first time
@@ -16,8 +19,11 @@ ran out belongs to a process that died; any process takes it over (:meth:`take_o
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -27,9 +33,12 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS webhook_events (
     pipeline_key TEXT PRIMARY KEY, event TEXT, task_id TEXT, body BLOB NOT NULL,
     received_at REAL NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-    next_at REAL NOT NULL, lease_until REAL NOT NULL, last_error TEXT, finished_at REAL);
+    next_at REAL NOT NULL, lease_until REAL NOT NULL, last_error TEXT, finished_at REAL,
+    owner_pid INTEGER, owner_host TEXT);
 CREATE INDEX IF NOT EXISTS webhook_events_pending ON webhook_events (state, lease_until);
 """
+# Columns added since the first release: files written by older versions gain them on open.
+_ADDED_COLUMNS = (("owner_pid", "INTEGER"), ("owner_host", "TEXT"))
 DEFAULT_RETENTION = 7 * 24 * 3600.0   # how long a handled key still dedupes a late retry
 
 
@@ -37,6 +46,66 @@ def default_store_path() -> Path:
     """``$DUBKIT_WEBHOOK_DB``, else ``~/.cache/dubkit/webhooks.sqlite3``."""
     return Path(os.environ.get("DUBKIT_WEBHOOK_DB")
                 or Path.home() / ".cache" / "dubkit" / "webhooks.sqlite3")
+
+
+@functools.lru_cache(maxsize=None)
+def host_id() -> str | None:
+    """Which process table a pid belongs to: host name, boot and (Linux) pid namespace.
+
+    Two containers on one host share the boot id but not the pid namespace; cloned VMs may
+    share a host name but not the boot id. A pid is only judged where all three match, so on
+    Linux, when either id cannot be read, None: this process's rows are judged by lease alone.
+    """
+    if not sys.platform.startswith("linux"):
+        return socket.gethostname()   # no pid namespaces to tell apart
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    return f"{socket.gethostname()}|{boot}|{namespace}"
+
+
+def process_alive(pid: int) -> bool:
+    """False only when ``pid`` certainly runs no process on this host; when unsure, True."""
+    if pid <= 0:
+        return True   # never let kill() address a process group
+    if sys.platform == "win32":
+        return _windows_process_alive(pid)   # os.kill(pid, 0) would *terminate* it there
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:   # PermissionError: it runs, as another user
+        return True
+    try:   # killed but not yet reaped by its parent (a zombie): it runs no handler any more
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def _windows_process_alive(pid: int) -> bool:
+    try:
+        import ctypes
+        from ctypes import wintypes
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)   # type: ignore[attr-defined]
+        kernel32.OpenProcess.restype = wintypes.HANDLE
+        kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+        kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+        kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+        handle = kernel32.OpenProcess(0x1000, False, pid)   # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return ctypes.get_last_error() != 87   # ERROR_INVALID_PARAMETER: no such process
+        try:
+            code = wintypes.DWORD()
+            if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
+                return True
+            return code.value == 259   # STILL_ACTIVE
+        finally:
+            kernel32.CloseHandle(handle)
+    except Exception:
+        return True
 
 
 class EventStore:
@@ -49,7 +118,16 @@ class EventStore:
         self._db: sqlite3.Connection | None = None
         self._pid = 0
         with self._lock:
-            self._connection().executescript(_SCHEMA)
+            db = self._connection()
+            db.executescript(_SCHEMA)
+            columns = {r["name"] for r in db.execute("PRAGMA table_info(webhook_events)")}
+            for name, kind in _ADDED_COLUMNS:
+                if name not in columns:
+                    try:
+                        db.execute(f"ALTER TABLE webhook_events ADD COLUMN {name} {kind}")
+                    except sqlite3.OperationalError as exc:   # another process was first
+                        if "duplicate column" not in str(exc):
+                            raise
 
     def __repr__(self) -> str:
         return f"EventStore({str(self.path)!r})"
@@ -80,14 +158,16 @@ class EventStore:
         now = time.time()
         cursor = self._run(
             "INSERT OR IGNORE INTO webhook_events (pipeline_key, event, task_id, body, "
-            "received_at, state, next_at, lease_until) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
-            (pipeline_key, event, task_id, body, now, now, now + lease))
+            "received_at, state, next_at, lease_until, owner_pid, owner_host) "
+            "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            (pipeline_key, event, task_id, body, now, now, now + lease, os.getpid(), host_id()))
         return cursor.rowcount == 1
 
     def extend(self, pipeline_key: str, lease: float) -> None:
         """Keep a row this process is handling from being taken over."""
-        self._run("UPDATE webhook_events SET lease_until = ? WHERE pipeline_key = ?",
-                  (time.time() + lease, pipeline_key))
+        self._run("UPDATE webhook_events SET lease_until = ?, owner_pid = ?, owner_host = ? "
+                  "WHERE pipeline_key = ?",
+                  (time.time() + lease, os.getpid(), host_id(), pipeline_key))
 
     def finish(self, pipeline_key: str) -> None:
         self._run("UPDATE webhook_events SET state = 'done', attempts = attempts + 1, "
@@ -118,15 +198,27 @@ class EventStore:
                       "state = 'pending'", (key,))
 
     def take_orphans(self, *, lease: float, limit: int = 100) -> list[dict[str, Any]]:
-        """Pending rows nobody holds (their process stopped or died), now leased to this one."""
-        now = time.time()
-        rows = self._run("SELECT * FROM webhook_events WHERE state = 'pending' AND "
-                         "lease_until < ? ORDER BY received_at LIMIT ?", (now, limit)).fetchall()
+        """Pending rows nobody holds, now leased to this process.
+
+        Nobody holds a row whose lease ran out (its process stopped, or died on another host)
+        or whose owner is a process of this host that is no longer running (it crashed).
+        """
+        now, me, host = time.time(), os.getpid(), host_id()
+        owners = [] if host is None else self._run(
+            "SELECT DISTINCT owner_pid FROM webhook_events WHERE state = 'pending' AND "
+            "lease_until >= ? AND owner_host = ? AND owner_pid != ?", (now, host, me)).fetchall()
+        dead = [r["owner_pid"] for r in owners if not process_alive(r["owner_pid"])][:500]
+        crashed = (f" OR (owner_host = ? AND owner_pid IN ({', '.join('?' * len(dead))}))"
+                   if dead else "")
+        rows = self._run(f"SELECT * FROM webhook_events WHERE state = 'pending' AND "
+                         f"(lease_until < ?{crashed}) ORDER BY received_at LIMIT ?",
+                         (now, *((host, *dead) if dead else ()), limit)).fetchall()
         taken = []
         for row in rows:   # compare-and-set: with several processes only one wins each row
-            cursor = self._run("UPDATE webhook_events SET lease_until = ? WHERE pipeline_key = ?"
-                               " AND lease_until = ? AND state = 'pending'",
-                               (now + lease, row["pipeline_key"], row["lease_until"]))
+            cursor = self._run("UPDATE webhook_events SET lease_until = ?, owner_pid = ?, "
+                               "owner_host = ? WHERE pipeline_key = ? AND lease_until = ? AND "
+                               "state = 'pending'", (now + lease, me, host, row["pipeline_key"],
+                                                     row["lease_until"]))
             if cursor.rowcount == 1:
                 taken.append(dict(row))
         return taken
