@@ -15,6 +15,8 @@ from requests.adapters import HTTPAdapter
 
 from ..errors import (APIConnectionError, APIError, DubkitError, IdempotencyConflictError,
                       NotFoundError, ValidationError, error_class_for)
+from ._part_urls import PartUrls
+from ._resume_checks import first_changed_part, registered_by_last_run
 from .files import FileSlice, check_media_file, file_md5, part_size_for
 from .state import UploadState
 
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
     from ..client import Client
 
 MULTIPART_THRESHOLD = 32 * 1024 * 1024
-PRESIGN_BATCH = 100
 _REPORT_EVERY = 0.2              # seconds between progress reports
 
 ProgressCallback = Callable[["UploadProgress"], None]
@@ -50,6 +51,7 @@ class UploadProgress:
     parts_total: int = 0
     resumed_parts: int = 0
     resumed_bytes: int = 0          # sent by an earlier, interrupted run
+    verified: int = 0               # of those, re-read to check they are still the file's
     material_id: str | None = None
     duplicate: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -139,6 +141,7 @@ class Upload:
 
     # -- flows
     def _fresh(self) -> dict[str, Any]:
+        self.progress = UploadProgress(self.name, self.size)     # a restart begins anew
         self._stop.clear()
         stale = UploadState.load(self.state_file)
         if stale is not None:            # resume=False: the old session must not linger
@@ -161,20 +164,29 @@ class Upload:
             return self._done(known.to_wire())
         started = self._call("materials.multipart_initiate", {"fileHash": file_hash,
                                                               "fileName": self.name})
-        stat = self.path.stat()
-        state = UploadState(self.state_file, {
-            "version": 1, "path": str(self.path.resolve()), "size": stat.st_size,
-            "mtimeNs": stat.st_mtime_ns, "fileHash": file_hash, "fileName": self.name,
-            "materialId": started["materialId"], "uploadId": started["uploadId"],
-            "partSize": part_size_for(self.size, started.get("recommendedPartSize"),
-                                      self.part_size),
-            "parts": {}})
-        state.save()
-        return self._multipart(state)
+        part_size = part_size_for(self.size, started.get("recommendedPartSize"), self.part_size)
+        return self._multipart(UploadState.begin(self.state_file, self.path, file_hash,
+                                                 self.name, started, part_size))
 
     def _resume(self, state: UploadState) -> dict[str, Any]:
+        """Send the missing parts of an interrupted upload, once what it sent is checked.
+
+        Sent bytes no longer the file's (edited in place, size and mtime kept): abort, upload
+        afresh. Not an error: those bytes exist nowhere now, and a fresh upload is what the
+        caller asked for (and what a size or mtime change gets). All parts sent: the last run
+        may have registered the material, then died; it is returned. See ``_resume_checks``.
+        """
         self.progress.hashed = self.size
         self.progress.resumed_parts = len(state.etags)
+        self.progress.phase = "uploading"       # while checking, ticks show ``verified`` grow
+        if first_changed_part(self.path, state, self.size, self._verified) is not None:
+            self._abort(state)
+            return self._fresh()
+        registered = registered_by_last_run(self.client, state, self.size)
+        if registered is not None:
+            state.delete()     # no abort: the service refuses one of a completed upload
+            self.progress.sent = self.progress.resumed_bytes = self.size
+            return self._done(registered)
         self._phase("uploading")
         try:
             return self._multipart(state)
@@ -182,7 +194,6 @@ class Upload:
             pass
         # The service forgot the session (aborted, expired, another sandbox): start over.
         state.delete()
-        self.progress = UploadProgress(self.name, self.size)
         return self._fresh()
 
     def _single(self, file_hash: str, answer: dict[str, Any]) -> dict[str, Any]:
@@ -248,7 +259,7 @@ class Upload:
 
     # -- parts
     def _send_parts(self, state: UploadState, missing: list[int], size: int) -> None:
-        urls = _UrlBook(self, state, missing)
+        urls = PartUrls(self._call, state, missing)
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="dubkit-upload")
         futures = [pool.submit(self._send_part, state, urls, n, size) for n in missing]
         try:
@@ -263,17 +274,17 @@ class Upload:
             self._stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _send_part(self, state: UploadState, urls: "_UrlBook", number: int, size: int) -> None:
+    def _send_part(self, state: UploadState, urls: PartUrls, number: int, size: int) -> None:
         offset = (number - 1) * size
-        etag = self._put_retrying(lambda: urls.get(number), lambda: urls.forget(number),
+        sent = self._put_retrying(lambda: urls.get(number), lambda: urls.forget(number),
                                   offset, min(size, self.size - offset))
-        if etag is not None:
-            state.record_part(number, etag)
+        if sent is not None:
+            state.record_part(number, *sent)
             with self._lock:
                 self.progress.parts_done += 1
 
     def _put_retrying(self, url: Callable[[], str], renew: Callable[[], None], offset: int,
-                      length: int) -> str | None:
+                      length: int) -> tuple[str, str] | None:
         """PUT a slice with the client's retry policy; 403 (expired URL) renews the URL.
 
         None if the upload is stopping (another part failed, or the caller interrupted).
@@ -294,8 +305,8 @@ class Upload:
                 time.sleep(retry.delay(attempt))
         return None
 
-    def _put(self, url: str, offset: int, length: int) -> str:
-        """PUT one slice; its ETag. Retryable failures raise requests errors."""
+    def _put(self, url: str, offset: int, length: int) -> tuple[str, str]:
+        """PUT one slice; (ETag, digest of the bytes sent). Retryable failures: requests errors."""
         body = FileSlice(self.path, offset, length, self._sent)
         try:
             answer = self._storage.put(url, data=body, timeout=(
@@ -311,7 +322,7 @@ class Upload:
         if not 200 <= answer.status_code < 300:
             self._sent(-body.sent)
             raise _Refused(answer.status_code, _storage_message(answer))
-        return answer.headers.get("ETag", "").strip().strip('"')
+        return answer.headers.get("ETag", "").strip().strip('"'), body.digest
 
     # -- API calls
     def _call(self, op: str, payload: dict[str, Any]) -> Any:
@@ -351,6 +362,10 @@ class Upload:
         self.progress.hashed += count
         self._tick()
 
+    def _verified(self, count: int) -> None:
+        self.progress.verified += count
+        self._tick()
+
     def _sent(self, count: int) -> None:
         with self._lock:
             self.progress.sent += count
@@ -375,37 +390,6 @@ class Upload:
         if self.on_progress is not None and (force or now - self._last_report >= _REPORT_EVERY):
             self._last_report = now
             self.on_progress(self.progress)
-
-
-class _UrlBook:
-    """Presigned part URLs, fetched in batches ahead of use and again when they expire."""
-
-    def __init__(self, upload: Upload, state: UploadState, missing: list[int]) -> None:
-        self._upload, self._state, self._order = upload, state, missing
-        self._urls: dict[int, tuple[str, float]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, number: int) -> str:
-        with self._lock:
-            url, expires = self._urls.get(number, ("", 0.0))
-            if time.monotonic() < expires:
-                return url
-            start = self._order.index(number)
-            batch = self._order[start:start + PRESIGN_BATCH]
-            ref = {k: self._state.data[k] for k in ("materialId", "uploadId", "fileHash",
-                                                   "fileName")}
-            answer = self._upload._call("materials.multipart_presign",
-                                        {**ref, "partNumbers": batch})
-            # Renew a little before the service's expiry, never after it.
-            lifetime = float(answer.get("expiresInSeconds") or 3600)
-            expires = time.monotonic() + lifetime * 0.9
-            for item in answer.get("urls", []):
-                self._urls[int(item["partNumber"])] = (item["url"], expires)
-            return self._urls[number][0]
-
-    def forget(self, number: int) -> None:
-        with self._lock:
-            self._urls.pop(number, None)
 
 
 def _storage_message(answer: requests.Response) -> str:

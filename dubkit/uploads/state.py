@@ -17,7 +17,15 @@ def default_state_dir() -> Path:
 
 
 class UploadState:
-    """What a multipart upload needs to resume, saved atomically after every part."""
+    """What a multipart upload needs to resume, saved atomically after every part.
+
+    ``parts`` maps each sent part to its ETag (for completion); ``partDigests`` maps it to the
+    digest of the bytes sent (:func:`dubkit.uploads.files.new_part_digest`), so a resume can
+    check those bytes are still the file's. States written before ``partDigests`` existed
+    (version 1) have none: their parts cannot be checked and are not trusted.
+    """
+
+    VERSION = 2
 
     def __init__(self, file: Path, data: dict[str, Any]) -> None:
         self.file = file
@@ -31,6 +39,19 @@ class UploadState:
         restarts, and two keys never share state."""
         ident = hashlib.sha1(f"{account}\n{path.resolve()}".encode()).hexdigest()[:20]
         return (state_dir or default_state_dir()) / f"{ident}.json"
+
+    @classmethod
+    def begin(cls, file: Path, path: Path, file_hash: str, file_name: str,
+              started: dict[str, Any], part_size: int) -> "UploadState":
+        """The state of a session ``multipart/initiate`` just ``started``, saved."""
+        stat = path.stat()
+        state = cls(file, {
+            "version": cls.VERSION, "path": str(path.resolve()), "size": stat.st_size,
+            "mtimeNs": stat.st_mtime_ns, "fileHash": file_hash, "fileName": file_name,
+            "materialId": started["materialId"], "uploadId": started["uploadId"],
+            "partSize": part_size, "parts": {}, "partDigests": {}})
+        state.save()
+        return state
 
     @classmethod
     def load(cls, file: Path) -> "UploadState | None":
@@ -49,9 +70,15 @@ class UploadState:
     def etags(self) -> dict[int, str]:
         return {int(n): tag for n, tag in self.data.get("parts", {}).items()}
 
-    def record_part(self, number: int, etag: str) -> None:
+    @property
+    def part_digests(self) -> dict[int, str]:
+        return {int(n): digest for n, digest in self.data.get("partDigests", {}).items()}
+
+    def record_part(self, number: int, etag: str, digest: str) -> None:
+        """Note a sent part; ETag and digest land in the same atomic save."""
         with self._lock:
             self.data.setdefault("parts", {})[str(number)] = etag
+            self.data.setdefault("partDigests", {})[str(number)] = digest
             self.save()
 
     def save(self) -> None:

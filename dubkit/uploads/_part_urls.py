@@ -1,0 +1,46 @@
+"""Presigned part URLs of a multipart upload, fetched in batches ahead of use."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from .state import UploadState
+
+PRESIGN_BATCH = 100
+
+
+class PartUrls:
+    """Presigned part URLs, fetched in batches ahead of use and again when they expire.
+
+    ``call(op, payload)`` sends an API call (the upload's, which asks again after a lost
+    answer); ``missing`` is the order in which parts will be sent.
+    """
+
+    def __init__(self, call: Callable[[str, dict[str, Any]], Any], state: UploadState,
+                 missing: list[int]) -> None:
+        self._call, self._state, self._order = call, state, missing
+        self._urls: dict[int, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, number: int) -> str:
+        with self._lock:
+            url, expires = self._urls.get(number, ("", 0.0))
+            if time.monotonic() < expires:
+                return url
+            start = self._order.index(number)
+            batch = self._order[start:start + PRESIGN_BATCH]
+            ref = {k: self._state.data[k] for k in ("materialId", "uploadId", "fileHash",
+                                                   "fileName")}
+            answer = self._call("materials.multipart_presign", {**ref, "partNumbers": batch})
+            # Renew a little before the service's expiry, never after it.
+            lifetime = float(answer.get("expiresInSeconds") or 3600)
+            expires = time.monotonic() + lifetime * 0.9
+            for item in answer.get("urls", []):
+                self._urls[int(item["partNumber"])] = (item["url"], expires)
+            return self._urls[number][0]
+
+    def forget(self, number: int) -> None:
+        with self._lock:
+            self._urls.pop(number, None)
