@@ -1,21 +1,30 @@
 """The one place dubkit sends HTTP: envelope, errors, idempotency, retries, timeouts.
 
-Retry rules, and why:
+Retry rules, and why. A call is a *read* when it is a GET or a POST the operation table marks
+read-only (the two voice-list POSTs): repeating it changes nothing. Every other POST *changes*
+something and may be charged.
 
-* A connection that was never made (refused, connect timeout) is always retried: nothing
-  reached the service.
+* A connection that was never made (refused, connect timeout, failed TLS handshake) is always
+  retried: nothing reached the service.
 * A request that was sent but got no complete answer (read timeout, connection dropped
-  mid-response), a 500 or a 502, is *ambiguous*: the service may have committed it. A GET is
-  simply retried. A POST is retried with the **same** idempotency key. The service answers a
-  reused key with 409 instead of replaying. A 409 then means the first attempt committed, or
-  is still running (and may yet fail and free the key), so dubkit waits ``Retry-After`` and
-  asks again, twice; a retry that goes through means the first attempt never counted. If the
-  key stays refused, dubkit stops and raises :class:`IdempotencyConflictError` with
-  ``first_attempt_accepted=True`` rather than inventing a new key (which would create a second,
-  double-charged task).
-* 409 on a first attempt means the caller reused a key: raised at once, never retried.
+  mid-response), a 500 or a 502, is *ambiguous*: the service may have committed it.
+  A read is simply retried, a read POST with a fresh idempotency key each time (so even a
+  service that consumed keys there could not refuse a retried list; a 409 on a read is retried).
+  A changing POST is retried with the **same** key. The service answers a reused key with 409
+  instead of replaying. A 409 then means an attempt committed, or is still running (and may yet
+  fail and free the key), so dubkit waits ``Retry-After`` and asks again; a retry that goes
+  through means the first attempt never counted. After more than ``CONFLICT_CHECKS`` such 409s
+  (counted over the whole call: a later 502 or timeout does not show the key was free) dubkit
+  raises :class:`IdempotencyConflictError` with ``first_attempt_accepted=True`` rather than
+  inventing a new key (which would create a second, double-charged task).
+* 409 on a changing call before any ambiguous attempt means the caller reused a key: raised at
+  once, never retried.
 * 429 and 503 are throttling: retried after ``Retry-After`` (or the backoff).
-* Every other business code is final.
+* Every other business code is final. Redirects are never followed (``_redirect_refused``).
+* A possible charge is never hidden: when a changing call ends in an error after an ambiguous
+  attempt, the error has ``maybe_committed=True``, the call's ``idempotency_key`` and a message
+  saying how to find out (:func:`dubkit.errors.possibly_committed`). Only refusals the same
+  request gets every time (400, 401, 413, 422) show the earlier attempt was refused too.
 
 Backoff is exponential with full jitter, capped; ``Retry-After`` wins when the service sends it.
 """
@@ -30,14 +39,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NewConnectionError
 
 from ._version import __version__
-from .errors import (APIConnectionError, APITimeoutError, DubkitError, IdempotencyConflictError,
-                     ValidationError, error_class_for)
+from .errors import (APIConnectionError, APIError, APITimeoutError, DubkitError,
+                     IdempotencyConflictError, ValidationError, error_class_for,
+                     possibly_committed)
 from .schema import MAX_IDEMPOTENCY_KEY
 
 log = logging.getLogger("dubkit")
@@ -45,6 +56,10 @@ log = logging.getLogger("dubkit")
 API_PREFIX = "/openapi/v1"
 _THROTTLED = {429, 503}
 _AMBIGUOUS = {500, 502}
+# Refusals the same request gets on every attempt: if a retry got one, so did the first attempt,
+# which therefore committed nothing. (402 and 404 depend on state the first attempt may have
+# changed, e.g. the credits it spent, so they prove nothing.)
+_SAME_EVERY_TIME = {400, 401, 413, 422}
 CONFLICT_CHECKS = 2   # 409s after a lost answer before concluding the first attempt committed
 
 
@@ -92,7 +107,25 @@ def check_idempotency_key(key: str) -> str:
     if len(key) > MAX_IDEMPOTENCY_KEY:
         raise ValidationError("X-Idempotency-Key",
                               f"at most {MAX_IDEMPOTENCY_KEY} characters, got {len(key)}")
+    if not key.isprintable() or key[0].isspace():
+        # A header cannot carry them: requests would fail mid-call instead of here.
+        raise ValidationError("X-Idempotency-Key",
+                              "must not start with whitespace or contain control characters")
     return key
+
+
+def check_api_key(api_key: Any) -> str:
+    """The key as given, or a ValidationError that never quotes it (it is a secret)."""
+    if not isinstance(api_key, str) or not api_key:
+        raise ValidationError("api_key", "an API key (a non-empty string) is required")
+    for position, char in enumerate(api_key):
+        if not "!" <= char <= "~":   # visible ASCII only: what an HTTP header carries intact
+            kind = ("whitespace" if char.isspace() else "a control character"
+                    if not char.isprintable() else "a non-ASCII character")
+            raise ValidationError("api_key", (
+                f"contains {kind} (U+{ord(char):04X}) at position {position + 1} of "
+                f"{len(api_key)}; a key read from a file often ends with a newline: strip it"))
+    return api_key
 
 
 class Transport:
@@ -100,9 +133,7 @@ class Transport:
 
     def __init__(self, api_key: str, base_url: str, *, timeout: Timeout | None = None,
                  retry: RetryPolicy | None = None, pool_size: int = 16) -> None:
-        if not api_key:
-            raise ValidationError("api_key", "an API key is required")
-        self._api_key = api_key
+        self._api_key = check_api_key(api_key)
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout or Timeout()
         self.retry = retry or RetryPolicy()
@@ -140,7 +171,7 @@ class Transport:
         storage URL) is refused rather than sent the key.
         """
         if path.startswith(("http://", "https://")):
-            if path != self.base_url and not path.startswith(self.base_url + "/"):
+            if not self._under_base(path):
                 raise ValidationError("path", f"must be under the client's base_url "
                                               f"{self.base_url!r}; fetch other hosts without "
                                               f"the API key")
@@ -149,14 +180,23 @@ class Transport:
             path = API_PREFIX + (path if path.startswith("/") else "/" + path)
         return self.base_url + path
 
+    def api_path(self, path: str) -> str:
+        """``path`` as the operation table writes it (below the prefix, no query)."""
+        return self.url(path)[len(self.base_url):].split("?")[0].removeprefix(API_PREFIX)
+
+    def _under_base(self, url: str) -> bool:
+        return url == self.base_url or url.startswith(self.base_url + "/")
+
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 body: Any = None, idempotency_key: str | None = None,
-                req_id: str | None = None, deadline: float | None = None) -> Any:
+                req_id: str | None = None, deadline: float | None = None,
+                read: bool | None = None) -> Any:
         """Send one logical call and return the envelope's ``data``.
 
-        POSTs carry an ``X-Idempotency-Key`` (the caller's, or one made here) that stays the
-        same on every retry of this call. ``deadline`` (a ``time.monotonic()`` value) bounds
-        the whole call, retries included.
+        POSTs carry an ``X-Idempotency-Key`` (the caller's, or one made here). ``read`` says
+        the call changes nothing (default: only GETs do); a changing call keeps its key on
+        every retry, a read POST gets a fresh one per retry. ``deadline`` (a
+        ``time.monotonic()`` value) bounds the whole call, retries included.
         """
         method = method.upper()
         url = self.url(path)
@@ -164,40 +204,55 @@ class Transport:
         key = check_idempotency_key(idempotency_key or new_idempotency_key()) \
             if method == "POST" else None
         call = _Call(method, url, {k: v for k, v in (params or {}).items() if v is not None},
-                     body, {"X-Idempotency-Key": key} if key else {}, key,
+                     body, key, method == "GET" if read is None else read,
                      {"method": method, "path": url[len(self.base_url):].split("?")[0],
                       "req_id": req_id})
         call.query["req_id"] = req_id
 
-        retries = conflicts = 0
+        retries = 0
         while True:
             data, error = self._attempt(call, deadline)
             if error is None:
                 return data
-            if isinstance(error, IdempotencyConflictError):
-                # A 409 right after an ambiguous attempt: the first attempt either committed
-                # (the key stays used) or is still running (it may yet fail and free the key).
-                # Ask again a couple of times before concluding it was accepted.
-                conflicts += 1
-                if not call.maybe_committed or conflicts > CONFLICT_CHECKS:
+            if isinstance(error, IdempotencyConflictError) and not call.read:
+                # A 409 after an ambiguous attempt: an attempt of this call holds the key, it
+                # either committed (the key stays used) or is still running (it may yet fail
+                # and free the key). Ask again a couple of times before concluding it was
+                # accepted. Never reset: no later answer shows the key was free.
+                call.refusals += 1
+                if not call.maybe_committed or call.refusals > CONFLICT_CHECKS:
                     raise _conflict(error, call.maybe_committed)
             elif not call.retryable or retries >= self.retry.max_retries:
-                raise error
+                raise self._final(call, error)
             else:
                 retries += 1
-                conflicts = 0   # that attempt got past the key, so the earlier one never held it
             delay = self.retry.delay(retries - 1, error.retry_after)
             if deadline is not None and time.monotonic() + delay >= deadline:
-                raise error
+                raise self._final(call, error)
             log.info("retrying %s %s in %.2fs (req_id %s): %s", method,
                      call.context["path"], delay, req_id, error.message)
             time.sleep(delay)
+            if call.read and call.key:
+                call.key = new_idempotency_key()
+
+    def _final(self, call: "_Call", error: DubkitError) -> DubkitError:
+        """The error that ends the call, saying so when the call may have been committed."""
+        if call.read or call.key is None:
+            return error
+        if isinstance(error, IdempotencyConflictError):
+            return _conflict(error, call.maybe_committed)
+        error.idempotency_key = call.key
+        if call.maybe_committed and error.code not in _SAME_EVERY_TIME:
+            why = call.ambiguity
+            if call.refusals:
+                why += ("; then a retry was refused with 409 (the service already held this "
+                        "key), so most likely an attempt was committed")
+            possibly_committed(error, call.key, why)
+        return error
 
     def _attempt(self, call: "_Call", deadline: float | None) -> tuple[Any, DubkitError | None]:
-        """One HTTP exchange: ``(data, None)`` on success, else ``(None, error)``.
-
-        Sets ``call.retryable`` and ``call.maybe_committed`` from what happened.
-        """
+        """One HTTP exchange: ``(data, None)`` on success, else ``(None, error)``; notes on
+        ``call`` whether to retry and whether the service may have committed it."""
         read = self.timeout.read
         if deadline is not None:
             read = min(read, deadline - time.monotonic())
@@ -205,27 +260,35 @@ class Transport:
                 return None, APITimeoutError("the call's deadline passed", **call.context)
         call.retryable = True
         try:
+            # Redirects are not followed: see _redirect_refused.
             response = self.session.request(call.method, call.url, params=call.query,
                                             json=call.body, headers=call.headers,
-                                            timeout=(self.timeout.connect, read))
+                                            timeout=(self.timeout.connect, read),
+                                            allow_redirects=False)
         except requests.exceptions.ConnectTimeout:
             return None, APITimeoutError(f"could not connect within {self.timeout.connect}s",
                                          **call.context)
         except requests.exceptions.ReadTimeout:
-            call.maybe_committed = True
+            call.sent_without_answer(f"an attempt got no answer within the read timeout "
+                                     f"of {read:.3g}s")
             return None, APITimeoutError(f"no answer within the read timeout of {read:.3g}s",
                                          **call.context)
         except requests.exceptions.ChunkedEncodingError:
-            call.maybe_committed = True
+            call.sent_without_answer("an attempt's connection dropped mid-answer")
             return None, APIConnectionError("the connection dropped mid-answer", **call.context)
         except requests.exceptions.ConnectionError as exc:
             never_connected = _never_connected(exc)
-            call.maybe_committed = call.maybe_committed or not never_connected
+            if not never_connected:
+                call.sent_without_answer("an attempt's connection dropped before the answer "
+                                         "arrived")
             return None, APIConnectionError(
                 "could not connect to the service" if never_connected
                 else "the connection dropped before the answer arrived", **call.context)
 
         status = response.status_code
+        if response.is_redirect:
+            call.retryable = False
+            return None, self._redirect_refused(call, response)
         try:
             payload = response.json()
         except ValueError:   # not JSON: a proxy's error page, a truncated body
@@ -239,21 +302,46 @@ class Transport:
             else f"the service answered code {code}")
         context = {**call.context, "code": code, "http_status": status}
         if code == 409 or status == 409:
+            call.retryable = call.read   # a read's key means nothing: retry with a new one
             return None, IdempotencyConflictError(
                 message, idempotency_key=call.key or "", first_attempt_accepted=False,
                 retry_after=_retry_after(response), **context)
         error = error_class_for(code)(message, **context)
         error.retry_after = _retry_after(response)
         if code in _AMBIGUOUS or status in _AMBIGUOUS:
-            call.maybe_committed = True
+            call.sent_without_answer(f"an attempt was answered {code} ({message})")
         call.retryable = code in _AMBIGUOUS | _THROTTLED or status in _AMBIGUOUS | _THROTTLED
         return None, error
+
+    def _redirect_refused(self, call: "_Call", response: requests.Response) -> DubkitError:
+        """A redirect is answered with an error, never followed.
+
+        Off ``base_url`` following would send the body, the idempotency key and (on some
+        hops) the Authorization header to a host the caller never chose. Within ``base_url``
+        we refuse too, by choice: the interface defines no redirects, so one means a wrong
+        ``base_url`` or a proxy in the way; 301/302/303 would silently turn a POST into a GET
+        without its body; and the idempotency key is scoped to the path it was sent to, so a
+        create re-sent to another path would not be protected by it.
+        """
+        target = urljoin(call.url, response.headers["Location"])
+        parts = urlsplit(target)
+        if self._under_base(target):
+            where, hint = f"to {parts.path}", "the interface defines no redirects"
+        else:
+            where = f"to another host, {parts.scheme}://{parts.netloc}"
+            hint = "following it would send the request and the API key there"
+        return APIError(f"the service answered HTTP {response.status_code}, redirecting {where}; "
+                        f"dubkit does not follow redirects for API calls ({hint}): check "
+                        f"base_url {self.base_url!r}", http_status=response.status_code,
+                        **call.context)
 
     def close(self) -> None:
         self.session.close()
 
 
 def _never_connected(exc: requests.exceptions.ConnectionError) -> bool:
+    if isinstance(exc, requests.exceptions.SSLError):
+        return True   # the TLS handshake comes before a byte of the request is sent
     reason = getattr(exc.args[0], "reason", None) if exc.args else None
     return isinstance(reason, NewConnectionError)
 
@@ -293,8 +381,19 @@ class _Call:
     url: str
     query: dict[str, Any]
     body: Any
-    headers: dict[str, str]
     key: str | None
+    read: bool                      # repeating it changes nothing (GET, or a read-only POST)
     context: dict[str, Any]
     maybe_committed: bool = False   # an attempt may have been accepted without our hearing
+    ambiguity: str = ""             # what made the first such attempt ambiguous
+    refusals: int = 0               # 409s after an ambiguous attempt, over the whole call
     retryable: bool = True
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"X-Idempotency-Key": self.key} if self.key else {}
+
+    def sent_without_answer(self, why: str) -> None:
+        """An attempt reached the service and its outcome is unknown (reads commit nothing)."""
+        if not self.read and not self.maybe_committed:
+            self.maybe_committed, self.ambiguity = True, why

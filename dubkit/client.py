@@ -13,13 +13,15 @@ from typing import Any, Mapping
 import requests
 
 from ._transport import RetryPolicy, Timeout, Transport, mask_key
-from .schema import OPERATIONS, Operation, Wire, parse
+from .schema import OPERATIONS, OPERATIONS_BY_PATH, Operation, Wire, parse
 
 
 class Client:
     """Talks to the service (or a sandbox) at ``base_url`` with ``api_key``.
 
-    The key is sent only in the ``Authorization`` header; reprs and errors show it masked.
+    The key is sent only in the ``Authorization`` header, only to ``base_url`` (redirects are
+    not followed); reprs and errors show it masked. A key with whitespace or a control
+    character (a newline read from a file) is refused with a ValidationError that omits it.
     """
 
     def __init__(self, api_key: str, base_url: str, *, timeout: Timeout | None = None,
@@ -54,9 +56,15 @@ class Client:
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 json: Any = None, idempotency_key: str | None = None) -> Any:
-        """Send any call as is and return the envelope's ``data`` (errors still typed)."""
+        """Send any call as is and return the envelope's ``data`` (errors still typed).
+
+        A path of the operation table is retried like that operation (a read-only POST like a
+        GET); any other POST is treated as a change that may be charged.
+        """
+        op = OPERATIONS_BY_PATH.get((method.upper(), self._transport.api_path(path)))
         return self._transport.request(method, path, params=params, body=json,
-                                       idempotency_key=idempotency_key)
+                                       idempotency_key=idempotency_key,
+                                       read=_is_read(op) if op else None)
 
     def call(self, name: str, payload: Any = None, *, idempotency_key: str | None = None,
              deadline: float | None = None) -> Any:
@@ -71,7 +79,7 @@ class Client:
         wire = parse(model, payload if payload is not None else {}).to_wire() if model else None
         if op.method == "GET":
             return self._transport.request("GET", op.path, params=wire, deadline=deadline)
-        return self._transport.request("POST", op.path, body=wire,
+        return self._transport.request("POST", op.path, body=wire, read=_is_read(op),
                                        idempotency_key=idempotency_key, deadline=deadline)
 
     def close(self) -> None:
@@ -85,6 +93,12 @@ class Client:
 
 
 _OPS: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+
+
+def _is_read(op: Operation) -> bool:
+    """GETs, and the POSTs the interface gives no idempotency key (the voice lists): safe to
+    repeat, so retried freely and never reported as a possible charge."""
+    return op.method == "GET" or not op.idempotency_required
 
 
 def connect(api_key: str | None = None, base_url: str | None = None, *, quiet: bool = False,

@@ -4,6 +4,11 @@ Every error raised by a request carries what a person needs to report or debug i
 ``code`` (the service's business code), ``message``, ``http_status``, ``method``/``path``
 and the ``req_id`` dubkit sent. None of them ever contains the API key.
 
+A call that changes something (a create, a delete, an upload step) can end in an error after
+the service may already have done the work: an attempt got a 500/502, no answer in time, or a
+dropped connection. Such an error has ``maybe_committed`` True, carries the call's
+``idempotency_key``, and its text says how to find out. Reads never claim that.
+
 >>> try:
 ...     client.tasks.detail("no-such-task")
 ... except dubkit.NotFoundError as err:
@@ -20,6 +25,9 @@ class DubkitError(Exception):
 
     code: int | None = None
     retry_after: float | None = None   # seconds the service asked us to wait, if it said
+    # True when the call may have been committed (and charged) although it ended in this error.
+    maybe_committed: bool = False
+    idempotency_key: str | None = None   # the key every attempt of a changing call carried
 
     def __init__(
         self,
@@ -101,6 +109,7 @@ class IdempotencyConflictError(APIError):
         super().__init__(message, **context)
         self.idempotency_key = idempotency_key
         self.first_attempt_accepted = first_attempt_accepted
+        self.maybe_committed = first_attempt_accepted   # accepted: committed exactly once
         self.retry_after = retry_after
 
 
@@ -161,6 +170,25 @@ _BY_CODE: dict[int, type[APIError]] = {
                 IdempotencyConflictError, PayloadTooLargeError, UnprocessableError, ServerError,
                 UpstreamError)
 }
+
+
+def possibly_committed(error: DubkitError, idempotency_key: str, why: str) -> DubkitError:
+    """Mark ``error`` as ending a call the service may have committed, and say so in its text.
+
+    The error stays of its own class (an :class:`UpstreamError` is still one), so existing
+    ``except`` clauses keep working; ``maybe_committed`` and the message carry the warning.
+    """
+    error.maybe_committed = True
+    error.idempotency_key = idempotency_key
+    error.message = (
+        f"{error.message}. This call MAY HAVE BEEN COMMITTED (and, if it is paid, charged): "
+        f"{why}. Do not send it again with a new key. To find out: send it again with "
+        f"idempotency_key={idempotency_key!r} (the service answers 409 if it was committed, "
+        f"and does the work once if it was not); or wait for the webhook whose "
+        f"extraData.dubkitIdempotencyKey is {idempotency_key!r} (async creates); or look in "
+        f"client.tasks.list()")
+    error.args = (error.message,)
+    return error
 
 
 def error_class_for(code: int) -> type[APIError]:
