@@ -17,7 +17,11 @@ def main(argv: list[str] | None = None) -> int:
     box = commands.add_parser("sandbox", help="run the local sandbox in the foreground")
     box.add_argument("--port", type=int, default=8765)
     box.add_argument("--host", default="127.0.0.1",
-                     help="interface to listen on (loopback by default; admin routes are open)")
+                     help="interface to listen on (loopback by default; 0.0.0.0 to serve a "
+                          "class: give students their own keys, keep the admin token)")
+    box.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                     help="another name students reach the sandbox under (admin calls check "
+                          "Host); repeatable")
     box.add_argument("--data-dir", type=Path, default=None,
                      help="where state is kept (default: ~/.cache/dubkit/sandbox)")
     box.add_argument("--strict", action="store_true", default=None,
@@ -29,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         from .sandbox import default_data_dir
         from .sandbox.server import serve_forever
         serve_forever(args.data_dir or default_data_dir(), port=args.port, host=args.host,
-                      strict=args.strict)
+                      strict=args.strict, allow_hosts=args.allow_host)
     return 0
 
 

@@ -52,11 +52,13 @@ def test_connect_with_a_key_talks_to_that_service(sandbox, monkeypatch, capsys):
     assert sandbox.api_key not in repr(client)
 
 
-def test_standalone_sandbox_command_and_connect_by_url(tmp_path):
+def test_standalone_sandbox_command_and_connect_by_url(tmp_path, monkeypatch):
+    """``dubkit sandbox`` in a terminal, ``DUBKIT_BASE_URL`` in the notebook: connect() finds the
+    admin token in the (same user's) default data dir and reads the key through it."""
+    monkeypatch.setenv("DUBKIT_SANDBOX_DIR", str(tmp_path))
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dubkit.cli", "sandbox", "--port", str(port),
-                             "--data-dir", str(tmp_path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "dubkit.cli", "sandbox", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 30
@@ -74,6 +76,9 @@ def test_standalone_sandbox_command_and_connect_by_url(tmp_path):
         output = proc.communicate(timeout=15)[0]
     assert f"listening on http://127.0.0.1:{port}" in output
     assert "sk_sandbox_" not in output and "whsec_" not in output
+    token = (tmp_path / "admin-token").read_text()
+    assert f"admin token:        in {tmp_path / 'admin-token'}" in output and token not in output
+    assert (tmp_path / "admin-token").stat().st_mode & 0o777 == 0o600
 
 
 def test_base_url_that_is_not_a_sandbox_is_a_clear_error():

@@ -290,13 +290,13 @@ def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_
 
     HANDLERS["translate.create"] = crash_after_charging
     c = client_for(new_key)
-    before = {k["apiKey"]: k["credits"] for k in sandbox.admin("GET", "/keys")}[new_key]
+    before = sandbox.credits(new_key)
     try:
         with pytest.raises(dubkit.ServerError) as info:
             c.translate.create(["x"], source="en-US", target="fr-FR")
     finally:
         HANDLERS["translate.create"] = original
-    after = {k["apiKey"]: k["credits"] for k in sandbox.admin("GET", "/keys")}[new_key]
+    after = sandbox.credits(new_key)
     assert "boom" in str(info.value) and after == before and len(c.tasks.list()) == 0
 
 

@@ -42,7 +42,7 @@ def account(sandbox, tmp_path_factory):
 
 
 def credits(sandbox, key: str) -> float:
-    return next(k["credits"] for k in sandbox.admin("GET", "/keys") if k["apiKey"] == key)
+    return sandbox.credits(key)
 
 
 def fetch(url: str, folder: Path, name: str) -> Path:

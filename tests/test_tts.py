@@ -27,7 +27,7 @@ def pitch_of(line) -> float:
 
 
 def credits(sandbox, api_key: str) -> float:
-    return next(k["credits"] for k in sandbox.admin("GET", "/keys") if k["apiKey"] == api_key)
+    return sandbox.credits(api_key)
 
 
 @pytest.fixture

@@ -2,6 +2,34 @@
 
 ``dubkit.connect()`` starts one in the background when no API key is set. Start your own with
 :func:`start` (tests, benchmarks) or run ``dubkit sandbox --port 8765`` in a terminal.
+
+Security: what the sandbox protects, and what it does not
+---------------------------------------------------------
+It runs on other people's machines (laptops, Binder, a shared JupyterHub, a class's server), so:
+
+* **Its admin routes are a credential.** ``/_sandbox/...`` needs the admin token in
+  ``<data dir>/admin-token`` (mode 0600); a web page in the user's browser cannot use them either
+  (form content types, foreign ``Origin`` and foreign ``Host`` are refused). See
+  :mod:`dubkit.sandbox.guard`.
+* **Its files are its owner's.** The data dir is 0700 and the database 0600; keys and secrets
+  never appear in an answer without the admin token (lists mask them).
+* **It reads only what it should.** Reference URLs that point at its own files stay inside its
+  files directory; other hosts are fetched only as its fetch policy allows (https of public
+  hosts by default, never loopback or private addresses unless named). See
+  :mod:`dubkit.sandbox.references`.
+* **Limits hold while bytes arrive**: bodies are refused at the limit without being buffered;
+  deep JSON, NUL and lone surrogates, long query strings are refused before any work.
+* **Keys are accounts.** Each API key sees only its own tasks, materials, clones and files.
+
+Not protected: the API itself is plain HTTP on the address it listens on (loopback by default);
+anyone who holds an API key can spend its credits; file links are capability URLs (unguessable,
+working until their owner is deleted) that anyone holding them can open. It is an emulator:
+do not put real secrets in it.
+
+For a class: run ``dubkit sandbox --host 0.0.0.0 --port 8765`` (add ``--allow-host NAME`` for
+the name students use), keep the admin token to yourself, and give each student a key of their
+own: ``SandboxHandle("http://HOST:8765", admin_token=...).create_key("ana")``. Students set
+``DUBKIT_API_KEY`` and ``DUBKIT_BASE_URL`` and never see each other's work.
 """
 
 from __future__ import annotations

@@ -1,17 +1,19 @@
 """Admin endpoints under ``/_sandbox`` (moto-style): tests, benchmarks and demos steer the
-sandbox through them. They are not part of the service's interface and need no API key; the
-sandbox listens on loopback only.
+sandbox through them. They are not part of the service's interface. Each needs the data dir's
+admin token, and state-changing ones refuse calls from web pages (:mod:`dubkit.sandbox.guard`);
+:class:`~dubkit.sandbox.SandboxHandle` sends the token. Answers carry full keys and secrets only
+where their holder needs them (``/info``, a new key, a webhook's secrets); lists mask them.
 
 =====================  ==================================================================
 ``GET  /_sandbox/info``      default key, its webhook secret, settings
 ``POST /_sandbox/reset``     forget everything; a fresh default key
 ``GET|POST /_sandbox/keys``  list keys / create one ``{name, credits, apiKey?}``
-``POST /_sandbox/credits``   ``{apiKey?, credits}``
+``GET|POST /_sandbox/credits`` a key's credits ``?apiKey=`` / set them ``{apiKey?, credits}``
 ``POST /_sandbox/webhook``   ``{apiKey?, url?, rotateSecret?, overlapSeconds?}`` -> secrets
 ``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
 ``POST /_sandbox/faults``    ``{dropAfterCommit, error502Before, error502After, latencyMs,
                              paths, seed}`` (rates 0..1; ``{}`` clears; seed: repeatable)
-``POST /_sandbox/fetch``     ``{remote}``: whether reference URLs of other hosts are fetched
+``GET|POST /_sandbox/fetch`` which reference URLs are fetched ``{remote, schemes, allow}``
 ``POST /_sandbox/limits``    ``{bodyLimit?, idempotencyWindow?}``
 ``GET  /_sandbox/deliveries`` outbox rows with their attempts; ``?taskId=&state=&apiKey=``
 ``POST /_sandbox/deliveries/redeliver`` ``{taskId? | ids?}``: send again, same body (a replay)
@@ -33,7 +35,7 @@ from pydantic import Field
 
 from .._transport import mask_key
 from ..schema import Wire
-from . import delivery
+from . import delivery, references
 from .backend import Backend, new_secret
 from .products.materials import upload_sessions
 
@@ -87,7 +89,9 @@ class Limits(Wire):
 
 
 class FetchPolicy(Wire):
-    remote: bool = True
+    remote: Optional[bool] = None
+    schemes: Optional[list[Literal["http", "https"]]] = None
+    allow: Optional[list[str]] = None   # hosts, host:port or networks that may be non-public
 
 
 class DeliverySchedule(Wire):
@@ -136,7 +140,8 @@ def reset(request: Request) -> dict[str, Any]:
 
 @admin_router.get("/keys")
 def list_keys(request: Request) -> list[dict[str, Any]]:
-    return [{"apiKey": k["api_key"], "name": k["name"], "credits": k["credits"],
+    """Every key, masked (the full key was answered once, when it was made)."""
+    return [{"apiKey": mask_key(k["api_key"]), "name": k["name"], "credits": k["credits"],
              "webhookUrl": k["webhook_url"]} for k in _backend(request).keys()]
 
 
@@ -145,6 +150,14 @@ def create_key(body: NewKey, request: Request) -> dict[str, Any]:
     backend = _backend(request)
     key = backend.create_key(body.name, body.credits, api_key=body.api_key)
     return {"apiKey": key, "webhookSecret": backend.key(key)["webhook_secret"]}  # type: ignore
+
+
+@admin_router.get("/credits")
+def get_credits(request: Request,
+                api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
+    backend = _backend(request)
+    row = backend.key(_key(backend, api_key))
+    return {"credits": row["credits"] if row else None}
 
 
 @admin_router.post("/credits")
@@ -205,10 +218,18 @@ def set_limits(body: Limits, request: Request) -> dict[str, Any]:
     return body.model_dump(by_alias=True, exclude_none=True)
 
 
+@admin_router.get("/fetch")
+def get_fetch(request: Request) -> dict[str, Any]:
+    return references.fetch_policy(_backend(request))
+
+
 @admin_router.post("/fetch")
 def set_fetch(body: FetchPolicy, request: Request) -> dict[str, Any]:
-    policy = body.model_dump(by_alias=True)
-    _backend(request).set_setting("fetch", policy)
+    """Which reference URLs the sandbox fetches (see :mod:`dubkit.sandbox.references`)."""
+    backend = _backend(request)
+    policy = references.fetch_policy(backend) | body.model_dump(by_alias=True,
+                                                                 exclude_none=True)
+    backend.set_setting("fetch", policy)
     return policy
 
 

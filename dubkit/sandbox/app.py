@@ -34,8 +34,11 @@ from .. import contract
 from ..errors import ValidationError
 from ..schema import OPERATIONS_BY_PATH, Operation, parse
 from . import products  # noqa: F401  (registers every product's handlers)
+from . import file_access
 from .admin import admin_router
-from .backend import Backend, ServiceError, omit_nulls
+from .backend import Backend, ServiceError
+from .envelope import envelope
+from .guard import AdminGuard, check_json, check_query, read_body
 from .operations import HANDLERS, Call
 from .storage import storage_router
 
@@ -44,14 +47,8 @@ PREFIX = "/openapi/v1"
 DEFAULT_BODY_LIMIT = 8 * 1024 * 1024
 
 
-def envelope(code: int, message: str = "", data: Any = None, *,
-             headers: dict[str, str] | None = None) -> JSONResponse:
-    # choice: the HTTP status mirrors the business code for errors (see backend docstring)
-    return JSONResponse({"code": code, "message": message, "data": omit_nulls(data)},
-                        status_code=200 if code == 200 else code, headers=headers)
-
-
-def create_app(backend: Backend) -> FastAPI:
+def create_app(backend: Backend, hosts: set[str]) -> "DropResponseMiddleware":
+    """The ASGI app; ``hosts`` are the ``Host`` values that name this sandbox (admin calls)."""
     app = FastAPI(title="dubkit sandbox", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.backend = backend
     app.include_router(admin_router)
@@ -75,9 +72,9 @@ def create_app(backend: Backend) -> FastAPI:
 
     @app.get("/files/{relpath:path}", include_in_schema=False)
     async def _files(relpath: str) -> Response:
-        path = (backend.files_dir / relpath).resolve()
-        if not path.is_relative_to(backend.files_dir.resolve()) or not path.is_file():
-            return envelope(404, f"file not found: {relpath}")
+        path = file_access.served_path(backend, relpath)
+        if path is None:
+            return envelope(404, "file not found")
         return FileResponse(path)
 
     @app.api_route(PREFIX + "/{path:path}",
@@ -85,7 +82,7 @@ def create_app(backend: Backend) -> FastAPI:
     async def _api_call(path: str, request: Request) -> Response:
         return await _serve(backend, "/" + path, request)
 
-    return DropResponseMiddleware(app)
+    return DropResponseMiddleware(AdminGuard(app, backend.admin_token, hosts))
 
 
 async def _serve(backend: Backend, path: str, request: Request) -> Response:
@@ -97,7 +94,9 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     try:
         api_key = _authenticate(backend, request)
         op = _operation(request.method, path)
-        raw_bytes = await _read_body(backend, request)
+        check_query(request)
+        raw_bytes = await read_body(request, int(backend.setting("body_limit",
+                                                                 DEFAULT_BODY_LIMIT)))
         if targeted and faults.get("latencyMs"):
             # After the body arrived, like a slow service: the work still happens even if
             # the client gives up waiting.
@@ -185,17 +184,6 @@ def _authenticate(backend: Backend, request: Request) -> str:
     return api_key
 
 
-async def _read_body(backend: Backend, request: Request) -> bytes:
-    limit = int(backend.setting("body_limit", DEFAULT_BODY_LIMIT))
-    too_large = ServiceError(413, f"payload too large: the body limit is {limit} bytes")
-    if int(request.headers.get("content-length") or 0) > limit:
-        raise too_large
-    raw_bytes = await request.body()
-    if len(raw_bytes) > limit:
-        raise too_large
-    return raw_bytes
-
-
 def _decode(op: Operation, raw_bytes: bytes, request: Request) -> Any:
     """POST: the decoded JSON body (``contract.NO_BODY`` when none was sent); GET: the query parameters
     (``req_id`` is only for tracing)."""
@@ -204,9 +192,11 @@ def _decode(op: Operation, raw_bytes: bytes, request: Request) -> Any:
     if not raw_bytes:
         return contract.NO_BODY
     try:
-        return json.loads(raw_bytes)
+        body = json.loads(raw_bytes)
     except (ValueError, RecursionError) as exc:
-        raise ServiceError(400, f"malformed JSON body: {exc}") from None
+        raise ServiceError(400, f"malformed JSON body: {str(exc)[:200]}") from None
+    check_json(body)
+    return body
 
 
 async def _run_under_key(backend: Backend, call: Call, path: str) -> Any:
@@ -257,9 +247,8 @@ class DropResponseMiddleware:
     the work. Used by the ``dropAfterCommit`` fault.
     """
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: Any) -> None:
         self.app = app
-        self.state = app.state
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":

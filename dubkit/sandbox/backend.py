@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import secrets
 import sqlite3
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .contract_log import ContractLog
+from .admin_token import admin_token
+from .envelope import omit_nulls  # noqa: F401  TEMPORARY re-export, removed once delivery.py settles
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
@@ -44,6 +47,8 @@ IDEMPOTENCY_WINDOW = 24 * 3600.0
 # Charges made by the request this thread is serving (see Backend.refund_on_crash).
 _charges: ContextVar[list[tuple[str, float]] | None] = ContextVar("sandbox_charges",
                                                                   default=None)
+# The task whose work this thread is doing: its refunds are counted on it (see refund).
+_working_on: ContextVar[str | None] = ContextVar("sandbox_task", default=None)
 DEFAULT_CREDITS = 1_000_000.0
 EVENTS = {"tts": "openapi-tts", "textTranslation": "openapi-translate",
           "cloneVoice": "openapi-clone-voice", "vt": "openapi-media-translation",
@@ -64,19 +69,6 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def omit_nulls(value: Any) -> Any:
-    """``value`` with every ``None`` inside dicts left out (lists keep their length).
-
-    The interface has no nullable field: an optional field with no value is absent, never
-    ``null``. Answers and webhook ``data`` pass through this on their way out.
-    """
-    if isinstance(value, dict):
-        return {k: omit_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [omit_nulls(v) for v in value]
-    return value
-
-
 def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex}"
 
@@ -88,10 +80,13 @@ class Backend:
                  contract_log: ContractLog | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.contract_log = contract_log or ContractLog(strict=False)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.data_dir)
         self.files_dir = self.data_dir / "files"
-        self.files_dir.mkdir(exist_ok=True)
+        self.files_dir.mkdir(mode=0o700, exist_ok=True)
         self.store = Store(self.data_dir / "sandbox.sqlite3")
+        self._add_credit_columns()
+        self._count_existing_tasks()
+        self.admin_token = admin_token(self.data_dir)
         self.base_url = ""          # set by the server once it has a port
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-work")
         self._wake = threading.Event()
@@ -175,8 +170,39 @@ class Backend:
             _charges.reset(token)
 
     def refund(self, api_key: str, amount: float) -> None:
-        self.store.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?",
-                           (amount, api_key))
+        task_id = _working_on.get()
+        with self.store.transaction() as db:
+            db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?",
+                       (amount, api_key))
+            if task_id is not None:
+                db.execute("UPDATE tasks SET refunded = refunded + ? WHERE task_id = ?",
+                           (amount, task_id))
+
+    @contextmanager
+    def working_on(self, task_id: str) -> Iterator[None]:
+        """Count the refunds made by this thread's work on ``task_id``, so a restart that ends
+        the task gives back exactly what it still holds."""
+        token = _working_on.set(task_id)
+        try:
+            yield
+        finally:
+            _working_on.reset(token)
+
+    def _count_existing_tasks(self) -> None:
+        """A data dir made before task_counts existed: count its tasks once."""
+        if self.store.one("SELECT 1 FROM task_counts LIMIT 1") is None and \
+                self.store.one("SELECT 1 FROM tasks LIMIT 1") is not None:
+            self.store.execute("INSERT INTO task_counts SELECT api_key, task_type, status, "
+                               "COUNT(*) FROM tasks WHERE deleted = 0 GROUP BY api_key, "
+                               "task_type, status")
+
+    def _add_credit_columns(self) -> None:
+        """What each task charged and gave back (older data dirs gain the columns)."""
+        columns = {r["name"] for r in self.store.all("PRAGMA table_info(tasks)")}
+        for column in ("charged", "refunded"):
+            if column not in columns:
+                self.store.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL NOT NULL "
+                                   f"DEFAULT 0")
 
     # ------------------------------------------------------------------ idempotency
 
@@ -214,15 +240,16 @@ class Backend:
         release_polls = int(timing["value"]) if timing["mode"] == "polls" else None
         stamp = now_iso()
         task_id = new_id("")
+        charged = sum(amount for key, amount in _charges.get() or [] if key == api_key)
         with self.store.transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks").fetchone()[0]
             db.execute(
                 "INSERT INTO tasks (task_id, api_key, task_type, status, is_async, request, "
-                "extra_data, pipeline_key, release_at, release_polls, created_at, updated_at, seq)"
-                " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "extra_data, pipeline_key, release_at, release_polls, created_at, updated_at, seq,"
+                " charged) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (task_id, api_key, task_type, int(is_async), json.dumps(request),
                  json.dumps(extra_data) if extra_data is not None else None, uuid.uuid4().hex,
-                 release_at, release_polls, stamp, stamp, seq))
+                 release_at, release_polls, stamp, stamp, seq, charged))
         return self.task_row(task_id)
 
     def task_row(self, task_id: str) -> dict[str, Any]:
@@ -230,6 +257,10 @@ class Backend:
         if row is None:
             raise KeyError(task_id)
         return dict(row)
+
+    def task_is_live(self, task_id: str) -> bool:
+        return self.store.one("SELECT 1 FROM tasks WHERE task_id = ? AND deleted = 0",
+                              (task_id,)) is not None
 
     def find_task(self, api_key: str, task_id: str) -> dict[str, Any]:
         row = self.store.one("SELECT * FROM tasks WHERE task_id = ? AND api_key = ? AND "
@@ -250,7 +281,8 @@ class Backend:
 
     def _run(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
         try:
-            result, code, message = work(), 200, None
+            with self.working_on(task_id):
+                result, code, message = work(), 200, None
         except ServiceError as exc:
             result, code, message = None, exc.code, exc.message
         except Exception as exc:  # a sandbox bug must still end the task, never hang it
@@ -295,19 +327,20 @@ class Backend:
             self._wake.clear()
 
     def _resume_unfinished_work(self) -> None:
-        """After a restart, running work was lost with the process: end it honestly."""
-        self.store.execute(
-            "UPDATE tasks SET ready = 1, error_code = 500, message = 'the sandbox restarted "
-            "while this task was running' WHERE status = 'running' AND ready = 0")
+        """After a restart, running work was lost with the process: end it honestly, and give
+        back what it was charged and had not yet given back (it delivered nothing)."""
+        lost = self.store.all("SELECT task_id, api_key, charged - refunded AS held FROM tasks "
+                              "WHERE status = 'running' AND ready = 0")
+        with self.store.transaction() as db:
+            for task in lost:
+                if task["held"] > 0:
+                    db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?",
+                               (task["held"], task["api_key"]))
+                db.execute("UPDATE tasks SET ready = 1, error_code = 500, refunded = charged, "
+                           "message = 'the sandbox restarted while this task was running; "
+                           "its credits were refunded' WHERE task_id = ?", (task["task_id"],))
 
     # ------------------------------------------------------------------ files served over HTTP
-
-    def save_file(self, relpath: str, data: bytes) -> str:
-        """Store bytes under the files dir and return the URL the sandbox serves them at."""
-        target = self.files_dir / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        return self.file_url(relpath)
 
     def file_path(self, relpath: str) -> Path:
         return self.files_dir / relpath
@@ -331,6 +364,18 @@ class Backend:
             for table in tables:
                 db.execute(f"DELETE FROM {table}")
         self.default_key = self._ensure_default_key()
+
+
+def _private_dir(path: Path) -> None:
+    """Make the data dir, or adopt an existing one, readable by its owner only.
+
+    Keys, secrets, the admin token and every file live below it, so 0700 here protects them
+    all on a shared machine. A directory that holds something else is left as it is.
+    """
+    fresh = not path.exists()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if fresh or (path / "sandbox.sqlite3").exists():
+        os.chmod(path, 0o700)
 
 
 def new_secret() -> str:

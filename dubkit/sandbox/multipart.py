@@ -18,6 +18,11 @@ are still the listed ones (same ETags) and hashes only the rest.
 completion must be in ascending order, without repeats, with the ETag each PUT answered, and
 the joined bytes must have the upload's MD5. A refusal leaves the session and its parts as
 they were. Re-sending a part replaces it; while its new bytes arrive it does not count.
+
+Completion closes the session's :class:`_Gate` first: a part PUT still streaming (a slow
+client, a retry racing the complete) writes its next block only through the gate, finds it
+shut and is answered 404, so no byte lands in the file once it is being registered (the
+assembly file becomes the material's file by a rename, so a late write would go there).
 """
 
 from __future__ import annotations
@@ -90,6 +95,37 @@ def _prefix(backend: Backend, upload_id: str) -> _Prefix:
     return _prefixes.setdefault(backend, {}).setdefault(upload_id, _Prefix())
 
 
+class Closed(Exception):
+    """The session stopped taking bytes (completing, completed or aborted)."""
+
+
+class _Gate:
+    """Every write of a session's bytes passes here; completion shuts it first."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.shut = False
+
+    def write(self, write: Any, data: bytes) -> None:
+        with self.lock:          # held for one block at most, so closing never waits long
+            if self.shut:
+                raise Closed()
+            write(data)
+
+
+_gates: "weakref.WeakKeyDictionary[Backend, dict[str, _Gate]]" = weakref.WeakKeyDictionary()
+
+
+def _gate(backend: Backend, upload_id: str) -> _Gate:
+    return _gates.setdefault(backend, {}).setdefault(upload_id, _Gate())
+
+
+def _shut(backend: Backend, upload_id: str, shut: bool) -> None:
+    gate = _gate(backend, upload_id)
+    with gate.lock:
+        gate.shut = shut
+
+
 def extend_prefix_hash(backend: Backend, upload_id: str) -> None:
     """Hash the next finished full-slot parts in order (call after a part arrived).
 
@@ -158,6 +194,7 @@ def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> No
         db.execute("UPDATE storage_uploads SET state = ? WHERE upload_id = ?",
                    (new_state, upload_id))
         db.execute("DELETE FROM storage_parts WHERE upload_id = ?", (upload_id,))
+    _shut(backend, upload_id, True)
     shutil.rmtree(_folder(backend, upload_id), ignore_errors=True)
     _prefixes.get(backend, {}).pop(upload_id, None)
 
@@ -165,33 +202,46 @@ def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> No
 # --------------------------------------------------------------------------- receiving a part
 
 class FileSink:
-    """Bytes for a file of their own: a temporary file, renamed into place when complete."""
+    """Bytes for a file of their own: a temporary file, renamed into place when complete.
 
-    def __init__(self, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        self._target = target
+    With a ``gate`` (a part of a session), the write and the rename pass through it.
+    """
+
+    def __init__(self, target: Path, gate: _Gate | None = None) -> None:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._target, self._gate = target, gate
         self._partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
         self._file = open(self._partial, "wb")
 
     def write(self, data: bytes) -> None:
-        self._file.write(data)
+        if self._gate is None:
+            self._file.write(data)
+        else:
+            self._gate.write(self._file.write, data)
 
     def close(self, keep: bool) -> None:
         self._file.close()
-        if keep:
-            os.replace(self._partial, self._target)
-        self._partial.unlink(missing_ok=True)
+        try:
+            if keep and self._gate is not None:
+                self._gate.write(lambda _: os.replace(self._partial, self._target), b"")
+            elif keep:
+                os.replace(self._partial, self._target)
+        finally:
+            self._partial.unlink(missing_ok=True)
 
 
 class _SlotSink:
-    """Bytes for the part's region of the assembly file."""
+    """Bytes for the part's region of the assembly file, written through the session's gate."""
 
-    def __init__(self, assembly: Path, offset: int) -> None:
-        assembly.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(assembly, os.O_WRONLY | os.O_CREAT, 0o644)
-        self._offset = offset
+    def __init__(self, assembly: Path, offset: int, gate: _Gate) -> None:
+        assembly.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._fd = os.open(assembly, os.O_WRONLY | os.O_CREAT, 0o600)
+        self._offset, self._gate = offset, gate
 
     def write(self, data: bytes) -> None:
+        self._gate.write(self._pwrite, data)
+
+    def _pwrite(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             written = os.pwrite(self._fd, view, self._offset)
@@ -207,13 +257,14 @@ def part_sink(backend: Backend, upload: dict[str, Any], number: int,
     """Where part ``number`` (``size`` bytes) goes; an earlier copy in its slot stops counting."""
     upload_id = upload["upload_id"]
     if size > upload["slot"]:
-        return FileSink(_part_path(backend, upload_id, number))
+        return FileSink(_part_path(backend, upload_id, number), _gate(backend, upload_id))
     _store(backend).execute("UPDATE storage_parts SET etag = '' WHERE upload_id = ? AND "
                             "part_number = ?", (upload_id, number))
     prefix = _prefixes.get(backend, {}).get(upload_id)
     if prefix is not None and number <= len(prefix.etags):   # its old bytes were hashed
         _prefixes[backend].pop(upload_id, None)
-    return _SlotSink(_assembly(backend, upload_id), (number - 1) * upload["slot"])
+    return _SlotSink(_assembly(backend, upload_id), (number - 1) * upload["slot"],
+                     _gate(backend, upload_id))
 
 
 def record_part(backend: Backend, upload: dict[str, Any], number: int, size: int,
@@ -243,6 +294,17 @@ def complete(backend: Backend, upload_id: str, listed: Sequence[tuple[int, str]]
     upload = open_upload(backend, upload_id)
     if upload is None:
         raise ServiceError(404, f"multipart upload not found or no longer open: {upload_id}")
+    _shut(backend, upload_id, True)      # from here no byte of a late PUT reaches the files
+    try:
+        return _complete(backend, upload, listed, file_hash, target)
+    except BaseException:
+        _shut(backend, upload_id, False)  # refused: the session takes parts again
+        raise
+
+
+def _complete(backend: Backend, upload: dict[str, Any], listed: Sequence[tuple[int, str]],
+              file_hash: str, target: Path) -> int:
+    upload_id = upload["upload_id"]
     stored = _check_listed(listed, {p["part_number"]: p for p in parts(backend, upload_id)})
     slot, assembly = upload["slot"], _assembly(backend, upload_id)
     segments = [(assembly, (n - 1) * slot, stored[n]["size"]) if stored[n]["in_slot"] else

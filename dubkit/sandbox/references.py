@@ -1,54 +1,200 @@
 """Reference recordings the sandbox is pointed at (refAudio, timbreRefAudio, emoRefAudio).
 
-Files this sandbox serves are read from disk; any other http(s) URL is downloaded (at most
-50 MB) unless remote fetching is off (admin ``POST /_sandbox/fetch {"remote": false}``, used
-when the sandbox must stay off the network). Either way the audio is decoded with ffmpeg, so
-any container ffmpeg reads will do.
+What the sandbox reads for a reference URL, and what it never reads:
+
+* Its own files (``<sandbox url>/files/...``) are read from disk, resolved inside the files
+  directory only: a ``..``, an absolute path or a symlink that leads out of it is refused.
+* Any other URL is fetched only when the fetch policy allows it (admin ``POST /_sandbox/fetch``
+  ``{remote, schemes, allow}``). By default: ``https`` URLs of public hosts. Loopback, private,
+  link-local and other non-public addresses are refused unless ``allow`` names the host (or a
+  network such as ``10.0.0.0/8``); the address is checked on the connection actually made, so
+  a DNS answer that changes between check and connect does not get through, and so is every
+  redirect. ``remote: false`` turns remote fetching off. Downloads stop at
+  :data:`MAX_REFERENCE_BYTES` and :data:`FETCH_SECONDS`.
+* A refusal is a 400 naming the field that never shows a local path; a URL the sandbox may
+  fetch but cannot use (closed port, HTTP error, too large, not audio) gets one and the same
+  message, so the answers cannot be used to map the network.
+
+Either way the audio is decoded with ffmpeg, so any container ffmpeg reads will do.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from .backend import Backend
+from .backend import Backend, ServiceError
 from .engines import media
 
 MAX_REFERENCE_BYTES = 50 * 1024 * 1024
+FETCH_SECONDS = 30.0
+MAX_REDIRECTS = 3
+DEFAULT_POLICY: dict[str, Any] = {"remote": True, "schemes": ["https"], "allow": []}
 
 
 class UnusableAudio(Exception):
     """A reference that cannot be fetched or decoded; the message names the field."""
 
 
+def fetch_policy(backend: Backend) -> dict[str, Any]:
+    return {**DEFAULT_POLICY, **backend.setting("fetch", {})}
+
+
+def check_reference(backend: Backend, url: str, field: str) -> None:
+    """400 before anything is charged when ``url`` is one the sandbox will not read."""
+    if _own_file(backend, url) is not None:
+        return
+    policy = fetch_policy(backend)
+    parts = urlsplit(url)
+    if not policy["remote"]:
+        raise ServiceError(400, f"invalid request: {field}: this sandbox fetches no remote "
+                                f"URLs (remote fetching is off); use a file it serves")
+    if parts.scheme not in policy["schemes"] or not parts.hostname:
+        raise ServiceError(400, f"invalid request: {field}: must be an "
+                                f"{' or '.join(policy['schemes'])} URL of a public host, or a "
+                                f"file this sandbox serves")
+
+
 def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int]:
-    """Decode a reference recording; sandbox files are read from disk, others downloaded."""
-    served = backend.base_url + "/files/"
+    """Decode a reference recording: the sandbox's own file from disk, others downloaded."""
+    own = _own_file(backend, url)
+    if own is not None:
+        path = _inside(backend.files_dir, own)
+        if path is None or not path.is_file():
+            raise UnusableAudio(f"{field}: no such file on this sandbox")
+        return _decode(path, field)
     try:
-        if url.startswith(served):
-            path = backend.file_path(url[len(served):].split("?")[0])
-            if not path.is_file():
-                raise UnusableAudio(f"{field}: no such file: {url}")
-            return media.decode_audio(path)
-        if not backend.setting("fetch", {}).get("remote", True):
-            raise UnusableAudio(f"{field}: this sandbox fetches no remote URLs (remote "
-                                f"fetching is off); use a file it serves")
-        with requests.get(url, timeout=(5, 30), stream=True) as answer:
+        check_reference(backend, url, field)
+    except ServiceError as refusal:
+        raise UnusableAudio(refusal.message.removeprefix("invalid request: ")) from None
+    with tempfile.NamedTemporaryFile(suffix=Path(urlsplit(url).path).suffix[:10]) as tmp:
+        if not _download(url, fetch_policy(backend), tmp):
+            raise UnusableAudio(_UNUSABLE.format(field=field))
+        return _decode(Path(tmp.name), field)
+
+
+_UNUSABLE = ("{field}: could not get audio from this URL (unreachable, not allowed by the "
+             "sandbox's fetch policy, an HTTP error, too large, or not audio)")
+
+
+def _decode(path: Path, field: str) -> tuple[np.ndarray, int]:
+    try:
+        return media.decode_audio(path)
+    except media.MediaError:
+        raise UnusableAudio(_UNUSABLE.format(field=field)) from None
+
+
+def _own_file(backend: Backend, url: str) -> str | None:
+    """The path below ``/files/`` when ``url`` points at this sandbox's files, else None."""
+    served = backend.base_url + "/files/"
+    if not url.startswith(served):
+        return None
+    return unquote(urlsplit(url[len(served) - 1:]).path[1:])
+
+
+def _inside(root: Path, relpath: str) -> Path | None:
+    """``root/relpath`` if it resolves (symlinks followed) to a place inside ``root``."""
+    if not relpath or relpath.startswith(("/", "\\")) or "\x00" in relpath:
+        return None
+    base = root.resolve()
+    path = (base / relpath).resolve()
+    return path if path.is_relative_to(base) and path != base else None
+
+
+# --------------------------------------------------------------------------- guarded download
+
+def _download(url: str, policy: dict[str, Any], out: Any) -> bool:
+    """Stream ``url`` into ``out`` within the size and time caps; False if anything failed."""
+    deadline = time.monotonic() + FETCH_SECONDS
+    session = _guarded_session(policy)
+    try:
+        with session.get(url, stream=True, timeout=(5, 10)) as answer:
             if answer.status_code != 200:
-                raise UnusableAudio(f"{field}: could not fetch {url}: HTTP {answer.status_code}")
-            with tempfile.NamedTemporaryFile(suffix=Path(url.split("?")[0]).suffix) as tmp:
-                size = 0
-                for chunk in answer.iter_content(1 << 16):
-                    size += len(chunk)
-                    if size > MAX_REFERENCE_BYTES:
-                        raise UnusableAudio(f"{field}: larger than {MAX_REFERENCE_BYTES} bytes")
-                    tmp.write(chunk)
-                tmp.flush()
-                return media.decode_audio(tmp.name)
-    except requests.RequestException as exc:
-        raise UnusableAudio(f"{field}: could not fetch {url}: {type(exc).__name__}") from None
-    except media.MediaError as exc:
-        raise UnusableAudio(f"{field}: not audio the sandbox can decode ({exc})") from None
+                return False
+            size = 0
+            for chunk in answer.iter_content(1 << 16):
+                size += len(chunk)
+                if size > MAX_REFERENCE_BYTES or time.monotonic() > deadline:
+                    return False
+                out.write(chunk)
+        out.flush()
+        return size > 0
+    except (requests.RequestException, OSError):
+        return False
+    finally:
+        session.close()
+
+
+def _guarded_session(policy: dict[str, Any]) -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False          # a proxy would hide the address actually reached
+    session.max_redirects = MAX_REDIRECTS
+    adapter = _GuardedAdapter(policy)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+class _Refused(OSError):
+    """The connection reached an address the policy does not allow."""
+
+
+def _allowed(address: str, host: str, port: int, policy: dict[str, Any]) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if ip.is_global:
+        return True
+    for entry in policy["allow"]:
+        if entry in (host, f"{host}:{port}", address, f"{address}:{port}"):
+            return True
+        try:
+            if ip in ipaddress.ip_network(entry, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _guarded(base: type) -> type:
+    class Guarded(base):  # type: ignore[valid-type, misc]
+        policy: dict[str, Any] = DEFAULT_POLICY
+
+        def _new_conn(self) -> socket.socket:
+            # Before connecting (no packet to a forbidden address) and on the socket made
+            # (a DNS answer that changed in between does not get through).
+            for *_, address in socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM):
+                if not _allowed(address[0], self.host, self.port, self.policy):
+                    raise _Refused("address not allowed by the sandbox's fetch policy")
+            sock = super()._new_conn()
+            if not _allowed(sock.getpeername()[0], self.host, self.port, self.policy):
+                sock.close()
+                raise _Refused("address not allowed by the sandbox's fetch policy")
+            return sock
+    return Guarded
+
+
+class _GuardedAdapter(HTTPAdapter):
+    """Every connection it opens checks the peer address against the fetch policy."""
+
+    def __init__(self, policy: dict[str, Any]) -> None:
+        self._policy = policy
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        plain = type("GuardedHTTPPool", (HTTPConnectionPool,),
+                     {"ConnectionCls": _guarded(HTTPConnection)})
+        tls = type("GuardedHTTPSPool", (HTTPSConnectionPool,),
+                   {"ConnectionCls": _guarded(HTTPSConnection)})
+        plain.ConnectionCls.policy = tls.ConnectionCls.policy = self._policy
+        self.poolmanager.pool_classes_by_scheme = {"http": plain, "https": tls}

@@ -15,14 +15,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import requests
 import uvicorn
 
+from .admin_token import ADMIN_HEADER, TOKEN_ENV, TOKEN_FILE, read_admin_token
 from .app import create_app
 from .backend import Backend
 from .contract_log import LOG_ENV, ContractLog, strict_from_env
+from .guard import sandbox_hosts
 from .delivery import Deliverer
 
 
@@ -59,17 +61,24 @@ class Credentials(dict):
 class SandboxHandle:
     """A running sandbox: its ``url``, default ``api_key`` and ``webhook_secret``, and admin calls.
 
-    The key and secret are real credentials for this sandbox, so the repr masks them.
+    The key and secret are real credentials for this sandbox, so the repr masks them. Admin
+    calls carry the sandbox's admin token: this process's own sandbox knows it; for another one
+    it comes from ``admin_token=``, ``$DUBKIT_SANDBOX_ADMIN_TOKEN``, or the default data dir's
+    ``admin-token`` file (a ``dubkit sandbox`` of the same user).
     """
 
     def __init__(self, url: str, backend: Backend | None = None,
                  server: uvicorn.Server | None = None, thread: threading.Thread | None = None,
-                 deliverer: Deliverer | None = None, tmp: tempfile.TemporaryDirectory | None = None
-                 ) -> None:
+                 deliverer: Deliverer | None = None, tmp: tempfile.TemporaryDirectory | None = None,
+                 *, admin_token: str | None = None) -> None:
         self.url = url
         self._backend, self._server, self._thread = backend, server, thread
         self._deliverer, self._tmp = deliverer, tmp
         self._admin = requests.Session()
+        self._admin.trust_env = False       # the token goes to this sandbox, never to a proxy
+        token = admin_token or (backend.admin_token if backend else _known_admin_token())
+        if token:
+            self._admin.headers[ADMIN_HEADER] = token
 
     def __repr__(self) -> str:
         from .._transport import mask_key
@@ -92,8 +101,9 @@ class SandboxHandle:
         return Path(self.info()["dataDir"])
 
     # -- admin helpers (thin wrappers over /_sandbox, see dubkit.sandbox.admin)
-    def admin(self, method: str, path: str, **body: Any) -> Any:
-        answer = self._admin.request(method, f"{self.url}/_sandbox{path}",
+    def admin(self, method: str, path: str, *, params: dict[str, Any] | None = None,
+              **body: Any) -> Any:
+        answer = self._admin.request(method, f"{self.url}/_sandbox{path}", params=params,
                                      json=body if method != "GET" else None, timeout=30)
         answer.raise_for_status()
         return answer.json()
@@ -105,6 +115,11 @@ class SandboxHandle:
                    api_key: str | None = None) -> str:
         body = {"name": name, "credits": credits, **({"apiKey": api_key} if api_key else {})}
         return self.admin("POST", "/keys", **body)["apiKey"]
+
+    def credits(self, api_key: str | None = None) -> float:
+        """The credits left on ``api_key`` (default: the sandbox's default key)."""
+        return self.admin("GET", "/credits", params={"apiKey": api_key} if api_key else None
+                          )["credits"]
 
     def set_credits(self, credits: float, api_key: str | None = None) -> None:
         self.admin("POST", "/credits", credits=credits, apiKey=api_key)
@@ -132,9 +147,7 @@ class SandboxHandle:
                    api_key: str | None = None) -> dict[str, Any]:
         query = {k: v for k, v in (("taskId", task_id), ("state", state),
                                    ("apiKey", api_key)) if v}
-        answer = self._admin.get(f"{self.url}/_sandbox/deliveries", params=query, timeout=30)
-        answer.raise_for_status()
-        return answer.json()
+        return self.admin("GET", "/deliveries", params=query)
 
     def contract_mismatches(self) -> list[dict[str, Any]]:
         """What strict contract mode recorded (empty when strict mode is off)."""
@@ -167,9 +180,17 @@ class SandboxHandle:
         self.stop()
 
 
-def _serve_config(backend: Backend, sock: socket.socket, log_level: str) -> uvicorn.Server:
+def _known_admin_token() -> str | None:
+    """The token for a sandbox this process did not start: the environment, else the default
+    data dir's file (the same user's ``dubkit sandbox``)."""
+    from . import default_data_dir
+    return os.environ.get(TOKEN_ENV) or read_admin_token(default_data_dir())
+
+
+def _serve_config(backend: Backend, sock: socket.socket, log_level: str,
+                  hosts: set[str]) -> uvicorn.Server:
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
-    config = uvicorn.Config(create_app(backend), log_level=log_level, access_log=False,
+    config = uvicorn.Config(create_app(backend, hosts), log_level=log_level, access_log=False,
                             timeout_keep_alive=30, limit_concurrency=512, http="h11")
     return uvicorn.Server(config)
 
@@ -197,7 +218,7 @@ def _bind_preferred(host: str, port: int | None, remembered: int | None) -> sock
 
 def start(data_dir: str | Path | None = None, *, port: int | None = None,
           host: str = "127.0.0.1", log_level: str = "warning",
-          strict: bool | None = None) -> SandboxHandle:
+          strict: bool | None = None, allow_hosts: Sequence[str] = ()) -> SandboxHandle:
     """Start a sandbox in a background thread and return once it answers.
 
     ``data_dir=None`` uses a temporary directory removed on :meth:`SandboxHandle.stop`; give a
@@ -205,6 +226,8 @@ def start(data_dir: str | Path | None = None, *, port: int | None = None,
     data dir served on last time when it is free (so file URLs stored in its records, like a
     CDN's, keep working after a restart), else any free port. ``strict`` turns on strict
     contract mode (default: ``DUBKIT_CONTRACT=strict``; see :mod:`dubkit.sandbox.contract_log`).
+    ``allow_hosts`` are further names (``host`` or ``host:port``) the sandbox answers admin
+    calls under, e.g. the name a class uses to reach it (see :mod:`dubkit.sandbox.guard`).
     """
     tmp = tempfile.TemporaryDirectory(prefix="dubkit-sandbox-") if data_dir is None else None
     log = ContractLog(strict_from_env() if strict is None else strict, os.environ.get(LOG_ENV))
@@ -214,7 +237,8 @@ def start(data_dir: str | Path | None = None, *, port: int | None = None,
     url = f"http://{host}:{sock.getsockname()[1]}"
     backend.set_setting("port", sock.getsockname()[1])
     backend.base_url = url
-    server = _serve_config(backend, sock, log_level)
+    server = _serve_config(backend, sock, log_level,
+                           sandbox_hosts(host, sock.getsockname()[1], allow_hosts))
     deliverer = Deliverer(backend)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                               name="dubkit-sandbox", daemon=True)
@@ -230,16 +254,21 @@ def start(data_dir: str | Path | None = None, *, port: int | None = None,
 
 
 def serve_forever(data_dir: str | Path, *, port: int, host: str = "127.0.0.1",
-                  log_level: str = "info", strict: bool | None = None) -> None:
+                  log_level: str = "info", strict: bool | None = None,
+                  allow_hosts: Sequence[str] = ()) -> None:
     """Run in the foreground until interrupted (the ``dubkit sandbox`` command)."""
-    handle = start(data_dir, port=port, host=host, log_level=log_level, strict=strict)
+    handle = start(data_dir, port=port, host=host, log_level=log_level, strict=strict,
+                   allow_hosts=allow_hosts)
     info = handle.info()
     from .._transport import mask_key
-    # The credentials stay off the terminal (and out of logs); dubkit.connect() with
-    # DUBKIT_BASE_URL set to this URL fetches them from /_sandbox/info on loopback.
+    # The credentials stay off the terminal (and out of logs): the admin token is a file only
+    # this user can read; dubkit.connect() with DUBKIT_BASE_URL finds it there.
+    token_file = Path(info["dataDir"]) / TOKEN_FILE
     print(f"dubkit sandbox listening on {handle.url}\n"
-          f"  API key (default):  {mask_key(info['apiKey'])}  (full: GET {handle.url}/_sandbox/info)\n"
+          f"  API key (default):  {mask_key(info['apiKey'])}\n"
           f"  data dir:           {info['dataDir']}\n"
+          f"  admin token:        in {token_file} (readable by you only); send it as "
+          f"{ADMIN_HEADER}, or set {TOKEN_ENV} for another account\n"
           f"  connect with:       DUBKIT_BASE_URL={handle.url} python -c 'import dubkit; dubkit.connect()'",
           flush=True)
     try:

@@ -202,7 +202,10 @@ async def put_object(key: str, request: Request) -> Response:
     if total > limit:
         return _refuse(413, f"payload too large: the upload limit is {limit} bytes "
                             f"({total} bytes would be stored)")
-    etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
+    try:
+        etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
+    except multipart.Closed:      # completed or aborted while this part was arriving
+        return gone
     if etag is None:
         return incomplete
     if not multipart.record_part(backend, upload, number, size, etag):

@@ -8,6 +8,7 @@ with :meth:`Store.ensure`.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -25,8 +26,35 @@ CREATE TABLE IF NOT EXISTS tasks (
     error_code INTEGER, extra_data TEXT, pipeline_key TEXT, ready INTEGER NOT NULL DEFAULT 0,
     release_at REAL, release_polls INTEGER, polls INTEGER NOT NULL DEFAULT 0,
     deleted INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-    seq INTEGER NOT NULL);
+    seq INTEGER NOT NULL, charged REAL NOT NULL DEFAULT 0, refunded REAL NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS tasks_by_key ON tasks (api_key, deleted, seq);
+CREATE INDEX IF NOT EXISTS tasks_by_type ON tasks (api_key, deleted, task_type, seq);
+CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (api_key, deleted, status, seq);
+CREATE INDEX IF NOT EXISTS tasks_by_seq ON tasks (seq);
+CREATE INDEX IF NOT EXISTS tasks_running ON tasks (ready) WHERE status = 'running';
+-- How many live tasks each key has by type and status, kept by triggers: tasks/list answers
+-- its total without counting rows, so a page costs the same at 20 tasks as at 20,000.
+CREATE TABLE IF NOT EXISTS task_counts (
+    api_key TEXT NOT NULL, task_type TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (api_key, task_type, status));
+CREATE TRIGGER IF NOT EXISTS task_counts_insert AFTER INSERT ON tasks WHEN NEW.deleted = 0
+BEGIN
+    INSERT INTO task_counts VALUES (NEW.api_key, NEW.task_type, NEW.status, 1)
+    ON CONFLICT (api_key, task_type, status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS task_counts_delete AFTER DELETE ON tasks WHEN OLD.deleted = 0
+BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE api_key = OLD.api_key
+        AND task_type = OLD.task_type AND status = OLD.status;
+END;
+CREATE TRIGGER IF NOT EXISTS task_counts_update AFTER UPDATE OF status, deleted ON tasks
+BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE OLD.deleted = 0 AND api_key = OLD.api_key
+        AND task_type = OLD.task_type AND status = OLD.status;
+    INSERT INTO task_counts SELECT NEW.api_key, NEW.task_type, NEW.status, 1
+        WHERE NEW.deleted = 0
+    ON CONFLICT (api_key, task_type, status) DO UPDATE SET n = n + 1;
+END;
 CREATE TABLE IF NOT EXISTS idempotency (
     api_key TEXT NOT NULL, path TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL,
     created_at REAL NOT NULL, PRIMARY KEY (api_key, path, key));
@@ -50,6 +78,9 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        # Owner-only from the first byte (SQLite gives its -wal and -shm files the same mode).
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(self.path, 0o600)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -68,6 +99,10 @@ class Store:
     def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self._lock:
             return self._db.execute(sql, args)
+
+    def store_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._lock:
+            self._db.executemany(sql, rows)
 
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:

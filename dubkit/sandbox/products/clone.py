@@ -3,9 +3,11 @@ pitch and pace.
 
 How a clone is made (every provider):
 
-1. ``refAudio`` is fetched: files this sandbox serves (materials, TTS results) are read from
-   disk, any other http(s) URL is downloaded (at most 50 MB). Unreachable, not audio, or no
-   speech in it: 422 naming ``refAudio``; a missing or non-http(s) ``refAudio`` is 400.
+1. ``refAudio`` is read as :mod:`dubkit.sandbox.references` says: files this sandbox serves
+   from disk, other URLs only as its fetch policy allows (a refused URL, or a missing
+   ``refAudio``, is 400 before anything is charged). A URL that cannot be used (unreachable,
+   an HTTP error, not audio: one message for all) or has no speech in it is 422 naming
+   ``refAudio``.
 2. The first ``MAX_REFERENCE_SECONDS`` are measured (``engines.voiceprint.measure``): median
    pitch, intonation range, syllables per second of speech, and gender by pitch.
 3. An espeak variant of that gender is chosen and its prosody derived
@@ -49,7 +51,7 @@ from ..backend import ServiceError, now_iso
 from ..catalogue import speaking_voice_from_audio
 from ..engines import media, speech, voiceprint
 from ..operations import Call
-from ..references import UnusableAudio, fetch_audio
+from ..references import UnusableAudio, check_reference, fetch_audio
 from .common import check_locale, sync_and_async
 from .voices import insert_clone
 
@@ -79,9 +81,7 @@ def _checked(call: Call) -> CloneRequest:
     if not request.ref_audio:
         raise ServiceError(400, "invalid request: refAudio: is required (an http(s) URL of a "
                                 "short recording of the voice to clone)")
-    if urlparse(request.ref_audio).scheme not in ("http", "https"):
-        raise ServiceError(400, f"invalid request: refAudio: must be an http(s) URL, got "
-                                f"{request.ref_audio[:80]!r}")
+    check_reference(call.backend, request.ref_audio, "refAudio")
     if request.sample_language:
         check_locale("sampleLanguage", request.sample_language, locales.SOURCE | locales.TARGET)
     return request

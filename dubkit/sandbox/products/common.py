@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ... import locales
 from ..backend import ServiceError
 from ..operations import Call, handles
+from ..store import Store
 
 Plan = Callable[[Call], Callable[[str], dict[str, Any]]]
 
@@ -21,12 +22,38 @@ def check_locale(field: str, code: str | None, allowed: frozenset[str], *,
                             + (f"; did you mean {', '.join(hint)}?" if hint else ""))
 
 
+MAX_PAGE_SIZE = 1000
+
+
+def page_window(current_page: int | None, page_size: int | None,
+                default_size: int) -> tuple[int, int]:
+    """``(offset, size)`` of a page. *choice* (the interface states no bounds): a page below 1
+    is page 1, a size below 1 is the default, and a size above :data:`MAX_PAGE_SIZE` is capped."""
+    current = min(max(1, current_page or 1), 2**40)   # beyond any store, within SQLite's int
+    size = page_size if page_size and page_size > 0 else default_size
+    size = min(size, MAX_PAGE_SIZE)
+    return (current - 1) * size, size
+
+
 def page(rows: list[Any], current_page: int | None, page_size: int | None,
          default_size: int) -> dict[str, Any]:
-    current = current_page or 1
-    size = page_size or default_size
-    start = (current - 1) * size
+    """One page of rows already in memory (the voice catalogue)."""
+    start, size = page_window(current_page, page_size, default_size)
     return {"records": rows[start:start + size], "total": len(rows)}
+
+
+def page_rows(store: Store, sql: str, args: Sequence[Any], current_page: int | None,
+              page_size: int | None, default_size: int) -> tuple[list[Any], int]:
+    """One page of ``sql``'s rows and how many rows it has in all, both from the database.
+
+    ``sql`` is ``SELECT ... FROM ... WHERE ... ORDER BY ...``: the page is read with LIMIT and
+    OFFSET and the total with COUNT over the same WHERE, so neither loads every row.
+    """
+    offset, size = page_window(current_page, page_size, default_size)
+    head, _, _ = sql.partition(" ORDER BY ")
+    total = store.one("SELECT COUNT(*) AS n FROM (" + head + ")", args)["n"]  # type: ignore[index]
+    rows = store.all(sql + " LIMIT ? OFFSET ?", [*args, size, offset])
+    return rows, total
 
 
 def create(call: Call, task_type: str, work: Callable[[str], dict[str, Any]], *,
@@ -41,7 +68,8 @@ def create(call: Call, task_type: str, work: Callable[[str], dict[str, Any]], *,
     task_id = task["task_id"]
     if not is_async:
         try:
-            result = work(task_id)
+            with call.backend.working_on(task_id):
+                result = work(task_id)
         except BaseException:   # refused or crashed: no half-made task is left behind
             call.backend.store.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
             raise

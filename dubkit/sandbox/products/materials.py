@@ -25,6 +25,9 @@ Choices where the interface is silent (*choice*):
 * *choice* Lists are newest first. Delete is soft: the material leaves list, dedup and media
   translation (404) at once; its files stay. Deleting an unknown or deleted id is 404.
 * *choice* Aborting an aborted upload again is fine; aborting a completed one is 400.
+* *choice* presign-parts answers at most ``MAX_PRESIGN`` (1,000) URLs a call; more is 400.
+* *choice* Completions of one key's uploads with the same bytes register one after another, so
+  any number of concurrent uploads of one file make one material.
 * *choice* Uploads and materials cost no credits.
 """
 
@@ -34,6 +37,8 @@ import json
 import logging
 import os
 import re
+import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +49,10 @@ from ..backend import Backend, ServiceError, new_id, now_iso
 from ..engines import media
 from ..operations import Call, handles
 from ..store import Store
-from .common import page
+from .common import page_rows
 
 log = logging.getLogger("dubkit.sandbox")
+MAX_PRESIGN = 1000      # part URLs per presign-parts call (the interface states no maximum)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS material_uploads (
@@ -58,6 +64,7 @@ CREATE TABLE IF NOT EXISTS materials (
     relpath TEXT NOT NULL, object_key TEXT NOT NULL, record TEXT NOT NULL,
     deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS materials_by_hash ON materials (api_key, file_hash, deleted);
+CREATE INDEX IF NOT EXISTS materials_by_key ON materials (api_key, deleted, seq);
 """
 
 
@@ -82,6 +89,12 @@ def find_material(backend: Backend, api_key: str, material_id: str) -> dict[str,
         raise ServiceError(404, f"material not found: {material_id} is an upload that was never "
                                 f"completed; only a registered material can be used")
     raise ServiceError(404, f"material not found: {material_id}")
+
+
+def is_live(backend: Backend, material_id: str) -> bool:
+    """Whether ``material_id`` is registered and not deleted (for serving its files)."""
+    return _store(backend).one("SELECT 1 FROM materials WHERE material_id = ? AND deleted = 0",
+                               (material_id,)) is not None
 
 
 def material_path(backend: Backend, api_key: str, material_id: str) -> Path:
@@ -179,8 +192,26 @@ def _live_by_hash(backend: Backend, api_key: str, file_hash: str) -> dict[str, A
     return dict(row) if row else None
 
 
+_registering: "weakref.WeakKeyDictionary[Backend, dict[tuple[str, str], threading.Lock]]" = \
+    weakref.WeakKeyDictionary()
+_registering_guard = threading.Lock()
+
+
 def _register(call: Call, session: dict[str, Any], path: Path, size: int) -> dict[str, Any]:
-    """Turn the stored object at ``path`` into a material (or answer the existing duplicate)."""
+    """Turn the stored object at ``path`` into a material (or answer the existing duplicate).
+
+    The duplicate check and the insert are one step per key and content: concurrent uploads
+    of the same bytes wait for each other here and all answer the one material.
+    """
+    with _registering_guard:
+        lock = _registering.setdefault(call.backend, {}).setdefault(
+            (call.api_key, session["file_hash"]), threading.Lock())
+    with lock:
+        return _register_now(call, session, path, size)
+
+
+def _register_now(call: Call, session: dict[str, Any], path: Path, size: int
+                  ) -> dict[str, Any]:
     backend, material_id = call.backend, session["material_id"]
     duplicate = _live_by_hash(backend, call.api_key, session["file_hash"])
     if duplicate is not None:
@@ -302,6 +333,10 @@ def multipart_presign(call: Call) -> dict[str, Any]:
     if not body.part_numbers:
         raise ServiceError(400, "invalid request: partNumbers: list the parts to presign "
                                 "(1-10000)")
+    if len(body.part_numbers) > MAX_PRESIGN:
+        raise ServiceError(400, f"invalid request: partNumbers: at most {MAX_PRESIGN} per "
+                                f"call, got {len(body.part_numbers)}; ask for the rest in "
+                                f"further calls")
     urls = [{"partNumber": n, "url": storage.presign_put(
         call.backend, session["object_key"], upload_id=session["upload_id"], part_number=n)}
         for n in body.part_numbers]
@@ -355,10 +390,10 @@ def multipart_abort(call: Call) -> None:
 @handles("materials.list")
 def list_materials(call: Call) -> dict[str, Any]:
     query: PageQuery = call.body  # type: ignore[assignment]
-    rows = _store(call.backend).all("SELECT record FROM materials WHERE api_key = ? AND "
-                                    "deleted = 0 ORDER BY seq DESC", (call.api_key,))
-    return page([json.loads(r["record"]) for r in rows], query.current_page, query.page_size,
-                default_size=20)
+    rows, total = page_rows(_store(call.backend), "SELECT record FROM materials WHERE "
+                            "api_key = ? AND deleted = 0 ORDER BY seq DESC", (call.api_key,),
+                            query.current_page, query.page_size, default_size=20)
+    return {"records": [json.loads(r["record"]) for r in rows], "total": total}
 
 
 @handles("materials.delete")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...schema import TaskIdBody, TaskListQuery
 from ..operations import Call, handles
-from .common import page, task_result
+from .common import page_window, task_result
 
 
 def summary(task: dict[str, Any]) -> dict[str, Any]:
@@ -22,17 +22,18 @@ def summary(task: dict[str, Any]) -> dict[str, Any]:
 
 @handles("tasks.list")
 def list_tasks(call: Call) -> dict[str, Any]:
+    """Newest first; the total comes from the counts triggers keep (see the store's schema)."""
     query: TaskListQuery = call.body  # type: ignore[assignment]
-    sql = "SELECT * FROM tasks WHERE api_key = ? AND deleted = 0"
-    args: list[Any] = [call.api_key]
-    if query.task_type:
-        sql += " AND task_type = ?"
-        args.append(query.task_type)
-    if query.status:
-        sql += " AND status = ?"
-        args.append(query.status)
-    rows = [summary(dict(r)) for r in call.backend.store.all(sql + " ORDER BY seq DESC", args)]
-    return page(rows, query.current_page, query.page_size, default_size=20)
+    filters = [("api_key", call.api_key)] + [(column, value) for column, value in (
+        ("task_type", query.task_type), ("status", query.status)) if value]
+    where = " AND ".join(f"{column} = ?" for column, _ in filters)
+    args = [value for _, value in filters]
+    offset, size = page_window(query.current_page, query.page_size, default_size=20)
+    store = call.backend.store
+    rows = store.all(f"SELECT * FROM tasks WHERE {where} AND deleted = 0 ORDER BY seq DESC "
+                     f"LIMIT ? OFFSET ?", [*args, size, offset])
+    total = store.one(f"SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE {where}", args)
+    return {"records": [summary(dict(r)) for r in rows], "total": total["n"]}  # type: ignore
 
 
 @handles("tasks.detail")

@@ -25,7 +25,8 @@ How the options sound in the sandbox (*choice*, the interface leaves the effect 
   ``trim`` cuts leading and trailing silence; ``duration`` then time-stretches (pitch kept)
   to exactly that length. Factors beyond 0.25x..4x of the natural reading fail that line.
 * Each result item carries a labelled extra ``emotion`` describing the delivery applied.
-* Lines longer than ``MAX_TEXT`` characters are refused (400) before any credit is taken.
+* Lines longer than ``MAX_TEXT`` characters, and reference URLs the sandbox will not read
+  (:mod:`dubkit.sandbox.references`), are refused (400) before any credit is taken.
 * Identical lines (same key, text, voice, delivery, options and format) are served from a
   cache of earlier results: same ``uri``, no new synthesis.
 """
@@ -48,7 +49,7 @@ from ..backend import Backend, ServiceError
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
 from ..engines import media, mixing, speech, voiceprint
 from ..operations import Call
-from ..references import UnusableAudio, fetch_audio
+from ..references import UnusableAudio, check_reference, fetch_audio
 from ..store import Store
 from .common import check_locale, sync_and_async
 from .voices import find_clone
@@ -72,6 +73,8 @@ EMOTIONS: dict[str, tuple[float, int, int, int]] = {
 CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tts_cache (key TEXT PRIMARY KEY, relpath TEXT NOT NULL,
                                       duration REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS tts_answers (relpath TEXT NOT NULL, task_id TEXT NOT NULL,
+                                        PRIMARY KEY (relpath, task_id));
 """
 
 
@@ -98,6 +101,10 @@ def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
         if len(line.text) > MAX_TEXT:
             raise ServiceError(400, f"invalid request: data[{i}].text: at most {MAX_TEXT} "
                                     f"characters per line, got {len(line.text)}")
+        for name, url in (("timbreRefAudio", line.timbre_ref_audio),
+                          ("emoRefAudio", line.emo_ref_audio)):
+            if url:
+                check_reference(call.backend, url, f"data[{i}].{name}")
     found: dict[int, tuple[SpeakingVoice, str]] = {}
     missing = []
     for i, line in enumerate(request.data):
@@ -235,6 +242,13 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
     return relpath, duration
 
 
+def answered_by_live_task(backend: Backend, relpath: str) -> bool:
+    """Whether a task that is not deleted answered with the file ``relpath``."""
+    return _cache_table(backend).one(
+        "SELECT 1 FROM tts_answers a JOIN tasks t ON t.task_id = a.task_id WHERE "
+        "a.relpath = ? AND t.deleted = 0 LIMIT 1", (relpath,)) is not None
+
+
 def _cache_table(backend: Backend) -> Store:
     return backend.store.ensure(CACHE_SCHEMA)
 
@@ -265,6 +279,10 @@ def _plan(call: Call) -> Any:
                     log.exception("tts line %d of task %s", line.index, task_id)
                 call.backend.refund(call.api_key, characters[line.index])
                 results.append({"uri": None, "duration": None, "errorMessage": str(exc)})
+        served = call.backend.base_url + "/files/"
+        _cache_table(call.backend).store_many(
+            "INSERT OR IGNORE INTO tts_answers (relpath, task_id) VALUES (?, ?)",
+            [(r["uri"][len(served):], task_id) for r in results if r.get("uri")])
         created = call.backend.task_row(task_id)["created_at"]
         return {"taskId": task_id, "results": results, "createdAt": created}
     return run

@@ -47,7 +47,7 @@ from ..catalogue import TIERS, Preset, SpeakingVoice, presets
 from ..engines import media, speech
 from ..operations import Call, handles
 from ..store import Store
-from .common import check_locale, page
+from .common import check_locale, page, page_rows
 
 CLONE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS cloned_voices (
@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS cloned_voices (
     deleted INTEGER NOT NULL DEFAULT 0, create_time TEXT NOT NULL, update_time TEXT NOT NULL,
     seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS cloned_voices_by_key ON cloned_voices (api_key, deleted, seq);
+CREATE INDEX IF NOT EXISTS cloned_voices_by_task ON cloned_voices (task_id);
 """
 _CLONE_ORDER = {"voiceId": "voice_id", "name": "name", "create_time": "create_time",
                 "update_time": "update_time"}
@@ -125,6 +126,12 @@ def find_clone(backend: Backend, api_key: str, voice_id: str) -> StoredClone | N
     return StoredClone(_clone_record(dict(row)), SpeakingVoice.from_json(json.loads(row["prosody"])))
 
 
+def clone_of_task_is_live(backend: Backend, task_id: str) -> bool:
+    """Whether the clone made by ``task_id`` still exists (for serving its reference copy)."""
+    return _table(backend).one("SELECT 1 FROM cloned_voices WHERE task_id = ? AND deleted = 0",
+                               (task_id,)) is not None
+
+
 def _clone_record(row: dict[str, Any]) -> dict[str, Any]:
     return {"voiceId": row["voice_id"], "name": row["name"], "provider": row["provider"],
             "exampleLanguage": row["example_language"], "content": row["content"],
@@ -147,8 +154,9 @@ def list_clones(call: Call) -> dict[str, Any]:
     column = _CLONE_ORDER[_known("orderBy", query.order_by or "create_time", _CLONE_ORDER)]
     direction = "ASC" if _known("order", query.order or "desc", _ORDERS) == "asc" else "DESC"
     sql += f" ORDER BY {column} {direction}, seq {direction}"
-    rows = [_clone_record(dict(r)) for r in _table(call.backend).all(sql, args)]
-    return page(rows, query.current_page, query.page_size, default_size=10)
+    rows, total = page_rows(_table(call.backend), sql, args, query.current_page,
+                            query.page_size, default_size=10)
+    return {"records": [_clone_record(dict(r)) for r in rows], "total": total}
 
 
 def _live_clone(call: Call, voice_id: str | None) -> StoredClone:
