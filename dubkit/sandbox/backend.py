@@ -38,7 +38,6 @@ from typing import Any, Callable, Iterator
 
 from .contract_log import ContractLog
 from .admin_token import admin_token
-from .envelope import omit_nulls  # noqa: F401  TEMPORARY re-export, removed once delivery.py settles
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")

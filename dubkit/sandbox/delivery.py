@@ -1,11 +1,16 @@
 """Signed webhook delivery from a persisted outbox, with retries and backoff.
 
 When an async task ends, its envelope (interface §4.4) is written to the outbox in the same
-process step that flips the status, so a restart never loses an event. A delivery thread POSTs
+process step that flips the status, so a restart never loses an event. Delivery workers POST
 due rows with ``X-Timestamp`` (epoch ms) and ``X-Signature`` (:func:`dubkit.webhooks.sign`:
 hex HMAC-SHA256 of timestamp + raw body, keyed by the key's webhook secret), signed anew on each
 attempt. The body bytes are fixed when the row is written, so every retry of one completion
 carries the same ``pipelineKey`` and the same body.
+
+The outbox holds at most one row per task (a unique index on ``task_id``; inserts that find one
+do nothing), so the ticker, a poll and the recovery pass may all release or re-find one task and
+it is still sent once. A database from before the index keeps its lowest row per task (the
+others' attempt logs move to it). A redelivery reuses the row.
 
 Choices where the interface is silent (each *choice*):
 
@@ -19,17 +24,27 @@ Choices where the interface is silent (each *choice*):
   forward, so a backlog is flushed at once rather than on each row's own backoff.
 * *choice* Events go to the URL the key has when an attempt is made (a moved receiver gets its
   backlog). A key with no URL gets nothing: its rows are marked ``skipped``, never sent later.
-* *choice* Rows are attempted oldest first; one failing row never holds back the others.
+* *choice* Concurrency and fairness: ``WORKERS`` (6) delivery threads, at most ``PER_KEY`` (1)
+  attempt of one key in flight, keys served in turn (the key served longest ago next), each
+  key's rows oldest first (:mod:`dubkit.sandbox.delivery_pool`). A key whose receiver hangs
+  holds one worker for up to ``timeout`` per attempt; other keys' events go out meanwhile. A
+  failed row waits out its backoff without holding back its key's other rows.
+* *choice* ``timeout`` bounds the whole attempt: connect, send, and the answer's status line
+  and headers (each socket operation gets only the time left, so a receiver that trickles bytes
+  cannot stretch it); at most 64 KiB of the answer body is read, then the connection is closed.
+  Redirects are not followed: a 3xx is a failed attempt.
 * *choice* Secret rotation (``POST /_sandbox/webhook {rotateSecret, overlapSeconds}``): deliveries
   are signed with the new secret. The header has room for one signature, so during the overlap a
   401/403 answer is retried at once signed with the previous secret: a receiver still on the old
   secret keeps working until the overlap ends; one that accepts both never sees the fallback.
-* Every HTTP attempt is logged (``GET /_sandbox/deliveries``); ``POST
+* Every HTTP attempt is logged (``GET /_sandbox/deliveries``; a timeout's error starts with
+  ``Timeout:``, a refused or broken connection's with ``ConnectionError:``); ``POST
   /_sandbox/deliveries/redeliver`` sends a delivered event again (a replay, same body).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import random
@@ -37,16 +52,33 @@ import threading
 import time
 from typing import Any
 
-import requests
-
 from .. import contract
 from ..webhooks.signature import sign
-from .backend import EVENTS, Backend, omit_nulls
+from .backend import EVENTS, Backend
+from .delivery_pool import Aborted, AttemptTimeout, FairPool, post
+from .envelope import omit_nulls
 
 RECOVERY_INTERVAL = 5.0   # seconds between checks for ended tasks that were never enqueued
+REFILL_INTERVAL = 0.1     # seconds a key's queued rows may keep other keys' new rows unread
+BATCH_PER_KEY = 64        # due rows of one key read into its queue at a time
 log = logging.getLogger("dubkit.sandbox")
 DEFAULT_SCHEDULE = {"baseDelay": 1.0, "maxDelay": 60.0, "maxAttempts": 20, "timeout": 5.0,
                     "jitter": 0.1}
+# One row per task. Rows a race left behind (before this index) go first: the lowest id stays,
+# and the attempts logged against the others move to it (they did reach the receiver).
+ONE_ROW_PER_TASK = """
+BEGIN IMMEDIATE;
+DROP TABLE IF EXISTS temp.outbox_keep;
+CREATE TEMP TABLE outbox_keep AS SELECT id, keep FROM (SELECT o.id AS id,
+    (SELECT MIN(k.id) FROM outbox k WHERE k.task_id = o.task_id) AS keep FROM outbox o)
+    WHERE id > keep;
+UPDATE deliveries SET outbox_id = (SELECT keep FROM outbox_keep WHERE id = outbox_id)
+    WHERE outbox_id IN (SELECT id FROM outbox_keep);
+DELETE FROM outbox WHERE id IN (SELECT id FROM outbox_keep);
+DROP TABLE outbox_keep;
+CREATE UNIQUE INDEX IF NOT EXISTS outbox_one_per_task ON outbox (task_id);
+COMMIT;
+"""
 
 
 def envelope_for(task: dict[str, Any]) -> dict[str, Any]:
@@ -91,18 +123,20 @@ def redeliver(backend: Backend, outbox_ids: list[int]) -> int:
 
 
 class Deliverer:
-    """Owns the outbox: enqueues ended async tasks and delivers them in a background thread."""
+    """Owns the outbox: enqueues ended async tasks; a scheduler thread hands due rows to a
+    :class:`~dubkit.sandbox.delivery_pool.FairPool` of delivery workers."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self.session = requests.Session()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sandbox-webhooks", daemon=True)
-        backend.on_release.append(self.enqueue)
+        self.pool = FairPool(self._attempt_row, self._wake.set)
         columns = {r["name"] for r in backend.store.all("PRAGMA table_info(deliveries)")}
         if "secret" not in columns:   # which secret signed an attempt: 'current' or 'previous'
             backend.store.execute("ALTER TABLE deliveries ADD COLUMN secret TEXT")
+        backend.store.ensure(ONE_ROW_PER_TASK)
+        backend.on_release.append(self.enqueue)
 
     def start(self) -> None:
         self.recover()
@@ -123,48 +157,77 @@ class Deliverer:
         return len(missing)
 
     def stop(self) -> None:
+        """Stop scheduling; attempts in flight are cut short and their rows stay as they were."""
         self._stopping.set()
         self._wake.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=schedule(self.backend)["timeout"] + 1)
+            self._thread.join(timeout=5)
+        self.pool.stop()
 
     def enqueue(self, task: dict[str, Any]) -> None:
         if not task["is_async"]:
             return
         body = json.dumps(envelope_for(task), separators=(",", ":")).encode()
-        self.backend.store.execute(
+        added = self.backend.store.execute(
             "INSERT INTO outbox (api_key, task_id, event, pipeline_key, body, next_at, state, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) "
+            "ON CONFLICT (task_id) DO NOTHING",   # released twice, or found by recover(): once
             (task["api_key"], task["task_id"], EVENTS[task["task_type"]], task["pipeline_key"],
-             body, time.time(), time.time()))
-        self._wake.set()
+             body, time.time(), time.time())).rowcount
+        if added:
+            self._wake.set()
 
     def _loop(self) -> None:
-        last_recovery = time.monotonic()
+        """Schedule: recover now and then, read due rows into the pool's queues, dispatch.
+
+        Woken by each new row and each finished attempt. The outbox is read again when no
+        queued row can start, or every ``REFILL_INTERVAL`` while a key's backlog is queued.
+        """
+        last_recovery = last_refill = time.monotonic()
         while not self._stopping.is_set():
             try:
                 if time.monotonic() - last_recovery > RECOVERY_INTERVAL:
                     self.recover()
                     last_recovery = time.monotonic()
-                self._deliver_due()
+                if self.pool.free() and (not self.pool.has_ready() or
+                                         time.monotonic() - last_refill > REFILL_INTERVAL):
+                    self._refill()
+                    last_refill = time.monotonic()
+                self.pool.dispatch()
             except Exception:
                 log.exception("webhook delivery loop")
             self._wake.wait(0.2)
             self._wake.clear()
 
-    def _deliver_due(self) -> None:
+    def _refill(self) -> None:
         store = self.backend.store
         store.execute("UPDATE outbox SET state = 'skipped', last_error = 'no webhook URL "
                       "configured for this key' WHERE state = 'pending' AND api_key IN "
                       "(SELECT api_key FROM keys WHERE webhook_url IS NULL OR webhook_url = '')")
+        running = self.pool.running()   # before reading: their rows may be read stale
         due = store.all(
+            "SELECT id, api_key FROM (SELECT id, api_key, ROW_NUMBER() OVER (PARTITION BY "
+            "api_key ORDER BY id) AS n FROM outbox WHERE state = 'pending' AND next_at <= ?) "
+            "WHERE n <= ? ORDER BY id", (time.time(), BATCH_PER_KEY + self.pool.per_key))
+        self.pool.refill(((r["id"], r["api_key"]) for r in due), running)
+
+    def _attempt_row(self, outbox_id: int) -> None:
+        """A worker's job: the row as it is now (URL, secrets, state), then one attempt."""
+        row = self.backend.store.one(
             "SELECT o.*, k.webhook_url, k.webhook_secret, k.previous_secret, k.rotated_at "
-            "FROM outbox o JOIN keys k ON k.api_key = o.api_key WHERE o.state = 'pending' AND "
-            "o.next_at <= ? ORDER BY o.id LIMIT 50", (time.time(),))
-        for row in due:
-            if self._stopping.is_set():
-                return
+            "FROM outbox o JOIN keys k ON k.api_key = o.api_key WHERE o.id = ? AND "
+            "o.state = 'pending'", (outbox_id,))
+        if row is None or self._stopping.is_set():
+            return
+        if not row["webhook_url"]:
+            self.backend.store.execute(
+                "UPDATE outbox SET state = 'skipped', last_error = 'no webhook URL configured "
+                "for this key' WHERE id = ? AND state = 'pending'", (outbox_id,))
+            return
+        try:
             self._attempt(dict(row))
+        except Aborted:   # stopping: the row stays pending, attempted again after a restart
+            pass
 
     def _attempt(self, row: dict[str, Any]) -> None:
         plan = schedule(self.backend)
@@ -197,15 +260,21 @@ class Deliverer:
                 f"webhook.{row['event']}", "webhook",
                 contract.check_webhook(row["event"], json.loads(row["body"]), headers),
                 taskId=row["task_id"])
+        headers["User-Agent"] = "dubkit-sandbox-webhooks"
         started = time.perf_counter()
         status, error = None, None
         try:
-            answer = self.session.post(row["webhook_url"], data=row["body"], headers=headers,
-                                       timeout=plan["timeout"])
-            status = answer.status_code
+            status = post(row["webhook_url"], row["body"], headers, plan["timeout"],
+                          self.pool.live)
             if not 200 <= status < 300:
                 error = f"receiver answered HTTP {status}"
-        except requests.RequestException as exc:
+        except Aborted:
+            raise
+        except AttemptTimeout as exc:
+            error = f"Timeout: {exc}"
+        except (OSError, http.client.HTTPException) as exc:
+            error = f"ConnectionError: {type(exc).__name__}: {exc}"
+        except Exception as exc:   # a URL the stdlib refuses (scheme, port, host name)
             error = f"{type(exc).__name__}: {exc}"
         self.backend.store.execute(
             "INSERT INTO deliveries (outbox_id, attempt, at, url, status_code, error, "
