@@ -19,7 +19,7 @@ completion must be in ascending order, without repeats, with the ETag each PUT a
 the joined bytes must have the upload's MD5. A refusal leaves the session and its parts as
 they were. Re-sending a part replaces it; while its new bytes arrive it does not count.
 
-Completion closes the session's :class:`_Gate` first: a part PUT still streaming (a slow
+Completion closes the session's :class:`~dubkit.sandbox.sinks.Gate` first: a part PUT still streaming (a slow
 client, a retry racing the complete) writes its next block only through the gate, finds it
 shut and is answered 404, so no byte lands in the file once it is being registered (the
 assembly file becomes the material's file by a rename, so a late write would go there).
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .backend import Backend, ServiceError
+from .sinks import FileSink, Gate, SlotSink
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
@@ -95,29 +96,11 @@ def _prefix(backend: Backend, upload_id: str) -> _Prefix:
     return _prefixes.setdefault(backend, {}).setdefault(upload_id, _Prefix())
 
 
-class Closed(Exception):
-    """The session stopped taking bytes (completing, completed or aborted)."""
+_gates: "weakref.WeakKeyDictionary[Backend, dict[str, Gate]]" = weakref.WeakKeyDictionary()
 
 
-class _Gate:
-    """Every write of a session's bytes passes here; completion shuts it first."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.shut = False
-
-    def write(self, write: Any, data: bytes) -> None:
-        with self.lock:          # held for one block at most, so closing never waits long
-            if self.shut:
-                raise Closed()
-            write(data)
-
-
-_gates: "weakref.WeakKeyDictionary[Backend, dict[str, _Gate]]" = weakref.WeakKeyDictionary()
-
-
-def _gate(backend: Backend, upload_id: str) -> _Gate:
-    return _gates.setdefault(backend, {}).setdefault(upload_id, _Gate())
+def _gate(backend: Backend, upload_id: str) -> Gate:
+    return _gates.setdefault(backend, {}).setdefault(upload_id, Gate())
 
 
 def _shut(backend: Backend, upload_id: str, shut: bool) -> None:
@@ -201,59 +184,8 @@ def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> No
 
 # --------------------------------------------------------------------------- receiving a part
 
-class FileSink:
-    """Bytes for a file of their own: a temporary file, renamed into place when complete.
-
-    With a ``gate`` (a part of a session), the write and the rename pass through it.
-    """
-
-    def __init__(self, target: Path, gate: _Gate | None = None) -> None:
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._target, self._gate = target, gate
-        self._partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
-        self._file = open(self._partial, "wb")
-
-    def write(self, data: bytes) -> None:
-        if self._gate is None:
-            self._file.write(data)
-        else:
-            self._gate.write(self._file.write, data)
-
-    def close(self, keep: bool) -> None:
-        self._file.close()
-        try:
-            if keep and self._gate is not None:
-                self._gate.write(lambda _: os.replace(self._partial, self._target), b"")
-            elif keep:
-                os.replace(self._partial, self._target)
-        finally:
-            self._partial.unlink(missing_ok=True)
-
-
-class _SlotSink:
-    """Bytes for the part's region of the assembly file, written through the session's gate."""
-
-    def __init__(self, assembly: Path, offset: int, gate: _Gate) -> None:
-        assembly.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._fd = os.open(assembly, os.O_WRONLY | os.O_CREAT, 0o600)
-        self._offset, self._gate = offset, gate
-
-    def write(self, data: bytes) -> None:
-        self._gate.write(self._pwrite, data)
-
-    def _pwrite(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = os.pwrite(self._fd, view, self._offset)
-            self._offset += written
-            view = view[written:]
-
-    def close(self, keep: bool) -> None:
-        os.close(self._fd)
-
-
 def part_sink(backend: Backend, upload: dict[str, Any], number: int,
-              size: int) -> "FileSink | _SlotSink":
+              size: int) -> "FileSink | SlotSink":
     """Where part ``number`` (``size`` bytes) goes; an earlier copy in its slot stops counting."""
     upload_id = upload["upload_id"]
     if size > upload["slot"]:
@@ -263,7 +195,7 @@ def part_sink(backend: Backend, upload: dict[str, Any], number: int,
     prefix = _prefixes.get(backend, {}).get(upload_id)
     if prefix is not None and number <= len(prefix.etags):   # its old bytes were hashed
         _prefixes[backend].pop(upload_id, None)
-    return _SlotSink(_assembly(backend, upload_id), (number - 1) * upload["slot"],
+    return SlotSink(_assembly(backend, upload_id), (number - 1) * upload["slot"],
                      _gate(backend, upload_id))
 
 

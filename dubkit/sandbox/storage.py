@@ -51,7 +51,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ..schema import Wire
-from . import multipart
+from . import multipart, sinks
 from .backend import Backend
 from .store import Store
 
@@ -186,7 +186,7 @@ async def put_object(key: str, request: Request) -> Response:
         if size > limit:
             return _refuse(413, f"payload too large: the upload limit is {limit} bytes "
                                 f"({size} bytes sent)")
-        etag = await _receive(request, multipart.FileSink(object_path(backend, key)), size)
+        etag = await _receive(request, sinks.FileSink(object_path(backend, key)), size)
         if etag is None:
             return incomplete
         _store(backend).execute("INSERT OR REPLACE INTO storage_objects (key, size, etag, "
@@ -204,7 +204,7 @@ async def put_object(key: str, request: Request) -> Response:
                             f"({total} bytes would be stored)")
     try:
         etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
-    except multipart.Closed:      # completed or aborted while this part was arriving
+    except sinks.Closed:      # completed or aborted while this part was arriving
         return gone
     if etag is None:
         return incomplete
