@@ -47,7 +47,7 @@ from urllib3.exceptions import NewConnectionError
 
 from ._version import __version__
 from .errors import (APIConnectionError, APIError, APITimeoutError, DubkitError,
-                     IdempotencyConflictError, ValidationError, error_class_for,
+                     IdempotencyConflictError, ValidationError, error_class_for, origin_of,
                      possibly_committed)
 from .schema import MAX_IDEMPOTENCY_KEY
 
@@ -135,6 +135,7 @@ class Transport:
                  retry: RetryPolicy | None = None, pool_size: int = 16) -> None:
         self._api_key = check_api_key(api_key)
         self.base_url = base_url.rstrip("/")
+        self.origin = origin_of(self.base_url)   # what connection errors name, nothing more
         self.timeout = timeout or Timeout()
         self.retry = retry or RetryPolicy()
         self.session = requests.Session()
@@ -266,8 +267,8 @@ class Transport:
                                             timeout=(self.timeout.connect, read),
                                             allow_redirects=False)
         except requests.exceptions.ConnectTimeout:
-            return None, APITimeoutError(f"could not connect within {self.timeout.connect}s",
-                                         **call.context)
+            return None, APITimeoutError(f"could not connect to {self.origin} within "
+                                         f"{self.timeout.connect}s", **call.context)
         except requests.exceptions.ReadTimeout:
             call.sent_without_answer(f"an attempt got no answer within the read timeout "
                                      f"of {read:.3g}s")
@@ -275,15 +276,15 @@ class Transport:
                                          **call.context)
         except requests.exceptions.ChunkedEncodingError:
             call.sent_without_answer("an attempt's connection dropped mid-answer")
-            return None, APIConnectionError("the connection dropped mid-answer", **call.context)
+            return None, APIConnectionError(f"the connection to {self.origin} dropped "
+                                            "mid-answer", **call.context)
         except requests.exceptions.ConnectionError as exc:
-            never_connected = _never_connected(exc)
-            if not never_connected:
-                call.sent_without_answer("an attempt's connection dropped before the answer "
-                                         "arrived")
-            return None, APIConnectionError(
-                "could not connect to the service" if never_connected
-                else "the connection dropped before the answer arrived", **call.context)
+            if _never_connected(exc):
+                return None, APIConnectionError(f"could not connect to {self.origin}",
+                                                **call.context)
+            call.sent_without_answer("an attempt's connection dropped before the answer arrived")
+            return None, APIConnectionError(f"the connection to {self.origin} dropped before "
+                                            "the answer arrived", **call.context)
 
         status = response.status_code
         if response.is_redirect:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 import requests
 
 from ._transport import RetryPolicy, Timeout, Transport, mask_key
+from .errors import APIConnectionError, ValidationError, origin_of
 from .schema import OPERATIONS, OPERATIONS_BY_PATH, Operation, Wire, parse
 
 
@@ -38,9 +40,13 @@ class Client:
         self.media = MediaResource(self)
 
     def __repr__(self) -> str:
-        kind = "sandbox" if self.is_sandbox else "service"
-        return (f"Client({kind}, base_url={self.base_url!r}, "
-                f"api_key={self._transport.masked_key!r})")
+        # A sandbox on this machine is not named by its loopback address: a repr printed
+        # into a notebook must still make sense opened elsewhere (base_url has it).
+        where = ("sandbox on this machine" if self.is_sandbox and
+                 urlsplit(self.base_url).hostname in ("127.0.0.1", "localhost")
+                 else f"{'sandbox' if self.is_sandbox else 'service'}, "
+                      f"base_url={self.base_url!r}")
+        return f"Client({where}, api_key={self._transport.masked_key!r})"
 
     @property
     def base_url(self) -> str:
@@ -107,31 +113,93 @@ def connect(api_key: str | None = None, base_url: str | None = None, *, quiet: b
 
     * ``DUBKIT_API_KEY`` (or ``api_key=``) set: the service at ``DUBKIT_BASE_URL``/``base_url``.
     * only ``DUBKIT_BASE_URL`` set: a standalone sandbox there (``dubkit sandbox``); its default
-      key is read from its admin endpoint.
+      key is read from its admin endpoint (the admin token from ``admin-token`` in the default
+      data dir, or ``DUBKIT_SANDBOX_ADMIN_TOKEN``).
     * neither: this process's embedded sandbox, started in the background (said in one line).
+
+    Set-up problems are dubkit errors that say how to fix them: :class:`APIConnectionError`
+    when nothing answers at the URL, :class:`ValidationError` for a URL that is not usable.
+
+    >>> client = dubkit.connect()
     """
+    url_field = "base_url" if base_url else "DUBKIT_BASE_URL"
     api_key = api_key or os.environ.get("DUBKIT_API_KEY") or None
     base_url = base_url or os.environ.get("DUBKIT_BASE_URL") or None
+    if base_url:
+        base_url = _checked_url(base_url, url_field)
     if api_key:
         if not base_url:
-            raise ValueError("DUBKIT_BASE_URL (or base_url=) is required with an API key: the "
-                             "service's host is configuration")
+            raise ValidationError("DUBKIT_BASE_URL", "is required with an API key (or pass "
+                                                     "base_url=): the service's host is "
+                                                     "configuration")
         return Client(api_key, base_url, **options)
     from . import sandbox
     if base_url:
-        handle = sandbox.SandboxHandle(base_url.rstrip("/"))
-        try:
-            key = handle.api_key
-        except requests.RequestException as exc:
-            raise ConnectionError(f"no API key is set and {base_url} is not a dubkit sandbox "
-                                  f"({type(exc).__name__})") from None
-        note = f"using the dubkit sandbox at {handle.url}"
+        handle = sandbox.SandboxHandle(base_url)
+        key = _sandbox_key(handle, url_field)
+        note = f"using the dubkit sandbox at {origin_of(handle.url)}"   # no user info
     else:
         handle, note = sandbox.embedded()
         key = handle.api_key
     if not quiet:
         print(f"dubkit: no DUBKIT_API_KEY set, {note}. Key {mask_key(key)}.")
     return Client(key, handle.url, sandbox=handle, **options)
+
+
+def _checked_url(url: str, field: str) -> str:
+    """An http(s) URL with a host, without the trailing slash; never echoed whole (a query or
+    user info may hold a secret)."""
+    parts = urlsplit(url.strip()) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError(field, "must be an http(s) URL with a host, like "
+                                     "http://127.0.0.1:8765 (a dubkit sandbox) or the "
+                                     "service's https address")
+    try:
+        parts.port
+    except ValueError:
+        raise ValidationError(field, f"has a port that is not a number: "
+                                     f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"
+                              ) from None
+    return url.strip().rstrip("/")
+
+
+def _sandbox_key(handle: Any, field: str) -> str:
+    """The default key of the sandbox at ``handle.url``, or an error that says what is there
+    and what to set instead."""
+    where = origin_of(handle.url)
+    no_key = "no DUBKIT_API_KEY is set, so dubkit.connect() looked for a dubkit sandbox"
+    try:
+        return handle.api_key
+    except (requests.ConnectionError, requests.Timeout):
+        # Refused, unreachable, or no answer in time: nothing usable listens there.
+        raise APIConnectionError(f"cannot connect to {where} ({field}): nothing answered "
+                                 f"there. For a local sandbox, run `dubkit sandbox --port "
+                                 f"PORT` and point {field} at it; for the service, set "
+                                 f"DUBKIT_API_KEY too") from None
+    except (requests.RequestException, ValueError, KeyError, TypeError):
+        pass    # it answered, but not with a sandbox's default key: find out why below
+    if _is_sandbox(handle.url):
+        raise ValidationError(field, (
+            f"{no_key} at {where}: one answers there, but its admin token is not available "
+            f"here to read its default key. Set DUBKIT_SANDBOX_ADMIN_TOKEN to the contents "
+            f"of the admin-token file in its data dir (`dubkit sandbox` prints where), or "
+            f"set DUBKIT_API_KEY to one of its keys"))
+    raise ValidationError(field, (
+        f"{no_key} at {where}, but what answers there is not a dubkit sandbox. To use the "
+        f"service at that address, set DUBKIT_API_KEY; for a local sandbox, run "
+        f"`dubkit sandbox --port PORT` and point {field} at it"))
+
+
+def _is_sandbox(url: str) -> bool:
+    """Whether a dubkit sandbox answers at ``url`` (its contract document needs no token)."""
+    with requests.Session() as session:
+        session.trust_env = False      # as the sandbox's admin calls: straight to it
+        try:
+            answer = session.get(f"{url}/_sandbox/openapi.json", timeout=10,
+                                 allow_redirects=False)
+            return answer.status_code == 200 and "openapi" in answer.json()
+        except (requests.RequestException, ValueError, TypeError):
+            return False
 
 
 __all__ = ["Client", "connect", "Wire"]

@@ -18,6 +18,7 @@ dropped connection. Such an error has ``maybe_committed`` True, carries the call
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 
 class DubkitError(Exception):
@@ -133,6 +134,19 @@ class UpstreamError(APIError):
 
 class APIConnectionError(DubkitError):
     """No answer from the service: connection refused, reset, or the response was lost."""
+
+
+def origin_of(url: str) -> str:
+    """``https://api.example.com/v1?x=1`` -> ``https://api.example.com:443``: the host a
+    connection error names, without the path, query or user info a secret could hide in."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:   # not a number: the URL is refused elsewhere; name the host alone
+        port = None
+    return (f"{parts.scheme}://" + (f"[{host}]" if ":" in host else host)
+            + (f":{port}" if port else ""))
 
 
 class APITimeoutError(APIConnectionError):

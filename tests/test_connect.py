@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import socket
 import subprocess
 import sys
+import threading
 import time
+from typing import Iterator
 
 import pytest
 import requests
@@ -30,7 +33,8 @@ def test_connect_without_a_key_starts_the_embedded_sandbox_once(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("dubkit: no DUBKIT_API_KEY set, started the local sandbox")
-    assert lines[1].startswith("dubkit: no DUBKIT_API_KEY set, reusing the local sandbox")
+    assert lines[1].startswith("dubkit: no DUBKIT_API_KEY set, reusing this kernel's local sandbox")
+    assert "127.0.0.1" not in "".join(lines[:3]) and "/tmp" not in out.stdout  # saved notebooks
     assert lines[2].startswith("True True Client(sandbox")
     key = re.search(r"sk_sandbox_[0-9a-f]{32}", out.stdout + out.stderr)
     assert key is None, "the full key must never be printed"
@@ -81,9 +85,88 @@ def test_standalone_sandbox_command_and_connect_by_url(tmp_path, monkeypatch):
     assert (tmp_path / "admin-token").stat().st_mode & 0o777 == 0o600
 
 
-def test_base_url_that_is_not_a_sandbox_is_a_clear_error():
-    with pytest.raises(ConnectionError, match="not a dubkit sandbox"):
-        dubkit.connect(base_url="http://127.0.0.1:9", quiet=True)
+def test_a_dead_base_url_says_it_cannot_connect_to_that_host(monkeypatch):
+    port = free_port()                     # nothing listens there
+    monkeypatch.setenv("DUBKIT_BASE_URL", f"http://127.0.0.1:{port}/")
+    with pytest.raises(dubkit.APIConnectionError) as info:
+        dubkit.connect(quiet=True)
+    message = str(info.value)
+    assert f"cannot connect to http://127.0.0.1:{port}" in message
+    assert "DUBKIT_BASE_URL" in message and "dubkit sandbox --port" in message
+    assert "not a dubkit sandbox" not in message
+
+
+@pytest.fixture
+def not_a_sandbox() -> Iterator[str]:
+    """A web server that answers every request with a 404 page, as a wrong address would."""
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<h1>Not Found</h1>")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_url_that_is_not_a_sandbox_says_so_and_what_to_set(not_a_sandbox, monkeypatch):
+    monkeypatch.setenv("DUBKIT_BASE_URL", not_a_sandbox)
+    with pytest.raises(dubkit.ValidationError) as info:
+        dubkit.connect(quiet=True)
+    assert info.value.field == "DUBKIT_BASE_URL"
+    assert "not a dubkit sandbox" in info.value.problem and "DUBKIT_API_KEY" in info.value.problem
+    assert not_a_sandbox.split("//")[1] in info.value.problem
+
+
+def test_a_sandbox_whose_admin_token_is_unknown_says_how_to_give_it(sandbox, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("DUBKIT_SANDBOX_DIR", str(tmp_path))      # no admin-token file here
+    monkeypatch.delenv("DUBKIT_SANDBOX_ADMIN_TOKEN", raising=False)
+    with pytest.raises(dubkit.ValidationError) as info:
+        dubkit.connect(base_url=sandbox.url, quiet=True)
+    assert info.value.field == "base_url"
+    assert "admin token" in info.value.problem
+    assert "DUBKIT_SANDBOX_ADMIN_TOKEN" in info.value.problem
+    token = (sandbox.data_dir / "admin-token").read_text().strip()
+    assert token not in str(info.value)
+    monkeypatch.setenv("DUBKIT_SANDBOX_ADMIN_TOKEN", token)      # what the message says to do
+    assert dubkit.connect(base_url=sandbox.url, quiet=True).is_sandbox
+
+
+@pytest.mark.parametrize("url", ["localhost:8765", "ftp://127.0.0.1:21", "http://:8765",
+                                 "http://127.0.0.1:port"])
+def test_a_malformed_base_url_is_a_validation_error(url):
+    with pytest.raises(dubkit.ValidationError) as info:
+        dubkit.connect(base_url=url, quiet=True)
+    assert info.value.field == "base_url"
+    with pytest.raises(dubkit.ValidationError):
+        dubkit.connect(api_key="sk_live_abcdefghijkl", base_url=url, quiet=True)
+
+
+def test_set_up_errors_are_dubkit_errors(monkeypatch):
+    monkeypatch.delenv("DUBKIT_BASE_URL", raising=False)
+    with pytest.raises(dubkit.ValidationError) as info:
+        dubkit.connect(api_key="sk_live_abcdefghijkl")
+    assert info.value.field == "DUBKIT_BASE_URL"
+
+
+def test_connection_errors_name_the_host_and_nothing_secret():
+    port = free_port()
+    key = "sk_live_abcdefghijklmnop"
+    with dubkit.Client(key, f"http://user:hunter2@127.0.0.1:{port}/base",
+                       retry=dubkit.RetryPolicy(max_retries=0)) as dead:
+        with pytest.raises(dubkit.APIConnectionError) as info:
+            dead.tasks.list()
+    message = str(info.value)
+    assert f"could not connect to http://127.0.0.1:{port}" in message
+    assert "hunter2" not in message and key not in message
 
 
 def test_admin_answers_show_credentials_masked(sandbox):

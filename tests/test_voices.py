@@ -138,7 +138,7 @@ def test_preview_is_speech_made_once_and_served_again(client, sandbox):
 
 def test_preset_lookup_and_missing_preset(client):
     assert client.voices.preset("sv_s4_en_gb_news_f").provider == "S4"
-    with pytest.raises(dubkit.NotFoundError):
+    with pytest.raises(dubkit.ValidationError, match="voice_id"):
         client.voices.preset("sv_s4_nowhere")
 
 

@@ -61,8 +61,10 @@ class MediaResource(Resource):
         for speakers 1, 2, ...; ``text`` is ``options.text``, whose content the interface
         leaves to the product (the sandbox reads ``burn``, ``soft`` and ``style``, e.g.
         ``{"burn": True, "style": {"size": 28, "position": "top"}}``).
-        Everything is checked before the request is sent; an unregistered or deleted
-        material is refused here, before any credit is spent.
+        Everything is checked before the request is sent, and before a local file is
+        uploaded: a voice the key's preset or clone library does not have is a
+        ValidationError naming ``selected_voices[i]``; an unregistered or deleted material is
+        refused here, before any credit is spent.
 
         >>> task = client.media.translate(material, target="de-DE", speaker_num=2,
         ...                               timbre_method="smart", text={"burn": True})
@@ -88,7 +90,9 @@ class MediaResource(Resource):
                 "language": {"source": source, "target": target}, "options": wire_options,
                 "extraData": {"dubkitIdempotencyKey": key, **(extra_data or {})}})
 
-        request(task_type or "vt", "not-uploaded-yet")   # bad options never cost an upload
+        # Bad options and unknown voices never cost an upload.
+        draft = request(task_type or "vt", "not-uploaded-yet")
+        self._check_voices(draft, raw=_chooses_voices(options))
         record = self._material(material)
         kind = task_type or ("vt" if record.get("category") == "video" else "at")
         body = request(kind, record["materialId"])
@@ -97,6 +101,28 @@ class MediaResource(Resource):
                     status=data.get("status") or "running", created_at=data.get("createdAt"),
                     idempotency_key=key,
                     context={"material": record, "source": source, "target": target})
+
+    def _check_voices(self, body: MediaTranslationRequest, *, raw: bool) -> None:
+        """Every chosen voice exists for this key (looked up in the service's own lists), with
+        the provider the lists give it. ``raw``: the list came in ``options=``, so the fields
+        are named as on the wire."""
+        speakers = body.options.voice_speakers if body.options else None
+        slots = [(i, v) for i, v in enumerate(speakers.selected_voices_list or [])
+                 if v.voice_id is not None] if speakers else []
+        if not slots:
+            return      # no voice chosen: the service picks them
+        field = ("options.voiceSpeakers.selectedVoicesList[{}]" if raw
+                 else "selected_voices[{}]")
+        providers = self._client.voices.require(
+            [v.voice_id for _, v in slots],
+            [field.format(i) + (".voiceId" if raw else "") for i, _ in slots])
+        for (i, voice), provider in zip(slots, providers):
+            if voice.provider and voice.provider != provider:
+                raise ValidationError(f"{field.format(i)}.provider",
+                                      f"{voice.provider!r} is not the provider of "
+                                      f"{voice.voice_id!r}, which is {provider!r}; give the "
+                                      f"voice id alone, or with the provider "
+                                      f"client.voices.presets()/clones() list for it")
 
     def _material(self, material: MaterialLike) -> dict[str, Any]:
         """The registered material's record; a local file (a path, or a string naming a file
@@ -136,6 +162,14 @@ def _options(*, clone_mode: str | None, clone_style: str | None, clone_provider:
              "text": dict(text) if text is not None else {}}
     wire.update({name: value for name, value in parts.items() if value})
     return wire
+
+
+def _chooses_voices(options: Mapping[str, Any] | None) -> bool:
+    """Whether raw ``options`` carry the voice list (it then replaces ``selected_voices``)."""
+    speakers = next((options[k] for k in ("voiceSpeakers", "voice_speakers")
+                     if isinstance(options, Mapping) and k in options), None)
+    return isinstance(speakers, Mapping) and any(
+        k in speakers for k in ("selectedVoicesList", "selected_voices_list"))
 
 
 def _present(**fields: Any) -> dict[str, Any]:
@@ -260,7 +294,13 @@ class DubbingResult:
         if not url:
             tracks = (self.raw.get("alignment") or {}).get("video") or []
             url = tracks[0].get("file") if tracks else None
-        return MediaFile(url, source.get("duration")) if url else None
+        if not url:
+            return None
+        # The material's record (known when this client made the task) has its picture facts.
+        width, _, height = (material.get("resolution") or "").partition("x")
+        return MediaFile(url, source.get("duration"), material.get("filesize"),
+                         int(width) if width.isdigit() else None,
+                         int(height) if height.isdigit() else None)
 
     def _script(self) -> Script:
         audio = {t.get("id"): t for t in (self.raw.get("tts") or {}).get("result") or []}
@@ -279,7 +319,8 @@ class DubbingResult:
     def __repr__(self) -> str:
         kind = "video" if self.video else "audio"
         return (f"DubbingResult({kind}, {self.source_language}->{self.target_language}, "
-                f"{len(self.script)} lines, {len(self.voices)} "
+                f"{len(self.script)} line{'' if len(self.script) == 1 else 's'}, "
+                f"{len(self.voices)} "
                 f"voice{'' if len(self.voices) == 1 else 's'})")
 
     def _repr_html_(self) -> str:

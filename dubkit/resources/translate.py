@@ -54,12 +54,18 @@ class Translation:
         return {i: item.error_message for i, item in enumerate(self.items) if item.error_message}
 
     def to_frame(self) -> pd.DataFrame:
+        """source | translation | error; ``error`` is None for a segment that succeeded."""
+        # object dtype: pandas would infer a string column and show "no error" as NaN
+        # wherever another segment failed, and as None where none did.
         return pd.DataFrame({"source": self.sources, "translation": self.texts,
-                             "error": [item.error_message for item in self.items]})
+                             "error": pd.Series([item.error_message for item in self.items],
+                                                dtype=object)})
 
     def __repr__(self) -> str:
         label = ", pseudo" if self.pseudo else ""
-        return f"Translation({len(self)} segments, {len(self.errors)} failed{label})"
+        count = len(self)
+        return (f"Translation({count} segment{'' if count == 1 else 's'}, "
+                f"{len(self.errors)} failed{label})")
 
     def _repr_html_(self) -> str:
         note = f"<p><em>{html.escape(PSEUDO_NOTE)}</em></p>" if self.pseudo else ""

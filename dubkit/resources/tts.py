@@ -160,15 +160,20 @@ class Speech:
         return [l.save(directory) for l in self.lines if l.ok]
 
     def to_frame(self) -> pd.DataFrame:
+        """text | voice_id | duration | uri | error; ``error`` is None for a line spoken."""
+        # object dtype: pandas would infer a string column and show "no error" as NaN
+        # wherever another line failed, and as None where none did.
         return pd.DataFrame({"text": [l.text for l in self.lines],
                              "voice_id": [l.voice_id for l in self.lines],
                              "duration": [l.duration for l in self.lines],
                              "uri": [l.uri for l in self.lines],
-                             "error": [l.error_message for l in self.lines]})
+                             "error": pd.Series([l.error_message for l in self.lines],
+                                                dtype=object)})
 
     def __repr__(self) -> str:
-        return (f"Speech({len(self)} lines, {self.duration:.1f} s of audio, "
-                f"{len(self.errors)} failed)")
+        count = len(self)
+        return (f"Speech({count} line{'' if count == 1 else 's'}, {self.duration:.1f} s of "
+                f"audio, {len(self.errors)} failed)")
 
     def _repr_html_(self) -> str:
         from ..widgets.audio import speech_table_html

@@ -9,6 +9,10 @@
 
 Every listing pages through the service for you (``limit`` caps the count) and remembers
 each voice's provider, which ``client.tts`` uses to keep one provider per request.
+
+A voice id the key's preset catalogue and clone library do not have is a
+:class:`~dubkit.ValidationError` naming the argument it came in (:func:`unknown_voice`),
+wherever it is passed: looked up in the service's own lists before anything is sent.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pandas as pd
 
-from ..errors import NotFoundError
+from ..errors import ValidationError
 from ..schema import ClonedVoice, PresetVoice
-from ._base import Resource, iterate_pages
+from ._base import Resource, as_list, iterate_pages
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -30,6 +34,25 @@ PRESET_COLUMNS = ["voice_id", "display_name", "locale", "gender", "age", "provid
                   "is_hd", "is_preferred", "score", "audio"]
 CLONE_COLUMNS = ["voice_id", "name", "provider", "example_language", "content", "audio",
                  "create_time"]
+LISTING_HINT = "find ids with client.voices.presets() or client.voices.clones()"
+
+
+def unknown_voice(field: str, voice_id: Any, *, presets_only: bool = False) -> ValidationError:
+    """The one error for a voice id the service's lists do not have (field: where it came in).
+
+    >>> raise unknown_voice("selected_voices[1]", "sv_nowhere")
+    """
+    if not isinstance(voice_id, str) or not voice_id.strip():
+        return ValidationError(field, f"a voice id is required, got {voice_id!r}; "
+                                      f"{LISTING_HINT}")
+    if presets_only:
+        # cv_ is the interface's own prefix of cloned voices: say where those are found.
+        clone = (f"; {voice_id!r} looks like a cloned voice id: client.voices.clones("
+                 f"voice_id=...)" if voice_id.startswith("cv_") else "")
+        return ValidationError(field, f"no preset voice {voice_id!r} in the catalogue; find "
+                                      f"ids with client.voices.presets(){clone}")
+    return ValidationError(field, f"no voice {voice_id!r} in the preset or clone library of "
+                                  f"this key; {LISTING_HINT}")
 
 
 class VoiceList(list):
@@ -54,7 +77,7 @@ class VoiceList(list):
         return pd.DataFrame(rows, columns=columns)
 
     def __repr__(self) -> str:
-        return f"VoiceList({len(self)} voices of {self.total})"
+        return f"VoiceList({len(self)} voice{'' if len(self) == 1 else 's'} of {self.total})"
 
     def _repr_html_(self) -> str:
         from ..widgets.voices import voice_table_html
@@ -96,11 +119,15 @@ class VoicesResource(Resource):
         return self._page("voices.presets", PresetVoice, page, page_size, filters)
 
     def preset(self, voice_id: str) -> PresetVoice:
-        """The preset ``voice_id`` (``NotFoundError`` if the catalogue has none)."""
+        """The preset ``voice_id``; a :class:`~dubkit.ValidationError` naming ``voice_id`` if
+        the catalogue has none (as for any unknown voice id, see :func:`unknown_voice`)."""
+        if not isinstance(voice_id, str) or not voice_id.strip():
+            # An empty filter would list the whole catalogue: refuse it rather than answer
+            # with some other voice.
+            raise unknown_voice("voice_id", voice_id)
         found = self.presets(voice_id=voice_id, limit=1)
         if not found:
-            raise NotFoundError(f"no preset voice {voice_id!r}; search with "
-                                f"client.voices.presets(...)", code=404)
+            raise unknown_voice("voice_id", voice_id, presets_only=True)
         return found[0]
 
     # ----------------------------------------------------------------- clones
@@ -144,6 +171,27 @@ class VoicesResource(Resource):
         """
         return self._providers.get(voice_id)
 
+    def require(self, voice_ids: Sequence[Any], fields: Sequence[str]) -> list[str]:
+        """The provider of each voice, looked up in the service's own lists where not seen yet
+        (cloned ``cv_`` ids in one clone-list call, the others by id in the catalogue).
+
+        The first id neither list has raises :func:`unknown_voice` naming ``fields[i]``.
+        """
+        wanted = {v for v in voice_ids if isinstance(v, str) and v.strip()
+                  and self.provider_of(v) is None}
+        clones = sorted(v for v in wanted if v.startswith("cv_"))
+        if clones:
+            self.clones(voice_ids=clones)
+        for preset_id in sorted(wanted - set(clones)):
+            self.presets(voice_id=preset_id, limit=1)
+        providers = []
+        for voice_id, field in zip(voice_ids, fields):
+            provider = self.provider_of(voice_id) if isinstance(voice_id, str) else None
+            if provider is None:
+                raise unknown_voice(field, voice_id)
+            providers.append(provider)
+        return providers
+
     def remember(self, voice_id: str, provider: str | None) -> None:
         """Note a voice's provider (clone results call this for new clones)."""
         if provider:
@@ -157,9 +205,12 @@ class VoicesResource(Resource):
     def audition(self, text: str, voice_ids: Sequence[str], **options: Any) -> "Audition":
         """Say ``text`` with each voice and show them side by side (any providers mixed)."""
         from ..widgets.voices import Audition
+        voice_ids = as_list(voice_ids)
+        # Checked here so an unknown id is named as the caller passed it (voice_ids[i]).
+        self.require(voice_ids, [f"voice_ids[{i}]" for i in range(len(voice_ids))])
         speech = self._client.tts.batch([{"text": text, "voice_id": v} for v in voice_ids],
                                         progress=False, **options)
-        return Audition(text, list(voice_ids), speech)
+        return Audition(text, voice_ids, speech)
 
     # ----------------------------------------------------------------- paging
 
