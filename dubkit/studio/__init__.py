@@ -1,0 +1,36 @@
+"""The audition studio, for people who choose voices for a living: hear several voices say a
+line side by side at one loudness, shortlist the takes you like, blind A/B, one voice across
+emotions and speeds, clone a voice and hear it beside them.
+
+Start it as an app with one command (Voila serves it; ``pip install 'dubkit[studio]'``)::
+
+    dubkit studio                  # prints the address; the sandbox unless DUBKIT_API_KEY is set
+
+or show it in any notebook:
+
+>>> from dubkit.studio import AuditionStudio
+>>> studio = AuditionStudio(dubkit.connect(), locale="fr-FR", gender="female", voices=3)
+>>> studio.hear("Bonjour tout le monde !")              # what the "Hear them" button does
+>>> client.media.translate("talk.mp4", target="fr-FR",
+...                        selected_voices=studio.shortlist.to_selected_voices())
+
+It composes what the client already does: ``client.voices.presets`` picks the voices,
+``client.voices.audition`` and ``client.tts.batch`` say the line, :mod:`dubkit.loudness`
+matches the takes, the clone panel (:class:`~dubkit.widgets.clone.ClonePanel`) makes clones.
+
+Modules: ``app`` (the screen), ``takes`` (a take and its card HTML), ``cards`` (live cards and
+the shortlist panel), ``shortlist``, ``blind``, ``deliveries`` (one voice, several emotions and
+speeds), ``voices`` (labels), ``command`` (the CLI).
+"""
+
+from .app import DEFAULT_TEXT, MAX_VOICES, AuditionStudio, running_in_voila
+from .blind import BlindRound, Pick
+from .command import APP_INTRO, APP_SOURCE, app_notebook, main
+from .deliveries import EMOTIONS, SPEEDS, speak_deliveries
+from .shortlist import Entry, Shortlist
+from .takes import Take
+from .voices import VoiceInfo
+
+__all__ = ["APP_INTRO", "APP_SOURCE", "AuditionStudio", "BlindRound", "DEFAULT_TEXT",
+           "EMOTIONS", "Entry", "MAX_VOICES", "Pick", "SPEEDS", "Shortlist", "Take",
+           "VoiceInfo", "app_notebook", "main", "running_in_voila", "speak_deliveries"]
