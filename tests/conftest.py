@@ -30,6 +30,9 @@ os.environ.setdefault("DUBKIT_SANDBOX_DIR", tempfile.mkdtemp(prefix="dubkit-nb-s
 os.environ.pop("DUBKIT_API_KEY", None)
 os.environ.pop("DUBKIT_BASE_URL", None)
 os.environ["DUBKIT_CONTRACT"] = "strict"
+# nbval's kernels play the sandbox's media through a Jupyter server's proxy, as the saved
+# notebooks do (the browser suite's Lab kernels find their server themselves).
+os.environ["DUBKIT_JUPYTER_PROXY"] = "1"
 os.environ.setdefault("DUBKIT_CONTRACT_LOG", str(
     Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "mismatches.jsonl"))
 

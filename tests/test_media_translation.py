@@ -20,6 +20,7 @@ from dubkit.errors import (BadRequestError, InsufficientCreditsError, NotFoundEr
                            TaskFailedError, ValidationError)
 from dubkit.sandbox.engines import _ffmpeg, media, subtitles
 from dubkit.webhooks import Receiver
+from dubkit.widgets.sources import browser_url
 from test_pipeline import NARRATION, SCRIPT, SENTENCES
 
 PATH = "/task/media-translation/create-async"
@@ -107,8 +108,10 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox
         samples, rate = line.audio()
         assert len(samples) / rate * 1000 == pytest.approx(line.duration_ms, abs=2)
     page = dub._repr_html_()
+    # The video streams from a URL a remote browser reaches; each line's dub is embedded.
     assert all(part in page for part in ("original", "dubbed (fr-FR)", "subtitles .srt",
-                                         dub.video.url, dub.script[0].audio_url))
+                                         browser_url(dub.video.url), "data:audio/"))
+    assert "poster='data:image/jpeg;base64," in page
 
     [event] = events
     assert (event.task_id, event.status, event.task_type) == (task.task_id, "finished", "vt")

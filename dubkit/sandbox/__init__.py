@@ -64,8 +64,10 @@ def embedded() -> tuple[SandboxHandle, str]:
     """
     global _embedded, _dir_lock_file
     with _embedded_lock:
+        # The note names no address or path: it is printed into notebooks, which must still
+        # make sense when opened elsewhere (client.sandbox has both).
         if _embedded is not None:
-            return _embedded, f"reusing the local sandbox at {_embedded.url}"
+            return _embedded, "reusing this kernel's local sandbox"
         data_dir: Path | None = default_data_dir()
         data_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
         lock = open(data_dir / "lock", "w")  # type: ignore[operator]
@@ -76,9 +78,10 @@ def embedded() -> tuple[SandboxHandle, str]:
             data_dir = None
         _embedded = start(data_dir)
         atexit.register(_embedded.stop)
-        where = data_dir if data_dir else "a temporary directory (the default one is in use)"
-        return _embedded, (f"started the local sandbox at {_embedded.url} (offline emulator; "
-                           f"data in {where})")
+        where = ("its data kept for next time" if data_dir else
+                 "its data in a temporary directory, as another process uses the default one")
+        return _embedded, (f"started the local sandbox (an offline emulator, {where}; "
+                           f"client.sandbox has its address)")
 
 
 def _try_lock(handle: Any) -> bool:

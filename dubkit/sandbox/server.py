@@ -103,8 +103,10 @@ class SandboxHandle:
     # -- admin helpers (thin wrappers over /_sandbox, see dubkit.sandbox.admin)
     def admin(self, method: str, path: str, *, params: dict[str, Any] | None = None,
               **body: Any) -> Any:
+        # Never redirected: the token goes to this sandbox and nowhere else.
         answer = self._admin.request(method, f"{self.url}/_sandbox{path}", params=params,
-                                     json=body if method != "GET" else None, timeout=30)
+                                     json=body if method != "GET" else None, timeout=30,
+                                     allow_redirects=False)
         answer.raise_for_status()
         return answer.json()
 

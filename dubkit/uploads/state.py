@@ -11,9 +11,18 @@ from typing import Any, Iterator
 
 
 def default_state_dir() -> Path:
-    """``$DUBKIT_UPLOAD_STATE_DIR``, else ``~/.cache/dubkit/uploads``."""
-    return Path(os.environ.get("DUBKIT_UPLOAD_STATE_DIR")
-                or Path.home() / ".cache" / "dubkit" / "uploads")
+    """Where resume states live: ``$DUBKIT_UPLOAD_STATE_DIR``; else, when the sandbox's data is
+    moved with ``$DUBKIT_SANDBOX_DIR``, beside it (``<that dir>-uploads``: Binder, a test
+    session and a class keep all of dubkit's state in one place); else
+    ``~/.cache/dubkit/uploads``."""
+    own = os.environ.get("DUBKIT_UPLOAD_STATE_DIR")
+    if own:
+        return Path(own)
+    sandbox = os.environ.get("DUBKIT_SANDBOX_DIR")
+    if sandbox:
+        folder = Path(sandbox)
+        return folder.with_name(folder.name + "-uploads")
+    return Path.home() / ".cache" / "dubkit" / "uploads"
 
 
 class UploadState:

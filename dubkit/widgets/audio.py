@@ -1,8 +1,9 @@
 """Inline audio players for speech results: text, duration, a small waveform, one player a line.
 
 Players never autoplay and never loop. Short clips are embedded (base64 ``data:`` URI) so a
-saved notebook still plays them after the service's URL expired or the sandbox stopped;
-longer clips play from their URL.
+remote browser plays them and a saved notebook still does after the service's URL expired or
+the sandbox stopped; longer clips play from a URL the browser can reach
+(:mod:`dubkit.widgets.sources`).
 
 >>> speech = client.tts.create(["Hello", "Goodbye"], voice="sv_s1_en_us_clear_f")
 >>> speech                      # the table below, one player per line
@@ -11,21 +12,22 @@ longer clips play from their URL.
 
 from __future__ import annotations
 
-import base64
 import html
 from typing import TYPE_CHECKING, Iterable
 
 from ..audio import mime_type, waveform_svg
+from .sources import EMBED_LIMIT, browser_url, data_uri
 
 if TYPE_CHECKING:
     from ..resources.tts import SpeechLine
 
-EMBED_LIMIT = 300_000      # bytes; larger clips play from their URL
 SHOWN_LINES = 20           # a table of a large batch shows its first lines only
 
 
 def player_html(src: str, mime: str) -> str:
-    """An ``<audio>`` element: controls on, autoplay and loop off."""
+    """An ``<audio>`` element: controls on, autoplay and loop off; a URL is one the browser
+    can reach from wherever it is (:func:`dubkit.widgets.sources.browser_url`)."""
+    src = browser_url(src)
     fallback = "audio" if src.startswith("data:") else f"<a href='{html.escape(src)}'>audio</a>"
     return (f"<audio controls preload='none' style='height:32px;max-width:260px'>"
             f"<source src='{html.escape(src)}' type='{html.escape(mime)}'>{fallback}</audio>")
@@ -35,8 +37,8 @@ def line_source(line: "SpeechLine", embed: bool = True) -> str:
     """What a player plays: the embedded bytes when small and already fetched, else the URL."""
     data = line.data_if_loaded() if embed else None
     if data is not None and len(data) <= EMBED_LIMIT:
-        return f"data:{mime_type(line.format)};base64,{base64.b64encode(data).decode()}"
-    return line.uri or ""
+        return data_uri(data, mime_type(line.format))
+    return browser_url(line.uri or "")
 
 
 def line_cells(line: "SpeechLine", *, waveform: bool = True,

@@ -21,6 +21,7 @@ import ipywidgets as widgets
 from ..audio import format_of, mime_type
 from ..errors import DubkitError
 from .audio import player_html
+from .sources import embedded_or_url
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -42,11 +43,13 @@ class ABPlayers:
 
     def _repr_html_(self) -> str:
         def cell(title: str, url: str | None) -> str:
-            player = player_html(url, mime_type(format_of(url))) if url else "<i>none</i>"
+            mime = mime_type(format_of(url or ""))
+            player = player_html(embedded_or_url(url, mime), mime) if url else "<i>none</i>"
             return (f"<td style='padding:4px 12px'><b>{html.escape(title)}</b><br>{player}"
                     f"</td>")
         return (f"<table class='dubkit-ab'><tr>{cell('A: reference', self.clone.ref_audio)}"
-                f"{cell(f'B: clone {self.clone.voice_id}', self.clone_uri)}</tr>"
+                f"{cell(f'B: clone {self.clone.name or self.clone.voice_id}', self.clone_uri)}"
+                f"</tr>"
                 f"<tr><td colspan='2' style='padding:4px 12px'><small>text: "
                 f"{html.escape(self.text)}</small></td></tr></table>")
 

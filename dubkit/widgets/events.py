@@ -87,5 +87,6 @@ class EventLog(widgets.VBox):
         self._view.value = self.html()   # the fallback shows the log as it is now
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/html"] = self._view.value
-        bundle["text/plain"] = f"EventLog({len(self.receiver.deliveries)} deliveries)"
+        bundle["text/plain"] = (f"EventLog({len(self.receiver.deliveries)} "
+                                f"deliver{'y' if len(self.receiver.deliveries) == 1 else 'ies'})")
         return bundle

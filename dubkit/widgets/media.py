@@ -5,7 +5,10 @@ subtitle downloads, and what the service could not do as asked.
 >>> dub                          # the HTML view below (also what a saved notebook shows)
 >>> compare(dub_fr, dub_de)      # the original and several dubs in one row
 
-Players never autoplay or loop and play from their URLs (dubbed media is too big to embed).
+Players never autoplay or loop. Dubbed video streams from a URL the browser can reach (through
+the Jupyter server for the local sandbox) and shows an embedded poster frame, so a saved
+notebook still shows the picture and its facts; each dubbed line's audio is embedded
+(:mod:`dubkit.widgets.sources`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import ipywidgets as widgets
 from ..audio import format_of, mime_type
 from ..resources.translate import PSEUDO_NOTE
 from .audio import player_html
+from .buttons import download_button_html, download_row_html
+from .sources import browser_url, embedded_or_url
 
 if TYPE_CHECKING:
     from ..resources.media import DubbingResult, MediaFile
@@ -25,15 +30,27 @@ if TYPE_CHECKING:
 _VIDEO_WIDTH = 320
 
 
-def media_player_html(file: "MediaFile | None", *, video: bool) -> str:
-    """A ``<video>`` (or ``<audio>``) element for a result file; controls on, no autoplay/loop."""
+def media_player_html(file: "MediaFile | None", *, video: bool, poster: str | None = None
+                      ) -> str:
+    """A ``<video>`` (or ``<audio>``) element for a result file; controls on, no autoplay/loop.
+
+    ``poster`` is an image URL; a local one is embedded so the frame survives a saved notebook.
+    """
     if file is None or not file.url:
         return "<em>not available</em>"
-    src = html.escape(file.url)
     if not video:
         return player_html(file.url, mime_type(format_of(file.url)))
-    return (f"<video controls preload='metadata' width='{_VIDEO_WIDTH}'>"
+    src = html.escape(browser_url(file.url))
+    frame = (f" poster='{html.escape(embedded_or_url(poster, 'image/jpeg'))}'"
+             if poster else "")
+    return (f"<video controls preload='metadata' width='{_VIDEO_WIDTH}'{frame}>"
             f"<source src='{src}' type='video/mp4'><a href='{src}'>video</a></video>")
+
+
+def _poster(result: "DubbingResult") -> str | None:
+    """The dub's picture (the service's build images); the original shows the same frame."""
+    images = (result.raw.get("build") or {}).get("images") or []
+    return images[0].get("url") if images else None
 
 
 def _column(title: str, player: str, facts: str = "") -> str:
@@ -56,33 +73,32 @@ def side_by_side_html(results: Sequence["DubbingResult"]) -> str:
     video = first.video is not None
     columns = [_column("original" + (f" ({first.source_language})"
                                      if first.source_language else ""),
-                       media_player_html(first.original, video=video), _facts(first.original))]
+                       media_player_html(first.original, video=video, poster=_poster(first)),
+                       _facts(first.original))]
     for result in results:
         columns.append(_column(f"dubbed ({result.target_language})",
-                               media_player_html(result.video or result.audio, video=video),
+                               media_player_html(result.video or result.audio, video=video,
+                                                 poster=_poster(result)),
                                _facts(result.video or result.audio)))
     return "<div style='display:flex;flex-wrap:wrap'>" + "".join(columns) + "</div>"
 
 
 def downloads_html(result: "DubbingResult") -> str:
-    """Links: subtitles (SRT, VTT), the dubbed audio, and the compressed variants."""
-    links = []
-    for label, url in (("subtitles .srt", result.subtitles.srt),
-                       ("subtitles .vtt", result.subtitles.vtt),
-                       ("dubbed audio", result.audio.url if result.audio else None)):
-        if url:
-            links.append(f"<a href='{html.escape(url)}' download>{html.escape(label)}</a>")
-    for name, file in result.compressed.items():
-        if file is not None:
-            links.append(f"<a href='{html.escape(file.url)}' download>{html.escape(name)}</a>")
-    return "<div>Downloads: " + " · ".join(links) + "</div>" if links else ""
+    """Buttons: subtitles (SRT, VTT), the dubbed audio, and the compressed variants."""
+    buttons = [download_button_html(browser_url(url), label) for label, url in (
+        ("subtitles .srt", result.subtitles.srt), ("subtitles .vtt", result.subtitles.vtt),
+        ("dubbed audio", result.audio.url if result.audio else None)) if url]
+    buttons += [download_button_html(browser_url(f.url), name)
+                for name, f in result.compressed.items() if f is not None]
+    return download_row_html(buttons, "Downloads")
 
 
 def script_html(result: "DubbingResult") -> str:
     """The script: time, speaker, source text, translation, voice, and the dubbed line."""
     rows = []
     for line in result.script:
-        player = (player_html(line.audio_url, mime_type(format_of(line.audio_url)))
+        mime = mime_type(format_of(line.audio_url or ""))
+        player = (player_html(embedded_or_url(line.audio_url, mime), mime)
                   if line.audio_url else "")
         rows.append(
             f"<tr><td>{html.escape(line.id)}</td>"
@@ -112,7 +128,7 @@ def dubbing_html(result: "DubbingResult") -> str:
     """Everything about one dub as static HTML."""
     return (f"<div class='dubkit-dubbing'><p><b>{html.escape(str(result.source_language))} → "
             f"{html.escape(str(result.target_language))}</b>: {len(result.script)} lines, "
-            f"{len(result.voices)} voice(s)</p>" + side_by_side_html([result])
+            f"{len(result.voices)} voice{'' if len(result.voices) == 1 else 's'}</p>" + side_by_side_html([result])
             + downloads_html(result) + script_html(result) + notes_html(result) + "</div>")
 
 

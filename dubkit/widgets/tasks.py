@@ -179,5 +179,5 @@ class TaskMonitor(widgets.VBox):
         self._render()   # the fallback a saved notebook shows: the table as it is now
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/html"] = self._view.value
-        bundle["text/plain"] = f"TaskMonitor({len(self.tasks)} task(s))"
+        bundle["text/plain"] = f"TaskMonitor({len(self.tasks)} task{'' if len(self.tasks) == 1 else 's'})"
         return bundle

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 
 from ..audio import format_of, mime_type
 from .audio import player_html
+from .sources import browser_url, embedded_or_url
 
 if TYPE_CHECKING:
     from ..resources.materials import Material
@@ -140,11 +141,12 @@ def material_html(material: "Material") -> str:
     """A card: the picture or player, then the record's facts."""
     url = material.address_url or ""
     if material.category == "video" and url:
-        poster = f" poster='{html.escape(material.thumbnail_url)}'" if material.thumbnail_url \
-            else ""
+        # The frame embedded (it survives a saved notebook), the stream from a reachable URL.
+        poster = (f" poster='{html.escape(embedded_or_url(material.thumbnail_url, 'image/jpeg'))}'"
+                  if material.thumbnail_url else "")
         media = (f"<video controls preload='none' width='320'{poster}><source "
-                 f"src='{html.escape(url)}' type='{html.escape(material.mime_type or '')}'>"
-                 f"</video>")
+                 f"src='{html.escape(browser_url(url))}' "
+                 f"type='{html.escape(material.mime_type or '')}'></video>")
     elif url:
         media = player_html(url, material.mime_type or mime_type(format_of(url)))
     else:

@@ -19,6 +19,7 @@ import ipywidgets as widgets
 from .. import locales
 from ..audio import format_of, mime_type
 from .audio import line_cells, player_html
+from .sources import browser_url
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -39,7 +40,7 @@ def voice_row_html(voice: "PresetVoice | ClonedVoice") -> str:
     """The cells of one voice: name, id, locale, who, tier, preview player."""
     record = voice.model_dump()
     name = record.get("display_name") or record.get("name") or voice.voice_id
-    cover = (f"<img src='{html.escape(record['cover'])}' width='24' height='24' "
+    cover = (f"<img src='{html.escape(browser_url(record['cover']))}' width='24' height='24' "
              f"style='vertical-align:middle' alt=''> ") if record.get("cover") else ""
     who = " ".join(str(record[k]) for k in ("gender", "age", "style") if record.get(k))
     hd = " <b title='HD voice'>HD</b>" if record.get("is_hd") else ""
@@ -69,7 +70,8 @@ class Audition:
         self.text, self.voice_ids, self.speech = text, list(voice_ids), speech
 
     def __repr__(self) -> str:
-        return f"Audition({self.text!r:.40}, {len(self.voice_ids)} voices)"
+        return (f"Audition({self.text!r:.40}, {len(self.voice_ids)} "
+                f"voice{'' if len(self.voice_ids) == 1 else 's'})")
 
     def _repr_html_(self) -> str:
         return self.html()

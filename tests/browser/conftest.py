@@ -83,12 +83,17 @@ def page(browser, request, shots: Path):
     context.close()
 
 
-@pytest.fixture(scope="session")
-def lab(browser, tmp_path_factory, shots: Path) -> Iterator[Server]:
+# Where Lab is served: at the root, and below a hub's per-user prefix (Binder, JupyterHub).
+LAB_BASES = {"root": "/", "hub-prefix": "/user/tester/"}
+
+
+@pytest.fixture(scope="session", params=sorted(LAB_BASES))
+def lab(request, browser, tmp_path_factory, shots: Path) -> Iterator[Server]:
     """JupyterLab on loopback serving copies of the notebooks (runs never touch the repo's)."""
-    base = tmp_path_factory.mktemp("lab")
+    base = tmp_path_factory.mktemp(f"lab-{request.param}")
     root = base / "root"
     shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    server = start_lab(root, base / "home", shots / "jupyterlab.log")
+    server = start_lab(root, base / "home", shots / f"jupyterlab-{request.param}.log",
+                       base_url=LAB_BASES[request.param])
     yield server
     server.stop()

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from urllib.parse import urlsplit
+
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +45,8 @@ def free_port() -> int:
 def private_jupyter_env(home: Path, sandbox_dir: Path) -> dict[str, str]:
     """Environment for a server: private Jupyter dirs, a venv kernel, the offline sandbox."""
     env = dict(os.environ)
-    for name in ("DUBKIT_API_KEY", "DUBKIT_BASE_URL"):
-        env.pop(name, None)        # notebooks must run against the sandbox here
+    for name in ("DUBKIT_API_KEY", "DUBKIT_BASE_URL", "DUBKIT_JUPYTER_PROXY"):
+        env.pop(name, None)        # the sandbox here; kernels find their server's proxy
     dirs = {"JUPYTER_CONFIG_DIR": home / "config", "JUPYTER_DATA_DIR": home / "data",
             "JUPYTER_RUNTIME_DIR": home / "runtime", "IPYTHONDIR": home / "ipython"}
     for name, path in dirs.items():
@@ -75,7 +77,7 @@ class Server:
 
     @property
     def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1])
+        return urlsplit(self.url).port   # type: ignore[return-value]
 
     def api(self, method: str, path: str, **kwargs) -> requests.Response:
         headers = {"Authorization": f"token {self.token}"} if self.token else {}
@@ -123,8 +125,12 @@ def wait_until_up(server: Server, path: str | None, *, timeout: float = 90) -> N
                        f"{server.log_tail()}")
 
 
-def start_lab(root: Path, home: Path, log: Path) -> Server:
-    """JupyterLab serving ``root`` on a free loopback port, with a token and no browser."""
+def start_lab(root: Path, home: Path, log: Path, *, base_url: str = "/") -> Server:
+    """JupyterLab serving ``root`` on a free loopback port, with a token and no browser.
+
+    ``base_url`` other than ``/`` serves it below a prefix the way a hub does
+    (``/user/<name>/``), and tells its kernels so through ``JUPYTERHUB_SERVICE_PREFIX``.
+    """
     port, token = free_port(), secrets.token_hex(16)
     settings = home / "lab-settings"
     for relpath, values in LAB_SETTINGS.items():
@@ -132,16 +138,20 @@ def start_lab(root: Path, home: Path, log: Path) -> Server:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
     env = private_jupyter_env(home, home / "sandbox")
+    if base_url != "/":
+        env["JUPYTERHUB_SERVICE_PREFIX"] = base_url
     command = [sys.executable, "-m", "jupyterlab", "--no-browser",
                "--ServerApp.open_browser=False", "--ServerApp.ip=127.0.0.1",
                f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
                "--ServerApp.allow_root=True",       # CI runs as root
                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+               f"--ServerApp.base_url={base_url}",
                f"--LabApp.user_settings_dir={settings}",
                f"--LabApp.workspaces_dir={home / 'workspaces'}",
                # window.jupyterapp: run commands and read kernel and cell state directly
                "--LabApp.expose_app_in_browser=True"]
-    server = _spawn("JupyterLab", command, env, log, f"http://127.0.0.1:{port}", token, home)
+    server = _spawn("JupyterLab", command, env, log,
+                    f"http://127.0.0.1:{port}{base_url.rstrip('/')}", token, home)
     server.root = root
     wait_until_up(server, "/api/status")
     return server

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -100,3 +101,20 @@ def screenshot(page: Page, first: Path, *copies: Path) -> None:
     for path in copies:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(first.read_bytes())
+
+
+def block_other_loopback_ports(page, allowed_port: int) -> list[str]:
+    """Make the page's browser a remote one: every request to a loopback port other than the
+    Jupyter server's (the sandbox's, above all) is aborted, as it would never arrive from a
+    browser on another machine. Returns the URLs refused, for the test to report."""
+    refused: list[str] = []
+
+    def route(routing) -> None:
+        parts = urlsplit(routing.request.url)
+        if parts.hostname in ("127.0.0.1", "localhost", "::1") and parts.port != allowed_port:
+            refused.append(routing.request.url[:120])
+            routing.abort()
+        else:
+            routing.continue_()
+    page.route("**/*", route)
+    return refused
