@@ -23,7 +23,7 @@ from pathlib import Path
 import dubkit
 from dubkit import samples
 from dubkit.sandbox import start
-from dubkit.sandbox.engines import media
+from dubkit.media import av
 
 TARGET_SECONDS = 30.0
 STORY = ("The harbour wakes before the sun. Fishing boats slide out past the lighthouse, "
@@ -43,7 +43,7 @@ def make_clip(path: Path, seconds: float) -> tuple[Path, int]:
     for _ in range(4):
         script = [sentences[i % len(sentences)] for i in range(count)]
         clip = samples.narrated_clip(path, script, width=1280, height=720)
-        length = media.probe(clip).duration
+        length = av.probe(clip).duration
         if abs(length - seconds) <= 0.05 * seconds:
             break
         count = max(1, round(count * seconds / length))

@@ -45,6 +45,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NewConnectionError
 
+from ._util.masking import mask_key
 from ._version import __version__
 from .errors import (APIConnectionError, APIError, APITimeoutError, DubkitError,
                      IdempotencyConflictError, ValidationError, error_class_for, origin_of,
@@ -87,14 +88,6 @@ class RetryPolicy:
         if retry_after is not None:
             return min(retry_after, self.max_retry_after)
         return random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
-
-
-def mask_key(api_key: str | None) -> str:
-    """``sk_live_abcdef123456`` -> ``sk_…3456``: enough to tell keys apart, never enough to use."""
-    if not api_key:
-        return "<none>"
-    prefix = api_key.split("_", 1)[0] + "_" if "_" in api_key[:8] else ""
-    return f"{prefix}…{api_key[-4:]}" if len(api_key) >= 12 else f"{prefix}…"
 
 
 def new_idempotency_key() -> str:

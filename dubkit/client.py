@@ -13,9 +13,11 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ._transport import RetryPolicy, Timeout, Transport, mask_key
+from ._transport import RetryPolicy, Timeout, Transport
+from ._util.masking import mask_key
 from .errors import APIConnectionError, ValidationError, origin_of
-from .schema import OPERATIONS, OPERATIONS_BY_PATH, Operation, Wire, parse
+from ._wire import parse
+from .schema import OPERATIONS, OPERATIONS_BY_PATH, Operation, Wire
 
 
 class Client:

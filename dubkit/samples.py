@@ -22,8 +22,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .sandbox.engines import media, speech
-from .sandbox.engines.subtitles import Cue
+from .media import av
+from .sandbox.engines import speech
+from .media.subtitles import Cue
 
 PathLike = str | os.PathLike[str]
 
@@ -41,7 +42,7 @@ def speech_recording(path: PathLike, text: str, *, locale: str = "en-US",
     audio = speech.synthesize(text, speech.voice_for_locale(locale), variant=variant,
                               prosody=speech.Prosody(rate_wpm=rate_wpm, pitch=pitch,
                                                      pitch_range=pitch_range))
-    media.encode_audio(audio, speech.SAMPLE_RATE, fmt, target)
+    av.encode_audio(audio, speech.SAMPLE_RATE, fmt, target)
     return target
 
 
@@ -83,7 +84,7 @@ def narrated_clip(path: PathLike, script: Sequence[str | tuple[str, str]], *,
         hum = np.sin(2 * np.pi * 110 * np.arange(len(track)) / rate).astype(np.float32)
         track += np.float32(10 ** (bed_db / 20)) * hum
     target = Path(path)
-    media.make_test_pattern(target, round(clock, 3), width, height, fps, audio=track,
+    av.make_test_pattern(target, round(clock, 3), width, height, fps, audio=track,
                             sample_rate=rate, subtitles=cues if subtitles else None)
     return target
 

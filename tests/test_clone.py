@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 import dubkit
-from dubkit import audio, samples
+from dubkit import samples
+from dubkit.media import audio
 from dubkit.resources.clone import Clone
-from dubkit.sandbox.engines import media, voiceprint
+from dubkit.media import av
+from dubkit.sandbox.engines import voiceprint
 from dubkit.sandbox.products.clone import CLONE_CREDITS
 from dubkit.widgets.clone import ClonePanel, ab
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
@@ -83,7 +85,7 @@ def test_the_clone_record_is_complete(api, speaker_files):
         ("Deep", "V2", "en-GB", TEXT)
     assert record.task_id == clone.task_id and record.create_time and record.update_time
     samples_, rate = audio.decode(audio.download(record.audio))
-    assert abs(len(samples_) / rate - media.probe(speaker_files["low_slow_male"]).duration) < 0.05
+    assert abs(len(samples_) / rate - av.probe(speaker_files["low_slow_male"]).duration) < 0.05
     assert clone.measured["gender"] == "male" and clone.provider == "V2"
     task = api.tasks.detail(clone.task_id)
     assert task.task_type == "cloneVoice" and task.status == "finished"
@@ -153,7 +155,7 @@ def test_unreachable_or_unusable_references_are_422_and_cost_nothing(api, sandbo
     folder, base = web
     (folder / "notes.txt").write_text("this is text, not audio\n")
     silence = tmp_path / "silence.wav"
-    media.encode_audio(np.zeros(48000, np.float32), 16000, "wav", silence)
+    av.encode_audio(np.zeros(48000, np.float32), 16000, "wav", silence)
     quiet = api.materials.upload(silence, progress=False)
     credits = sandbox.credits(new_key)
     messages = []

@@ -14,9 +14,9 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 
-from dubkit.sandbox.engines import media, mixing
-from dubkit.sandbox.engines.media import MediaError
-from dubkit.sandbox.engines.subtitles import Cue, ass_style, parse_srt, parse_vtt, to_srt, to_vtt
+from dubkit.media import av, mixing
+from dubkit.media.av import MediaError
+from dubkit.media.subtitles import Cue, ass_style, parse_srt, parse_vtt, to_srt, to_vtt
 
 SR = 44100
 CUES = [Cue(0.5, 1.8, "Hello there"), Cue(2.0, 3.5, "Second line\nand more")]
@@ -38,7 +38,7 @@ def rms_db(samples: np.ndarray) -> float:
 
 def frame(path: Path, at: float) -> np.ndarray:
     """One decoded frame as an RGB array, straight from ffmpeg (an independent reader)."""
-    info = media.probe(path)
+    info = av.probe(path)
     raw = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-ss", str(at), "-i", str(path),
                           "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
                          capture_output=True, check=True).stdout
@@ -53,7 +53,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def clip(workdir: Path) -> Path:
     path = workdir / "card.mp4"
-    media.make_test_pattern(path, 4.0, width=320, height=240, fps=25, audio=tone(440, 4.0),
+    av.make_test_pattern(path, 4.0, width=320, height=240, fps=25, audio=tone(440, 4.0),
                             sample_rate=SR, subtitles=CUES)
     return path
 
@@ -61,14 +61,14 @@ def clip(workdir: Path) -> Path:
 @pytest.fixture(scope="module")
 def dub_wav(workdir: Path) -> Path:
     path = workdir / "dub.wav"
-    media.encode_audio(tone(660, 3.0), SR, "wav", path)  # shorter than the video on purpose
+    av.encode_audio(tone(660, 3.0), SR, "wav", path)  # shorter than the video on purpose
     return path
 
 
 # --- probe and extraction ----------------------------------------------------------------------
 
 def test_probe_reports_what_the_card_contains(clip: Path) -> None:
-    info = media.probe(clip)
+    info = av.probe(clip)
     assert info.duration == pytest.approx(4.0, abs=0.05)
     assert (info.has_video, info.has_audio) == (True, True)
     assert (info.width, info.height, info.fps) == (320, 240, 25.0)
@@ -78,40 +78,40 @@ def test_probe_reports_what_the_card_contains(clip: Path) -> None:
 
 
 def test_extract_subtitles_returns_the_embedded_cues(clip: Path) -> None:
-    assert media.extract_subtitles(clip) == CUES
+    assert av.extract_subtitles(clip) == CUES
 
 
 def test_extract_subtitles_is_empty_without_a_track(workdir: Path) -> None:
     path = workdir / "plain.mp3"
-    media.encode_audio(tone(440, 1.0), SR, "mp3", path)
-    assert media.extract_subtitles(path) == []
+    av.encode_audio(tone(440, 1.0), SR, "mp3", path)
+    assert av.extract_subtitles(path) == []
 
 
 def test_extract_audio_gives_an_m4a_of_the_same_length(clip: Path, workdir: Path) -> None:
     out = workdir / "card.m4a"
-    media.extract_audio(clip, out)
-    info = media.probe(out)
+    av.extract_audio(clip, out)
+    info = av.probe(out)
     assert (info.category, info.mime_type, info.has_video) == ("audio", "audio/mp4", False)
     assert info.duration == pytest.approx(4.0, abs=0.05)
-    samples, rate = media.decode_audio(out)
+    samples, rate = av.decode_audio(out)
     assert dominant_hz(samples, rate) == pytest.approx(440, rel=0.01)
 
 
 def test_thumbnail_is_a_jpeg_frame(clip: Path, workdir: Path) -> None:
     out = workdir / "thumb.jpg"
-    media.thumbnail(clip, out)
+    av.thumbnail(clip, out)
     assert out.read_bytes()[:3] == b"\xff\xd8\xff"
     with pytest.raises(MediaError, match="not audio or video"):
-        media.probe(out)  # a material must be audio or video, not a still image
+        av.probe(out)  # a material must be audio or video, not a still image
 
 
 def test_decode_audio_resamples_and_keeps_channels(clip: Path) -> None:
-    mono, rate = media.decode_audio(clip, sample_rate=16000)
+    mono, rate = av.decode_audio(clip, sample_rate=16000)
     assert rate == 16000 and mono.dtype == np.float32 and mono.ndim == 1
     assert len(mono) / rate == pytest.approx(4.0, abs=0.05)
     stereo_path = clip.with_name("stereo.flac")
-    media.encode_audio(np.stack([tone(440, 1.0), tone(880, 1.0)], axis=1), SR, "flac", stereo_path)
-    both, _ = media.decode_audio(stereo_path, mono=False)
+    av.encode_audio(np.stack([tone(440, 1.0), tone(880, 1.0)], axis=1), SR, "flac", stereo_path)
+    both, _ = av.decode_audio(stereo_path, mono=False)
     assert both.shape == (SR, 2)
     assert dominant_hz(both[:, 1], SR) == pytest.approx(880, rel=0.01)
 
@@ -121,10 +121,10 @@ def test_decode_audio_resamples_and_keeps_channels(clip: Path) -> None:
 def test_encode_decode_round_trip(fmt: str, mime: str, workdir: Path) -> None:
     original = tone(440, 2.0, sr=24000)
     path = workdir / f"round.{fmt}"
-    media.encode_audio(original, 24000, fmt, path)
-    info = media.probe(path)
+    av.encode_audio(original, 24000, fmt, path)
+    info = av.probe(path)
     assert (info.category, info.mime_type, info.audio_rate) == ("audio", mime, 24000)
-    decoded, rate = media.decode_audio(path)
+    decoded, rate = av.decode_audio(path)
     assert rate == 24000
     assert len(decoded) / rate == pytest.approx(2.0, rel=0.02)
     assert dominant_hz(decoded, rate) == pytest.approx(440, rel=0.01)
@@ -135,7 +135,7 @@ def test_encode_decode_round_trip(fmt: str, mime: str, workdir: Path) -> None:
 
 def test_encode_audio_rejects_unknown_formats(workdir: Path) -> None:
     with pytest.raises(ValueError, match="wav, mp3, m4a, flac, ogg"):
-        media.encode_audio(tone(440, 0.1), SR, "aiff", workdir / "x.aiff")
+        av.encode_audio(tone(440, 0.1), SR, "aiff", workdir / "x.aiff")
 
 
 # --- corrupt and unsuitable input --------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_text_file_is_not_media(workdir: Path) -> None:
     path = workdir / "notes.mp4"
     path.write_text("this is not a video\n" * 50)
     with pytest.raises(MediaError, match="not readable as audio or video") as caught:
-        media.probe(path)
+        av.probe(path)
     assert "ffmpeg said" in str(caught.value) and "Invalid data" in str(caught.value)
 
 
@@ -153,30 +153,30 @@ def test_truncated_upload_is_detected(clip: Path, workdir: Path) -> None:
     head_only = workdir / "head.mp4"
     head_only.write_bytes(data[:3000])
     with pytest.raises(MediaError):
-        media.probe(head_only)
+        av.probe(head_only)
     cut = workdir / "cut.mp4"
     cut.write_bytes(data[: len(data) // 3])  # header intact, most of the data missing
     with pytest.raises(MediaError, match="cut short"):
-        media.probe(cut)
+        av.probe(cut)
 
 
 def test_random_bytes_are_not_media(workdir: Path) -> None:
     path = workdir / "noise.mp3"
     path.write_bytes(np.random.default_rng(1).integers(0, 256, 40000, dtype=np.uint8).tobytes())
     with pytest.raises(MediaError):
-        media.probe(path)
+        av.probe(path)
 
 
 def test_missing_file(workdir: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        media.probe(workdir / "nowhere.mp4")
+        av.probe(workdir / "nowhere.mp4")
 
 
 def test_video_steps_refuse_audio_only_input(workdir: Path) -> None:
     path = workdir / "voice.wav"
-    media.encode_audio(tone(300, 1.0), SR, "wav", path)
+    av.encode_audio(tone(300, 1.0), SR, "wav", path)
     with pytest.raises(MediaError, match="no video track"):
-        media.thumbnail(path, workdir / "t.jpg")
+        av.thumbnail(path, workdir / "t.jpg")
 
 
 # --- time ----------------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_video_steps_refuse_audio_only_input(workdir: Path) -> None:
 @pytest.mark.parametrize("factor", [0.5, 0.8, 1.25, 2.0])
 def test_time_stretch_changes_length_not_pitch(factor: float) -> None:
     original = tone(300, 2.0, sr=24000)
-    stretched = media.time_stretch(original, 24000, factor)
+    stretched = av.time_stretch(original, 24000, factor)
     assert len(stretched) / 24000 == pytest.approx(2.0 * factor, rel=0.02)
     middle = stretched[len(stretched) // 4: 3 * len(stretched) // 4]
     assert dominant_hz(middle, 24000) == pytest.approx(300, rel=0.03)
@@ -194,20 +194,20 @@ def test_time_stretch_keeps_events_in_place() -> None:
     sr = 16000
     x = np.zeros(3 * sr, np.float32)
     x[sr: sr + sr // 5] = tone(300, 0.2, sr=sr, level=0.5)  # a beep at 1.0 s
-    y = media.time_stretch(x, sr, 1.5)
+    y = av.time_stretch(x, sr, 1.5)
     loud = np.flatnonzero(np.abs(y) > 0.05)
     assert loud[0] / sr == pytest.approx(1.5, abs=0.06)
 
 
 def test_time_stretch_range() -> None:
     with pytest.raises(ValueError, match="0.25..4"):
-        media.time_stretch(tone(300, 0.5), SR, 5)
+        av.time_stretch(tone(300, 0.5), SR, 5)
 
 
 def test_stretch_video_changes_the_picture_length(clip: Path, workdir: Path) -> None:
     out = workdir / "slow.mp4"
-    media.stretch_video(clip, out, 1.5)
-    info = media.probe(out)
+    av.stretch_video(clip, out, 1.5)
+    info = av.probe(out)
     assert info.duration == pytest.approx(6.0, abs=0.1)
     assert (info.has_video, info.has_audio, info.fps) == (True, False, 25.0)
 
@@ -218,15 +218,15 @@ def test_mux_with_burned_subtitles(clip: Path, dub_wav: Path, workdir: Path) -> 
     srt = workdir / "dub.srt"
     srt.write_text(to_srt([Cue(0.5, 1.8, "Bonjour"), Cue(2.0, 3.5, "Au revoir")]), encoding="utf-8")
     out = workdir / "burned.mp4"
-    media.mux(clip, dub_wav, out, subtitles_path=srt, burn=True, style={"size": 28, "color": "#FFFF00"})
-    info = media.probe(out)
+    av.mux(clip, dub_wav, out, subtitles_path=srt, burn=True, style={"size": 28, "color": "#FFFF00"})
+    info = av.probe(out)
     assert (info.has_video, info.has_audio, info.mime_type) == (True, True, "video/mp4")
     assert info.duration == pytest.approx(4.0, abs=0.1)  # as long as the picture, not the dub
-    assert [c.text for c in media.extract_subtitles(out)] == ["Bonjour", "Au revoir"]
-    heard, rate = media.decode_audio(out)
+    assert [c.text for c in av.extract_subtitles(out)] == ["Bonjour", "Au revoir"]
+    heard, rate = av.decode_audio(out)
     assert dominant_hz(heard[: 2 * rate], rate) == pytest.approx(660, rel=0.01)  # the dub, not the tone
     # The lower part of the picture changes while a cue is on screen, and only then.
-    assert media.default_fontsdir() is not None  # the font comes from a dependency, not the system
+    assert av.default_fontsdir() is not None  # the font comes from a dependency, not the system
     bottom = slice(int(info.height * 0.7), info.height)
 
     def changed(at: float) -> float:  # share of pixels in the bottom band that clearly differ
@@ -241,21 +241,21 @@ def test_mux_soft_subtitles_copies_the_video(clip: Path, dub_wav: Path, workdir:
     vtt = workdir / "dub.vtt"
     vtt.write_text(to_vtt([Cue(1.0, 2.0, "Hola")]), encoding="utf-8")
     out = workdir / "soft.mp4"
-    media.mux(clip, dub_wav, out, subtitles_path=vtt)
-    assert media.extract_subtitles(out) == [Cue(1.0, 2.0, "Hola")]
+    av.mux(clip, dub_wav, out, subtitles_path=vtt)
+    assert av.extract_subtitles(out) == [Cue(1.0, 2.0, "Hola")]
     assert np.abs(frame(out, 1.5) - frame(clip, 1.5)).max() == 0  # copied, not re-encoded
 
 
 def test_compress_writes_every_height_in_one_run_and_never_upscales(clip: Path, workdir: Path) -> None:
     variants = {120: workdir / "120p.mp4", 180: workdir / "180p.mp4", 480: workdir / "480p.mp4"}
-    media.compress(clip, variants)
-    sizes = {h: (media.probe(p).width, media.probe(p).height) for h, p in variants.items()}
+    av.compress(clip, variants)
+    sizes = {h: (av.probe(p).width, av.probe(p).height) for h, p in variants.items()}
     assert sizes == {120: (160, 120), 180: (240, 180), 480: (320, 240)}
     for path in variants.values():
-        info = media.probe(path)
+        info = av.probe(path)
         assert info.has_audio and info.subtitle_streams == 1
         assert info.duration == pytest.approx(4.0, abs=0.1)
-        assert media.extract_subtitles(path) == media.extract_subtitles(clip)
+        assert av.extract_subtitles(path) == av.extract_subtitles(clip)
     # Each output is the source picture scaled, not a mix-up of the split branches.
     assert np.abs(frame(variants[480], 1.5) - frame(clip, 1.5)).mean() < 8
 
@@ -263,22 +263,22 @@ def test_compress_writes_every_height_in_one_run_and_never_upscales(clip: Path, 
 def test_compress_preset_trades_size_for_speed_and_bad_arguments_are_named(clip: Path,
                                                                            workdir: Path) -> None:
     small, quick = workdir / "veryfast.mp4", workdir / "ultrafast.mp4"
-    media.compress(clip, {240: small})
-    media.compress(clip, {240: quick}, preset="ultrafast")
+    av.compress(clip, {240: small})
+    av.compress(clip, {240: quick}, preset="ultrafast")
     assert quick.stat().st_size > small.stat().st_size
     with pytest.raises(ValueError, match="preset must be one of"):
-        media.compress(clip, {240: quick}, preset="warp")
+        av.compress(clip, {240: quick}, preset="warp")
     with pytest.raises(ValueError, match="outputs"):
-        media.compress(clip, {})
+        av.compress(clip, {})
 
 
 def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
     """probe -> extract -> mux (soft subs) -> 480p+360p on 60 s of 720p; prints, never asserts, times."""
     cues = [Cue(i * 2.0, i * 2.0 + 1.5, f"line {i}") for i in range(30)]
     source, srt, dub = workdir / "minute.mp4", workdir / "minute.srt", workdir / "minute.wav"
-    media.make_test_pattern(source, 60.0, audio=tone(330, 60.0), sample_rate=SR, subtitles=cues)
+    av.make_test_pattern(source, 60.0, audio=tone(330, 60.0), sample_rate=SR, subtitles=cues)
     srt.write_text(to_srt(cues), encoding="utf-8")
-    media.encode_audio(tone(220, 60.0), SR, "wav", dub)
+    av.encode_audio(tone(220, 60.0), SR, "wav", dub)
     times: dict[str, float] = {}
 
     def step(name: str, call, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -287,15 +287,15 @@ def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
         times[name] = time.perf_counter() - start
         return result
 
-    step("probe", media.probe, source)
-    step("extract_audio", media.extract_audio, source, workdir / "minute.m4a")
-    step("mux_soft", media.mux, source, dub, workdir / "minute-dub.mp4", subtitles_path=srt)
-    step("compress_480p_360p", media.compress, workdir / "minute-dub.mp4",
+    step("probe", av.probe, source)
+    step("extract_audio", av.extract_audio, source, workdir / "minute.m4a")
+    step("mux_soft", av.mux, source, dub, workdir / "minute-dub.mp4", subtitles_path=srt)
+    step("compress_480p_360p", av.compress, workdir / "minute-dub.mp4",
          {480: workdir / "minute-480.mp4", 360: workdir / "minute-360.mp4"})
     print("\n60 s 720p, seconds:", {k: round(v, 2) for k, v in times.items()},
           "total", round(sum(times.values()), 2))
-    assert media.probe(workdir / "minute-480.mp4").height == 480
-    assert media.probe(workdir / "minute-360.mp4").height == 360
+    assert av.probe(workdir / "minute-480.mp4").height == 480
+    assert av.probe(workdir / "minute-360.mp4").height == 360
 
 
 # --- mixing ------------------------------------------------------------------------------------

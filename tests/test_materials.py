@@ -84,7 +84,7 @@ def test_single_upload_registers_an_audio_material(api, wav):
 def test_video_registration_probes_duration_resolution_thumbnail_and_audio(api, clip):
     data = clip.read_bytes()
     material = single_upload(api, data, "clip.mp4")
-    info = dubkit.sandbox.engines.media.probe(clip)
+    info = dubkit.media.av.probe(clip)
     assert material["category"] == "video" and material["mimeType"] == "video/mp4"
     assert material["resolution"] == "640x360"
     assert material["duration"] == round(info.duration * 1000)

@@ -15,10 +15,10 @@ import pytest
 import dubkit
 from dubkit import samples
 from dubkit._transport import new_idempotency_key
-from dubkit.audio import download
+from dubkit.media.audio import download
 from dubkit.errors import (BadRequestError, InsufficientCreditsError, NotFoundError,
                            TaskFailedError, ValidationError)
-from dubkit.sandbox.engines import _ffmpeg, media, subtitles
+from dubkit.media import _ffmpeg, av, subtitles
 from dubkit.webhooks import Receiver
 from dubkit.widgets.sources import browser_url
 from test_pipeline import NARRATION, SCRIPT, SENTENCES
@@ -33,9 +33,9 @@ def account(sandbox, tmp_path_factory):
     client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
     folder = tmp_path_factory.mktemp("media")
     video = folder / "talk.mp4"
-    cues = media.extract_subtitles(samples.narrated_clip(video, SCRIPT, **NARRATION))
+    cues = av.extract_subtitles(samples.narrated_clip(video, SCRIPT, **NARRATION))
     audio = folder / "talk.m4a"
-    media.extract_audio(video, audio)
+    av.extract_audio(video, audio)
     materials = {"video": client.materials.upload(video, progress=False),
                  "audio": client.materials.upload(audio, progress=False)}
     yield key, client, materials, cues, folder
@@ -96,8 +96,8 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox
         assert abs(line.start - cue.start) < 0.15
     assert dub.raw["translatedScripts"]["prompt"] == "Keep it formal."
 
-    video = media.probe(fetch(dub.video.url, tmp_path, "dubbed.mp4"))
-    source = media.probe(fetch(dub.original.url, tmp_path, "source.mp4"))
+    video = av.probe(fetch(dub.video.url, tmp_path, "dubbed.mp4"))
+    source = av.probe(fetch(dub.original.url, tmp_path, "source.mp4"))
     assert video.has_video and video.has_audio and video.subtitle_streams == 1
     assert video.duration == pytest.approx(source.duration, abs=0.1)
     assert (dub.video.width, dub.video.height) == (640, 360)
@@ -194,7 +194,7 @@ def test_burned_subtitles_are_drawn_into_the_picture(account, tmp_path):
     b = _gray_frame(fetch(burned.video.url, tmp_path, "burned.mp4"), at)
     bottom, top = slice(270, 360), slice(0, 90)
     assert np.abs(a[bottom] - b[bottom]).mean() > 5 * np.abs(a[top] - b[top]).mean()
-    assert media.probe(tmp_path / "plain.mp4").subtitle_streams == 0
+    assert av.probe(tmp_path / "plain.mp4").subtitle_streams == 0
     assert burned.raw["options"]["text"]["burn"] is True
 
 
@@ -221,7 +221,7 @@ def test_separation_mode_decides_what_remains_of_the_original_speech(account, tm
     for mode in ("remove", "keep"):
         dub = client.media.translate(materials["video"], target="fr-FR",
                                      separation_mode=mode).wait(60).result
-        samples, rate = media.decode_audio(fetch(dub.audio.url, tmp_path, f"{mode}.m4a"))
+        samples, rate = av.decode_audio(fetch(dub.audio.url, tmp_path, f"{mode}.m4a"))
         inside = np.concatenate([samples[round(l["start"] * rate):round(l["end"] * rate)]
                                  for l in dub.raw["asrScripts"]["asrResults"]])
         energy[mode] = float(np.mean(inside ** 2))

@@ -12,7 +12,8 @@ import pytest
 from dubkit import samples
 from dubkit.sandbox import pipeline
 from dubkit.sandbox.backend import Backend, ServiceError
-from dubkit.sandbox.engines import media, speech, subtitles
+from dubkit.media import av, subtitles
+from dubkit.sandbox.engines import speech
 from dubkit.sandbox.pipeline import dubbing, render, transcript
 from dubkit.sandbox.products.media import KeyVoices
 from dubkit.schema import MediaTranslationRequest
@@ -28,7 +29,7 @@ NARRATION = {"pause": 0.7, "bed_db": -34.0}
 def clip(tmp_path_factory) -> tuple[Path, list[subtitles.Cue]]:
     path = samples.narrated_clip(tmp_path_factory.mktemp("clips") / "narrated.mp4", SCRIPT,
                                  **NARRATION)
-    return path, media.extract_subtitles(path)
+    return path, av.extract_subtitles(path)
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +57,14 @@ def run(backend, path, tmp_path, options=None, **kw):
 
 
 def decoded(path: Path, rate: int = 16000) -> np.ndarray:
-    return media.decode_audio(path, sample_rate=rate)[0]
+    return av.decode_audio(path, sample_rate=rate)[0]
 
 
 # --------------------------------------------------------------------------- transcript
 
 def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
     path, cues = clip
-    lines = transcript.find_lines(decoded(path), 16000, media.extract_subtitles(path),
+    lines = transcript.find_lines(decoded(path), 16000, av.extract_subtitles(path),
                                   min_silence=0.35)
     assert [line.text for line in lines] == list(SENTENCES)
     for line, cue in zip(lines, cues):
@@ -74,7 +75,7 @@ def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
 
 def test_without_subtitles_each_line_carries_a_labelled_placeholder(tmp_path):
     path = samples.narrated_clip(tmp_path / "bare.mp4", SENTENCES, pause=0.7, subtitles=False)
-    lines = transcript.find_lines(decoded(path), 16000, media.extract_subtitles(path),
+    lines = transcript.find_lines(decoded(path), 16000, av.extract_subtitles(path),
                                   min_silence=0.35)
     assert len(lines) == len(SENTENCES)
     assert [line.text for line in lines] == [transcript.PLACEHOLDER.format(n=i + 1)
@@ -86,7 +87,7 @@ def test_without_subtitles_each_line_carries_a_labelled_placeholder(tmp_path):
 def test_speakers_are_told_apart_by_pitch_or_forced_to_a_count(clip, wanted, expected):
     path, _ = clip
     mono = decoded(path)
-    lines = transcript.find_lines(mono, 16000, media.extract_subtitles(path), min_silence=0.35)
+    lines = transcript.find_lines(mono, 16000, av.extract_subtitles(path), min_silence=0.35)
     count = transcript.assign_speakers(lines, mono, 16000, wanted)
     assert count == expected
     if wanted is None:   # f2, m3, f2: the two female lines belong together
@@ -152,15 +153,15 @@ def test_separation_keeps_the_background_and_treats_speech_as_asked(mode):
 def test_a_run_writes_every_deliverable(backend, clip, tmp_path):
     path, cues = clip
     result, out = run(backend, path, tmp_path, {"text": {"soft": True}})
-    video = media.probe(out.path("dubbed.mp4"))
-    source = media.probe(path)
+    video = av.probe(out.path("dubbed.mp4"))
+    source = av.probe(path)
     assert video.has_video and video.has_audio and video.subtitle_streams == 1
     assert video.duration == pytest.approx(source.duration, abs=0.1)
     srt = subtitles.parse_srt(out.path("subtitles.fr-FR.srt").read_text())
     assert [c.text for c in srt] == [l["text"] for l in result["translatedScripts"]["result"]]
     assert subtitles.parse_vtt(out.path("subtitles.fr-FR.vtt").read_text()) == srt
     assert set(result["compress"]) == {"360p"}     # a 360p source is not upscaled
-    assert media.probe(out.path("dubbed-360p.mp4")).height == 360
+    assert av.probe(out.path("dubbed-360p.mp4")).height == 360
     for name in ("original-mono.wav", "stems/speech.m4a", "stems/background.m4a",
                  "thumbnail.jpg", "lines/line-001.wav"):
         assert out.path(name).stat().st_size > 0
@@ -184,7 +185,7 @@ def test_a_file_that_is_not_media_fails_naming_the_stage(backend, tmp_path):
 
 def test_a_video_without_sound_has_nothing_to_dub(backend, clip, tmp_path):
     silent_picture = tmp_path / "mute.mp4"
-    media.stretch_video(clip[0], silent_picture, 1.0)     # picture only
+    av.stretch_video(clip[0], silent_picture, 1.0)     # picture only
     with pytest.raises(ServiceError, match="no audio track") as failure:
         run(backend, silent_picture, tmp_path)
     assert failure.value.code == 422
@@ -192,7 +193,7 @@ def test_a_video_without_sound_has_nothing_to_dub(backend, clip, tmp_path):
 
 def test_silence_has_no_speech_to_dub(backend, tmp_path):
     path = tmp_path / "quiet.mp4"
-    media.make_test_pattern(path, 3, width=320, height=180, audio=np.zeros(3 * RATE),
+    av.make_test_pattern(path, 3, width=320, height=180, audio=np.zeros(3 * RATE),
                             sample_rate=RATE)
     with pytest.raises(ServiceError, match="no speech found") as failure:
         run(backend, path, tmp_path)

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from dubkit import loudness, samples
+from dubkit import samples
+from dubkit.media import loudness
 from dubkit.studio import APP_INTRO, AuditionStudio, Shortlist, running_in_voila
 from dubkit.widgets.buttons import download_button_html
 

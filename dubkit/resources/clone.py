@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._transport import new_idempotency_key
 from ..errors import ValidationError
-from ..schema import CloneAsyncRequest, CloneRequest, CloneResult, parse
+from ..schema import CloneAsyncRequest, CloneRequest, CloneResult
+from .._wire import parse
 from ..uploads import check_media_file
 from .materials import Material
 from .tasks import RESULT_TYPES, Task
@@ -51,7 +52,7 @@ class Clone:
         return f"Clone({self.voice_id!r}, name={self.name!r}, provider={self.provider!r})"
 
     def _repr_html_(self) -> str:
-        from ..audio import format_of, mime_type
+        from ..media.audio import format_of, mime_type
         from ..widgets.audio import player_html
         facts = [("voice", self.voice_id), ("name", self.name), ("provider", self.provider),
                  ("language", self.language), ("text", self.text)]

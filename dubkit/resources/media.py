@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 import pandas as pd
 
 from ..errors import ValidationError
-from ..schema import MediaTranslationRequest, parse
+from ..schema import MediaTranslationRequest
+from .._wire import parse
 from ._base import Resource
 from .tasks import RESULT_TYPES, Task
 
@@ -218,7 +219,7 @@ class Subtitles:
     language: str | None
 
     def text(self, fmt: Literal["srt", "vtt"] = "srt") -> str:
-        from ..audio import download
+        from ..media.audio import download
         url = self.srt if fmt == "srt" else self.vtt
         if not url:
             raise ValueError(f"this result has no {fmt} subtitles")
@@ -246,7 +247,7 @@ class ScriptLine:
 
         >>> samples, rate = dub.script[0].audio()
         """
-        from ..audio import decode, download, format_of
+        from ..media.audio import decode, download, format_of
         if not self.audio_url:
             raise ValueError(f"line {self.id} has no dubbed audio")
         return decode(download(self.audio_url), format_of(self.audio_url))

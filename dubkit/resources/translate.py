@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..errors import DubkitError, ValidationError
 from ..schema import (MAX_LINES, TranslateAsyncRequest, TranslateItem, TranslateRequest,
-                      TranslateResult, parse)
+                      TranslateResult)
+from .._wire import parse
 from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .tasks import RESULT_TYPES, Task
 

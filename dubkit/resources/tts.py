@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Union, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import audio as audio_io
+from ..media import audio as audio_io
 from ..errors import DubkitError, ValidationError
-from ..schema import (MAX_LINES, TTSAsyncRequest, TTSRequest, TTSResult, TTSResultItem,
-                      parse)
+from .._wire import parse
+from ..schema import MAX_LINES, TTSAsyncRequest, TTSRequest, TTSResult, TTSResultItem
 from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .tasks import RESULT_TYPES, Task
 

@@ -33,7 +33,7 @@ from typing import Any, Literal, Optional
 from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
-from .._transport import mask_key
+from .._util.masking import mask_key
 from ..schema import Wire
 from . import delivery, references
 from .backend import Backend, new_secret

@@ -31,8 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from .. import contract
-from ..errors import ValidationError
-from ..schema import OPERATIONS_BY_PATH, Operation, parse
+from ..schema import OPERATIONS_BY_PATH, Operation, WireError, parse
 from . import products  # noqa: F401  (registers every product's handlers)
 from . import file_access
 from .admin import admin_router
@@ -157,7 +156,7 @@ def _parse(backend: Backend, op: Operation, raw: Any, req_id: str) -> Any:
         return None
     try:
         return parse(model, raw if isinstance(raw, dict) else {})
-    except ValidationError as exc:
+    except WireError as exc:
         if not exc.rule and backend.contract_log.strict:
             backend.contract_log.record(op.name, "models", [contract.Problem(
                 exc.field, f"allowed by the document, refused by dubkit.schema."

@@ -53,7 +53,7 @@ import time
 from typing import Any
 
 from .. import contract
-from ..webhooks.signature import sign
+from .._util.signing import sign
 from .backend import EVENTS, Backend
 from .delivery_pool import Aborted, AttemptTimeout, FairPool, post
 from .envelope import omit_nulls

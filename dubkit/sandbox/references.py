@@ -35,7 +35,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from .backend import Backend, ServiceError
-from .engines import media
+from ..media import av
 
 MAX_REFERENCE_BYTES = 50 * 1024 * 1024
 FETCH_SECONDS = 30.0
@@ -90,8 +90,8 @@ _UNUSABLE = ("{field}: could not get audio from this URL (unreachable, not allow
 
 def _decode(path: Path, field: str) -> tuple[np.ndarray, int]:
     try:
-        return media.decode_audio(path)
-    except media.MediaError:
+        return av.decode_audio(path)
+    except av.MediaError:
         raise UnusableAudio(_UNUSABLE.format(field=field)) from None
 
 

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import requests
 import uvicorn
 
+from .._util.masking import mask_key
 from .admin_token import ADMIN_HEADER, TOKEN_ENV, TOKEN_FILE, read_admin_token
 from .app import create_app
 from .backend import Backend
@@ -45,7 +46,6 @@ class Credentials(dict):
     _SECRET_FIELDS = ("apiKey", "webhookSecret", "secret", "previousSecret")
 
     def _masked(self) -> dict[str, Any]:
-        from .._transport import mask_key
         return {k: mask_key(v) if k in self._SECRET_FIELDS and v else v
                 for k, v in self.items()}
 
@@ -81,7 +81,6 @@ class SandboxHandle:
             self._admin.headers[ADMIN_HEADER] = token
 
     def __repr__(self) -> str:
-        from .._transport import mask_key
         return f"SandboxHandle(url={self.url!r}, api_key={mask_key(self.api_key)!r})"
 
     # -- facts
@@ -262,7 +261,6 @@ def serve_forever(data_dir: str | Path, *, port: int, host: str = "127.0.0.1",
     handle = start(data_dir, port=port, host=host, log_level=log_level, strict=strict,
                    allow_hosts=allow_hosts)
     info = handle.info()
-    from .._transport import mask_key
     # The credentials stay off the terminal (and out of logs): the admin token is a file only
     # this user can read; dubkit.connect() with DUBKIT_BASE_URL finds it there.
     token_file = Path(info["dataDir"]) / TOKEN_FILE

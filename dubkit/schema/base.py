@@ -62,15 +62,24 @@ def field_path(loc: tuple[Any, ...]) -> str:
     return path or "body"
 
 
+class WireError(ValueError):
+    """``payload`` does not fit the model: ``field`` (its wire path) and the ``problem``.
+
+    ``rule`` is true when the shape was fine and a rule the interface states refused it. The
+    client raises it as :class:`dubkit.ValidationError`; the sandbox answers it with a 400.
+    """
+
+    def __init__(self, field: str, problem: str, *, rule: bool = False) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem, self.rule = field, problem, rule
+
+
 def parse(model: type[W], payload: Any) -> W:
     """Validate ``payload`` (wire dict, snake_case dict or model) into ``model``.
 
-    Raises :class:`dubkit.errors.ValidationError` naming the first bad field by its wire name;
-    its ``rule`` is true when a stated rule (not the shape) refused it.
+    Raises :class:`WireError` naming the first bad field by its wire name.
     """
     from pydantic import ValidationError as PydanticError
-
-    from ..errors import ValidationError
 
     if isinstance(payload, model):
         return payload
@@ -89,8 +98,8 @@ def parse(model: type[W], payload: Any) -> W:
                        f"got {first['ctx']['actual_length']}")
         elif not isinstance(value, (dict, list)):
             problem += f" (got {_short(value)})"
-        raise ValidationError(field_path(tuple(first["loc"])), problem,
-                              rule=first["type"] == RULE) from None
+        raise WireError(field_path(tuple(first["loc"])), problem,
+                        rule=first["type"] == RULE) from None
 
 
 def _short(value: Any) -> str:

@@ -1,6 +1,6 @@
 """Takes: one voice saying the line with one delivery, loudness-matched, ready to show.
 
-Each take is played loudness-matched (-23 LUFS, :mod:`dubkit.loudness`) and embedded as WAV,
+Each take is played loudness-matched (-23 LUFS, :mod:`dubkit.media.loudness`) and embedded as WAV,
 so the comparison is fair and plays from any browser; the download is the take as the service
 made it.
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from .. import loudness
-from ..audio import mime_type, waveform_svg
+from ..media import loudness
+from ..media.audio import mime_type, waveform_svg
 from ..widgets.audio import line_source, player_html
 from ..widgets.buttons import download_button_html
 from .voices import VoiceInfo

@@ -21,7 +21,8 @@ from pydantic import PrivateAttr
 
 from ..errors import ValidationError
 from ..schema import (CloneResult, MediaEventData, MediaTranslationResult, TranslateResult,
-                      TTSResult, WebhookEnvelope, parse as parse_wire)
+                      TTSResult, WebhookEnvelope)
+from .._wire import parse as parse_wire
 
 
 class WebhookEvent(WebhookEnvelope):

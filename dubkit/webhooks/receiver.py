@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from .._transport import mask_key
+from .._util.masking import mask_key
 from ..errors import ValidationError, WebhookVerificationError
 from . import push
 from ._queue import WorkQueue

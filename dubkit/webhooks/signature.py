@@ -12,6 +12,7 @@ import hmac
 import time
 from typing import Sequence
 
+from .._util.signing import sign
 from ..errors import WebhookVerificationError
 
 TOLERANCE_SECONDS = 300
@@ -20,15 +21,6 @@ _HEX = frozenset("0123456789abcdef")   # the service emits lowercase; compare ex
 # and arithmetic on it fails: int() refuses over 4300 digits (ValueError) and float - int
 # overflows past ~309 digits (OverflowError); either would be a 500 instead of a 401.
 _MAX_TIMESTAMP_DIGITS = 20
-
-
-def sign(secret: str, timestamp: str, raw_body: bytes) -> str:
-    """Lowercase hex HMAC-SHA256 of ``timestamp`` + ``raw_body``, keyed by ``secret``.
-
-    What the service puts in ``X-Signature``; the sandbox signs with it, tests forge with it.
-    """
-    return hmac.new(secret.encode(), timestamp.encode() + bytes(raw_body),
-                    hashlib.sha256).hexdigest()
 
 
 def verify(secret: str | Sequence[str], timestamp: str | bytes | None, raw_body: bytes,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Iterable
 
-from ..audio import mime_type, waveform_svg
+from ..media.audio import mime_type, waveform_svg
 from .sources import EMBED_LIMIT, browser_url, data_uri
 
 if TYPE_CHECKING:

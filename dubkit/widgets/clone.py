@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..audio import format_of, mime_type
+from ..media.audio import format_of, mime_type
 from ..errors import DubkitError
 from .audio import player_html
 from .sources import embedded_or_url

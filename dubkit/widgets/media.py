@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import ipywidgets as widgets
 
-from ..audio import format_of, mime_type
+from ..media.audio import format_of, mime_type
 from ..resources.translate import PSEUDO_NOTE
 from .audio import player_html
 from .buttons import download_button_html, download_row_html

@@ -73,7 +73,7 @@ def embedded_or_url(url: str, mime: str) -> str:
     """A loopback file small enough to embed, as a ``data:`` URI; anything else as a URL the
     browser can reach. (Service URLs are not fetched: the browser reaches them itself.)"""
     if is_loopback(url):
-        from ..audio import download
+        from ..media.audio import download
         try:
             data = download(url)
         except Exception:        # a view must render even if one file cannot be fetched

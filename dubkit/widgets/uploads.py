@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import ipywidgets as widgets
 
-from ..audio import format_of, mime_type
+from ..media.audio import format_of, mime_type
 from .audio import player_html
 from .sources import browser_url, embedded_or_url
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import ipywidgets as widgets
 
 from .. import locales
-from ..audio import format_of, mime_type
+from ..media.audio import format_of, mime_type
 from .audio import line_cells, player_html
 from .sources import browser_url
 

@@ -15,7 +15,8 @@ import re
 
 import pytest
 
-from dubkit import audio, loudness, samples
+from dubkit import samples
+from dubkit.media import audio, loudness
 from dubkit.studio import APP_INTRO, APP_SOURCE, Shortlist
 from jupyter_servers import NOTEBOOKS, SCREENSHOTS, start_studio
 from page_checks import (block_other_loopback_ports, load_media, media_problems, press_play,

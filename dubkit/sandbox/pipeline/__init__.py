@@ -33,7 +33,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..backend import ServiceError
-from ..engines import media, mixing, speech
+from ...media import av, mixing
+from ..engines import speech
 from ..engines.speech import SpeechError
 from . import dubbing, render
 from .casting import Casting, Voice, VoiceLibrary
@@ -76,7 +77,7 @@ class Stages:
             yield
         except ServiceError:
             raise
-        except (media.MediaError, SpeechError, LookupError, ValueError, OSError) as exc:
+        except (av.MediaError, SpeechError, LookupError, ValueError, OSError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ServiceError(422, f"{name} failed: {first}") from exc
         except Exception as exc:
@@ -95,7 +96,7 @@ def run(job: Job) -> dict[str, Any]:
     notices = list(settings.notices)
     files: dict[str, Any] = {}
     with stage("probe"):
-        info = media.probe(job.media_path)
+        info = av.probe(job.media_path)
         if not info.has_audio:
             raise ServiceError(422, "probe failed: the material has no audio track, so there "
                                     "is no speech to translate")
@@ -105,7 +106,7 @@ def run(job: Job) -> dict[str, Any]:
         mono = original if original.ndim == 1 else original.mean(axis=1)
         total = len(mono) / rate
     with stage("transcribe"):
-        cues = media.extract_subtitles(job.media_path)
+        cues = av.extract_subtitles(job.media_path)
         lines = find_lines(mono, rate, cues, min_silence=MIN_SILENCE[settings.transcribe_mode])
         if not lines:
             raise ServiceError(422, "transcribe failed: no speech found in the material's "
@@ -137,7 +138,7 @@ def run(job: Job) -> dict[str, Any]:
             notices.append("lines " + ", ".join(line.id for line in lines if line.truncated)
                            + " were too long for their place even at double speed and were cut")
         if scale > 1:
-            original = media.time_stretch(original, rate, scale)
+            original = av.time_stretch(original, rate, scale)
     with stage("separate"):
         stems = render.separate(original, rate, lines, settings, scale)
     with stage("mix"):
@@ -178,14 +179,14 @@ def _compress(stage: Stages, out: Outputs, video_task: bool,
 def _publish(out: Outputs, files: dict[str, Any], source: Path, stems: render.Stems,
              lines: list[Line], rate: int, video_task: bool) -> None:
     """Stems, the ASR input, each dubbed line and a thumbnail, as files with URLs."""
-    asr_input, asr_rate = media.decode_audio(source, sample_rate=ASR_RATE)
+    asr_input, asr_rate = av.decode_audio(source, sample_rate=ASR_RATE)
     files["mono"] = out.audio("original-mono.wav", asr_input, asr_rate)
     files["speech"] = out.audio("stems/speech.m4a", stems.speech, rate)
     files["background"] = out.audio("stems/background.m4a", stems.background, rate)
     files["lines"] = {line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", line.clip,
                                          speech.SAMPLE_RATE) for line in lines}
     if video_task:
-        media.thumbnail(out.path("dubbed.mp4"), out.path("thumbnail.jpg"))
+        av.thumbnail(out.path("dubbed.mp4"), out.path("thumbnail.jpg"))
         files["images"] = [{"url": out.url("thumbnail.jpg"),
                             "size": out.path("thumbnail.jpg").stat().st_size,
                             "resolution": files["video"].get("resolution")}]
@@ -193,7 +194,7 @@ def _publish(out: Outputs, files: dict[str, Any], source: Path, stems: render.St
 
 def _decode(path: Path) -> tuple[np.ndarray, int]:
     """The audio at ``WORK_RATE``, mono or stereo (more channels are folded to mono)."""
-    samples, rate = media.decode_audio(path, sample_rate=WORK_RATE, mono=False)
+    samples, rate = av.decode_audio(path, sample_rate=WORK_RATE, mono=False)
     if samples.shape[1] == 1:
         return samples[:, 0], rate
     if samples.shape[1] > 2:

@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..engines import media, mixing, speech
+from ...media import av, mixing
+from ..engines import speech
 from ..engines import translate as engine
 from .settings import Settings
 from .transcript import Line
@@ -88,7 +89,7 @@ def fit(lines: list[Line], clips: list[np.ndarray], total: float, scale: float,
 
     def stretch(item: tuple[np.ndarray, tuple[float, float]]) -> np.ndarray:
         clip, (factor, _) = item
-        return clip if abs(factor - 1) < 0.01 else media.time_stretch(clip, rate, factor)
+        return clip if abs(factor - 1) < 0.01 else av.time_stretch(clip, rate, factor)
 
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="dub-fit") as pool:
         fitted = list(pool.map(stretch, zip(clips, plans)))

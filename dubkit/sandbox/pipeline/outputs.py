@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engines import media
+from ...media import av
 
 
 class Outputs:
@@ -33,7 +33,7 @@ class Outputs:
 
     def audio(self, name: str, samples: np.ndarray, sample_rate: int) -> str:
         """Encode audio by the name's extension (wav, m4a, mp3...) and return its URL."""
-        media.encode_audio(samples, sample_rate, name.rsplit(".", 1)[-1], self.path(name))
+        av.encode_audio(samples, sample_rate, name.rsplit(".", 1)[-1], self.path(name))
         return self.url(name)
 
     def text(self, name: str, content: str) -> str:
@@ -43,7 +43,7 @@ class Outputs:
     def media_file(self, name: str) -> dict[str, Any]:
         """The interface's media-file record (§3.6) of a written audio or video file."""
         path = self.path(name)
-        info = media.probe(path)
+        info = av.probe(path)
         record: dict[str, Any] = {"url": self.url(name), "duration": round(info.duration, 3),
                                   "size": path.stat().st_size}
         if info.has_video:

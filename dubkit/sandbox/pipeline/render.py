@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engines import media, mixing, speech
-from ..engines.subtitles import Cue, to_srt, to_vtt
+from ...media import av, mixing
+from ..engines import speech
+from ...media.subtitles import Cue, to_srt, to_vtt
 from .dubbing import resample
 from .outputs import Outputs
 from .settings import Settings
@@ -82,13 +83,13 @@ def video(out: Outputs, source: str, audio_name: str, settings: Settings, scale:
     picture = source
     if scale > 1:
         picture = str(out.path("work/stretched.mp4"))
-        media.stretch_video(source, picture, scale)
+        av.stretch_video(source, picture, scale)
     text = settings.text
     wants_subtitles = text.burn or text.soft
-    media.mux(picture, out.path(audio_name), out.path("dubbed.mp4"),
+    av.mux(picture, out.path(audio_name), out.path("dubbed.mp4"),
               subtitles_path=out.path(subtitle_name) if wants_subtitles else None,
               burn=text.burn, soft=text.soft, style=text.style or None,
-              fontsdir=media.default_fontsdir())
+              fontsdir=av.default_fontsdir())
     return "dubbed.mp4"
 
 
@@ -96,13 +97,13 @@ def compress(out: Outputs, built: str, height: int | None) -> dict[str, Any]:
     """The ``compress`` map of a built video (``height`` given) or audio (``None``)."""
     if height is None:
         name = "dubbed.mp3"
-        samples, rate = media.decode_audio(out.path(built), mono=False)
+        samples, rate = av.decode_audio(out.path(built), mono=False)
         out.audio(name, samples, rate)
         return {"mp3": out.media_file(name)}
     heights = [h for h in COMPRESS_HEIGHTS if h < height] or [height]
     names = {h: f"dubbed-{h}p.mp4" for h in heights}
-    # One run, one decode of the built video for all variants; media.compress says why veryfast.
-    media.compress(out.path(built), {h: out.path(name) for h, name in names.items()})
+    # One run, one decode of the built video for all variants; av.compress says why veryfast.
+    av.compress(out.path(built), {h: out.path(name) for h, name in names.items()})
     return {f"{h}p": out.media_file(name) for h, name in names.items()}
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from ...schema import MediaTranslationRequest
 from ..backend import ServiceError
-from ..engines.subtitles import ass_style
+from ...media.subtitles import ass_style
 
 SEPARATION_MODES = ("auto", "duck", "remove", "keep")
 TEXT_KEYS = ("burn", "soft", "style")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..engines import vad, voiceprint
-from ..engines.subtitles import Cue
+from ...media.subtitles import Cue
 from ..engines.voiceprint import Voiceprint
 
 PLACEHOLDER = "[no transcript: speech segment {n}]"

@@ -49,7 +49,8 @@ from ... import locales
 from ...schema import CloneRequest
 from ..backend import ServiceError, now_iso
 from ..catalogue import speaking_voice_from_audio
-from ..engines import media, speech, voiceprint
+from ...media import av
+from ..engines import speech, voiceprint
 from ..operations import Call
 from ..references import UnusableAudio, check_reference, fetch_audio
 from .common import check_locale, sync_and_async
@@ -141,7 +142,7 @@ def _served_reference(call: Call, url: str, samples: Any, rate: int, task_id: st
     target = call.backend.file_path(relpath)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".reference.{os.getpid()}.wav")
-    media.encode_audio(samples, rate, "wav", partial)
+    av.encode_audio(samples, rate, "wav", partial)
     os.replace(partial, target)
     return call.backend.file_url(relpath)
 

@@ -46,7 +46,7 @@ from ...schema import (MaterialIdBody, MultipartComplete, MultipartRef, PageQuer
                        UploadComplete, UploadStart)
 from .. import multipart, storage
 from ..backend import Backend, ServiceError, new_id, now_iso
-from ..engines import media
+from ...media import av
 from ..operations import Call, handles
 from ..store import Store
 from .common import page_rows
@@ -219,8 +219,8 @@ def _register_now(call: Call, session: dict[str, Any], path: Path, size: int
         _set_state(backend, material_id, "completed")
         return json.loads(duplicate["record"])
     try:
-        info = media.probe(path)
-    except media.MediaError as exc:
+        info = av.probe(path)
+    except av.MediaError as exc:
         storage.delete_object(backend, session["object_key"])
         _set_state(backend, material_id, "failed")
         reason = str(exc).splitlines()[0]
@@ -251,7 +251,7 @@ def _register_now(call: Call, session: dict[str, Any], path: Path, size: int
     return record
 
 
-def _derived_files(backend: Backend, folder: str, path: Path, info: media.MediaInfo,
+def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo,
                    record: dict[str, Any]) -> dict[str, Any]:
     """Thumbnail, audio track and resolution; a step ffmpeg cannot do is left out, not fatal."""
     extra: dict[str, Any] = {}
@@ -259,14 +259,14 @@ def _derived_files(backend: Backend, folder: str, path: Path, info: media.MediaI
         return {"audioUrl": record["addressUrl"]}
     if info.width and info.height:
         extra["resolution"] = f"{info.width}x{info.height}"
-    for name, field, make in (("thumbnail.jpg", "thumbnailUrl", media.thumbnail),
-                              ("audio.m4a", "audioUrl", media.extract_audio)):
+    for name, field, make in (("thumbnail.jpg", "thumbnailUrl", av.thumbnail),
+                              ("audio.m4a", "audioUrl", av.extract_audio)):
         if field == "audioUrl" and not info.has_audio:
             continue
         try:
             make(path, backend.file_path(f"{folder}/{name}"))
             extra[field] = backend.file_url(f"{folder}/{name}")
-        except media.MediaError as exc:
+        except av.MediaError as exc:
             log.warning("material %s: no %s: %s", folder, field, str(exc).splitlines()[0])
     return extra
 

@@ -47,7 +47,8 @@ from ... import locales
 from ...schema import TTSLine, TTSRequest
 from ..backend import Backend, ServiceError
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
-from ..engines import media, mixing, speech, voiceprint
+from ...media import av, mixing
+from ..engines import speech, voiceprint
 from ..operations import Call
 from ..references import UnusableAudio, check_reference, fetch_audio
 from ..store import Store
@@ -228,13 +229,13 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
         if not 0.25 <= factor <= 4:
             raise LineError(f"duration: {spec.duration:g} s cannot be met; the natural reading "
                             f"takes {natural:.1f} s and speech stretches only 0.25x to 4x")
-        samples = media.time_stretch(samples, rate, factor)
+        samples = av.time_stretch(samples, rate, factor)
     relpath = f"tts/{key[:2]}/{key}.{fmt}"
     target = backend.file_path(relpath)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Written aside then renamed: a concurrent identical line never serves a half-written file.
     partial = target.with_name(f".{target.name}.{threading.get_ident()}.part")
-    media.encode_audio(samples, rate, fmt, partial)
+    av.encode_audio(samples, rate, fmt, partial)
     os.replace(partial, target)
     duration = round(samples.size / rate, 3)
     _cache_table(backend).execute("INSERT OR REPLACE INTO tts_cache VALUES (?, ?, ?)",

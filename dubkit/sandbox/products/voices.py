@@ -44,7 +44,8 @@ from ... import locales
 from ...schema import CloneRename, CloneVoiceQuery, PresetVoiceQuery, VoiceIdBody
 from ..backend import Backend, ServiceError, new_id, now_iso
 from ..catalogue import TIERS, Preset, SpeakingVoice, presets
-from ..engines import media, speech
+from ...media import av
+from ..engines import speech
 from ..operations import Call, handles
 from ..store import Store
 from .common import check_locale, page, page_rows
@@ -255,7 +256,7 @@ def served_preset(backend: Backend, preset: Preset) -> dict[str, Any]:
     voice_id = preset.voice_id
     audio = f"voices/previews/{voice_id}.wav"
     if not backend.file_path(audio).is_file():
-        _write_atomically(backend, audio, lambda path: media.encode_audio(
+        _write_atomically(backend, audio, lambda path: av.encode_audio(
             preset.speaking.speak(preset.sample_text), speech.SAMPLE_RATE, "wav", path))
     cover = f"voices/covers/{voice_id}.svg"
     if not backend.file_path(cover).is_file():

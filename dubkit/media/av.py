@@ -1,11 +1,13 @@
-"""Real media work for the sandbox, done by the static ffmpeg that ``imageio-ffmpeg`` ships.
+"""Audio and video work, done by the static ffmpeg that ``imageio-ffmpeg`` ships.
+
+Shared by the sandbox's pipeline and the client (one copy of every media step).
 
 Probe files, decode and encode audio, stretch speech, cut thumbnails, extract tracks, mux dubbed
 audio with soft or burned-in subtitles, make compressed variants, generate narrated test clips.
-Timeline mixing (duck, place, mix, trim) is numpy-only and lives in ``mixing``.
+Timeline mixing (duck, place, mix, trim) is numpy-only and lives in :mod:`dubkit.media.mixing`.
 
->>> from dubkit.sandbox.engines import media
->>> info = media.probe("talk.mp4")                       # doctest: +SKIP
+>>> from dubkit.media import av
+>>> info = av.probe("talk.mp4")                       # doctest: +SKIP
 >>> info.category, info.mime_type, round(info.duration)  # doctest: +SKIP
 ('video', 'video/mp4', 60)
 

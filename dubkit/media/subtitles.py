@@ -1,6 +1,6 @@
 """Subtitle cues and the two text formats the sandbox reads and writes: SubRip and WebVTT.
 
->>> from dubkit.sandbox.engines.subtitles import Cue, to_srt, parse_srt
+>>> from dubkit.media.subtitles import Cue, to_srt, parse_srt
 >>> cues = [Cue(0.5, 1.8, "Hello"), Cue(2.0, 3.5, "Two\\nlines")]
 >>> print(to_srt(cues[:1]), end="")
 1

@@ -8,7 +8,7 @@ implementation of the standard to keep right. The gain is applied to the decoded
 held back if it would push the sample peak over ``PEAK_CEILING`` (then the take ends up a little
 quieter than the target, and :class:`Matched` says so).
 
->>> from dubkit import loudness
+>>> from dubkit.media import loudness
 >>> level = loudness.measure(line.audio, line.sample_rate)        # e.g. -17.2 (LUFS)
 >>> matched = loudness.match(line.audio, line.sample_rate)        # to -23 LUFS
 >>> matched.original, matched.gain_db, matched.loudness           # -17.2, -5.8, -23.0

@@ -1,7 +1,7 @@
 """Audio on a timeline, in numpy: trim, duck the original speech, place dubbed clips, mix.
 
 Arrays are float32 in [-1, 1], shape ``(n,)`` for mono or ``(n, channels)``. Nothing here starts a
-process; decoding, encoding and time stretching live in ``media``.
+process; decoding, encoding and time stretching live in :mod:`dubkit.media.av`.
 
 >>> import numpy as np
 >>> sr = 16000
