@@ -278,26 +278,23 @@ def test_wait_holds_its_deadline_even_when_polls_hang(sandbox, new_key):
 
 def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_key,
                                                                     client_for):
-    """A sandbox bug (a handler raising after it charged) refunds and leaves no task behind,
-    even though the client retries the 500 with the same key; the client sees a 500."""
-    from dubkit.sandbox.operations import HANDLERS
-
-    original = HANDLERS["translate.create"]
-
-    def crash_after_charging(call):
-        call.backend.charge(call.api_key, 5, "a doomed request")
-        raise RuntimeError("boom")
-
-    HANDLERS["translate.create"] = crash_after_charging
+    """A sandbox bug after the work was done and charged (the ``crashAfterHandler`` fault)
+    gives the credits back and leaves no task, sync or async, though the client retries the
+    500; the client sees a ServerError."""
     c = client_for(new_key)
     before = sandbox.credits(new_key)
+    sandbox.set_faults(crashAfterHandler=1, paths=["/task/translate/create"])
     try:
         with pytest.raises(dubkit.ServerError) as info:
-            c.translate.create(["x"], source="en-US", target="fr-FR")
+            c.translate.create(["0123456789"], source="en-US", target="fr-FR")
+        with pytest.raises(dubkit.ServerError):
+            c.translate.create_async(["0123456789"], source="en-US", target="fr-FR")
     finally:
-        HANDLERS["translate.create"] = original
-    after = sandbox.credits(new_key)
-    assert "boom" in str(info.value) and after == before and len(c.tasks.list()) == 0
+        sandbox.set_faults()
+    assert "crashAfterHandler" in str(info.value)
+    assert sandbox.credits(new_key) == before and len(c.tasks.list()) == 0
+    c.translate.create(["0123456789"], source="en-US", target="fr-FR")   # the same call, sound
+    assert sandbox.credits(new_key) == before - 10 and len(c.tasks.list()) == 1
 
 
 # ---------------------------------------------------------------- credits, isolation, restart

@@ -1,7 +1,7 @@
 """Admin endpoints under ``/_sandbox`` (moto-style): tests, benchmarks and demos steer the
 sandbox through them. They are not part of the service's interface. Each needs the data dir's
 admin token, and state-changing ones refuse calls from web pages (:mod:`dubkit.sandbox.guard`);
-:class:`~dubkit.sandbox.SandboxHandle` sends the token. Answers carry full keys and secrets only
+:class:`dubkit.SandboxHandle` sends the token. Answers carry full keys and secrets only
 where their holder needs them (``/info``, a new key, a webhook's secrets); lists mask them.
 
 =====================  ==================================================================
@@ -12,7 +12,9 @@ where their holder needs them (``/info``, a new key, a webhook's secrets); lists
 ``POST /_sandbox/webhook``   ``{apiKey?, url?, rotateSecret?, overlapSeconds?}`` -> secrets
 ``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
 ``POST /_sandbox/faults``    ``{dropAfterCommit, error502Before, error502After, latencyMs,
-                             paths, seed}`` (rates 0..1; ``{}`` clears; seed: repeatable)
+                             crashAfterHandler, paths, seed}`` (rates 0..1; ``{}`` clears;
+                             seed: repeatable; crashAfterHandler: a 500 after the work, as
+                             a sandbox bug would, which must charge nothing and leave no task)
 ``GET|POST /_sandbox/fetch`` which reference URLs are fetched ``{remote, schemes, allow}``
 ``POST /_sandbox/limits``    ``{bodyLimit?, idempotencyWindow?}``
 ``GET  /_sandbox/deliveries`` outbox rows with their attempts; ``?taskId=&state=&apiKey=``
@@ -37,7 +39,7 @@ from .._util.masking import mask_key
 from ..schema import Wire
 from . import delivery, references
 from .backend import Backend, new_secret
-from .products.materials import upload_sessions
+from .products.upload_sessions import sessions_of
 
 admin_router = APIRouter(prefix="/_sandbox", include_in_schema=True)
 
@@ -78,6 +80,7 @@ class Faults(Wire):
     error502_before: float = Field(default=0, ge=0, le=1)
     error502_after: float = Field(default=0, ge=0, le=1)
     latency_ms: float = Field(default=0, ge=0)
+    crash_after_handler: float = Field(default=0, ge=0, le=1)
     paths: Optional[list[str]] = None
     seed: Optional[int] = None
 
@@ -121,7 +124,9 @@ def info(request: Request) -> dict[str, Any]:
 def uploads(request: Request,
             api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
     backend = _backend(request)
-    return {"sessions": upload_sessions(backend, _key(backend, api_key))}
+    return {"sessions": [{"materialId": s["material_id"], "kind": s["kind"], "state": s["state"],
+                          "fileName": s["file_name"], "createdAt": s["created_at"]}
+                         for s in sessions_of(backend, _key(backend, api_key))]}
 
 
 @admin_router.get("/contract")

@@ -32,13 +32,13 @@ from starlette.requests import ClientDisconnect
 
 from .. import contract
 from ..schema import OPERATIONS_BY_PATH, Operation, WireError, parse
-from . import products  # noqa: F401  (registers every product's handlers)
 from . import file_access
 from .admin import admin_router
 from .backend import Backend, ServiceError
+from .call import Call
 from .envelope import envelope
 from .guard import AdminGuard, check_json, check_query, read_body
-from .operations import HANDLERS, Call
+from .products.routes import HANDLERS
 from .storage import storage_router
 
 log = logging.getLogger("dubkit.sandbox")
@@ -108,7 +108,10 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
             raise ServiceError(502, "bad gateway (injected by the sandbox before any work)")
         call = Call(backend, api_key, op, body, raw if isinstance(raw, dict) else {}, idem,
                     req_id)
-        data = await _run_under_key(backend, call, path)
+        # Drawn only when set, so seeded runs of the other faults keep their sequence.
+        crash = targeted and bool(faults.get("crashAfterHandler")) and \
+            backend.fault_rng.random() < float(faults["crashAfterHandler"])
+        data = await _run_under_key(backend, call, path, crash=crash)
     except ServiceError as exc:
         return _answer(backend, op, exc.code, exc.message, req_id=req_id, headers=exc.headers)
     except ClientDisconnect:
@@ -198,14 +201,15 @@ def _decode(op: Operation, raw_bytes: bytes, request: Request) -> Any:
     return body
 
 
-async def _run_under_key(backend: Backend, call: Call, path: str) -> Any:
+async def _run_under_key(backend: Backend, call: Call[Any], path: str, *,
+                         crash: bool) -> Any:
     """Run the handler under the idempotency key: kept on success, released on refusal."""
     key = call.idempotency_key
     if key is not None:
         backend.reserve_idempotency_key(call.api_key, path, key)
     committed = False
     try:
-        data = await run_in_threadpool(_handle, call)
+        data = await run_in_threadpool(_handle, call, crash)
         committed = True
     except ServiceError:
         raise
@@ -220,9 +224,13 @@ async def _run_under_key(backend: Backend, call: Call, path: str) -> Any:
     return data
 
 
-def _handle(call: Call) -> Any:
-    with call.backend.refund_on_crash():
-        return HANDLERS[call.op.name](call)
+def _handle(call: Call[Any], crash: bool) -> Any:
+    with call.backend.undo_on_crash():
+        data = HANDLERS[call.op.name](call)
+        if crash:   # the crashAfterHandler fault: a sandbox bug after the work was done
+            raise RuntimeError("crash injected by the sandbox after the handler ran "
+                               "(fault crashAfterHandler)")
+        return data
 
 
 def _bearer(request: Request) -> str | None:

@@ -20,6 +20,7 @@ Choices made where the interface is silent (each marked *choice*):
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -43,15 +45,21 @@ from .store import Store
 log = logging.getLogger("dubkit.sandbox")
 
 IDEMPOTENCY_WINDOW = 24 * 3600.0
-# Charges made by the request this thread is serving (see Backend.refund_on_crash).
-_charges: ContextVar[list[tuple[str, float]] | None] = ContextVar("sandbox_charges",
-                                                                  default=None)
+# What the request this thread is serving has done so far (see Backend.undo_on_crash).
+_request: ContextVar["_RequestLedger | None"] = ContextVar("sandbox_request", default=None)
 # The task whose work this thread is doing: its refunds are counted on it (see refund).
 _working_on: ContextVar[str | None] = ContextVar("sandbox_task", default=None)
 DEFAULT_CREDITS = 1_000_000.0
 EVENTS = {"tts": "openapi-tts", "textTranslation": "openapi-translate",
           "cloneVoice": "openapi-clone-voice", "vt": "openapi-media-translation",
           "at": "openapi-media-translation"}
+
+
+@dataclass
+class _RequestLedger:
+    charges: list[tuple[str, float]] = field(default_factory=list)   # (api_key, amount)
+    tasks: list[str] = field(default_factory=list)                   # task ids it made
+    starts: list[Callable[[], object]] = field(default_factory=list)  # async work, held back
 
 
 class ServiceError(Exception):
@@ -83,8 +91,6 @@ class Backend:
         self.files_dir = self.data_dir / "files"
         self.files_dir.mkdir(mode=0o700, exist_ok=True)
         self.store = Store(self.data_dir / "sandbox.sqlite3")
-        self._add_credit_columns()
-        self._count_existing_tasks()
         self.admin_token = admin_token(self.data_dir)
         self.base_url = ""          # set by the server once it has a port
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-work")
@@ -145,28 +151,38 @@ class Backend:
             left = self.key(api_key)["credits"]  # type: ignore[index]
             raise ServiceError(402, f"insufficient credits: {what} needs {amount:g} credits, "
                                     f"this key has {left:g}")
-        ledger = _charges.get()
+        ledger = _request.get()
         if ledger is not None:
-            ledger.append((api_key, amount))
+            ledger.charges.append((api_key, amount))
 
     @contextmanager
-    def refund_on_crash(self) -> Iterator[None]:
-        """Undo this request's charges if it ends in an unexpected exception (a sandbox bug).
+    def undo_on_crash(self) -> Iterator[None]:
+        """Undo what this request did if it ends in an unexpected exception (a sandbox bug):
+        give back its charges, remove the tasks it made and never start their async work.
 
         Business refusals (ServiceError) are the products' to settle; a crash must not leave
-        the caller paying for nothing, nor paying twice when the client retries the 500.
+        the caller paying for nothing, nor paying twice when the client retries the 500, nor
+        holding a task it was never told about. Async work made by the request starts only
+        once it has ended without crashing, so there is never any to stop.
         """
-        token = _charges.set([])
+        ledger = _RequestLedger()
+        token = _request.set(ledger)
+        crashed = False
         try:
             yield
         except ServiceError:
             raise
         except Exception:
-            for api_key, amount in _charges.get() or []:
+            crashed = True
+            for api_key, amount in ledger.charges:
                 self.refund(api_key, amount)
+            self.store.store_many("DELETE FROM tasks WHERE task_id = ?",
+                                  [(task_id,) for task_id in ledger.tasks])
             raise
         finally:
-            _charges.reset(token)
+            _request.reset(token)
+            for start in [] if crashed else ledger.starts:
+                start()
 
     def refund(self, api_key: str, amount: float) -> None:
         task_id = _working_on.get()
@@ -186,22 +202,6 @@ class Backend:
             yield
         finally:
             _working_on.reset(token)
-
-    def _count_existing_tasks(self) -> None:
-        """A data dir made before task_counts existed: count its tasks once."""
-        if self.store.one("SELECT 1 FROM task_counts LIMIT 1") is None and \
-                self.store.one("SELECT 1 FROM tasks LIMIT 1") is not None:
-            self.store.execute("INSERT INTO task_counts SELECT api_key, task_type, status, "
-                               "COUNT(*) FROM tasks WHERE deleted = 0 GROUP BY api_key, "
-                               "task_type, status")
-
-    def _add_credit_columns(self) -> None:
-        """What each task charged and gave back (older data dirs gain the columns)."""
-        columns = {r["name"] for r in self.store.all("PRAGMA table_info(tasks)")}
-        for column in ("charged", "refunded"):
-            if column not in columns:
-                self.store.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL NOT NULL "
-                                   f"DEFAULT 0")
 
     # ------------------------------------------------------------------ idempotency
 
@@ -239,7 +239,9 @@ class Backend:
         release_polls = int(timing["value"]) if timing["mode"] == "polls" else None
         stamp = now_iso()
         task_id = new_id("")
-        charged = sum(amount for key, amount in _charges.get() or [] if key == api_key)
+        ledger = _request.get()
+        charged = sum(amount for key, amount in ledger.charges if key == api_key) if ledger \
+            else 0
         with self.store.transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks").fetchone()[0]
             db.execute(
@@ -249,6 +251,8 @@ class Backend:
                 (task_id, api_key, task_type, int(is_async), json.dumps(request),
                  json.dumps(extra_data) if extra_data is not None else None, uuid.uuid4().hex,
                  release_at, release_polls, stamp, stamp, seq, charged))
+        if ledger is not None:
+            ledger.tasks.append(task_id)
         return self.task_row(task_id)
 
     def task_row(self, task_id: str) -> dict[str, Any]:
@@ -275,8 +279,14 @@ class Backend:
                            (json.dumps(result), now_iso(), task_id))
 
     def run_async(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
-        """Run ``work`` in the background; its dict is the task's result, its error fails it."""
-        self._pool.submit(self._run, task_id, work)
+        """Run ``work`` in the background; its dict is the task's result, its error fails it.
+
+        Within a request it starts once the request has succeeded (see undo_on_crash)."""
+        ledger = _request.get()
+        if ledger is None:
+            self._pool.submit(self._run, task_id, work)
+        else:
+            ledger.starts.append(functools.partial(self._pool.submit, self._run, task_id, work))
 
     def _run(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
         try:

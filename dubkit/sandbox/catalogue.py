@@ -240,7 +240,6 @@ _NAMES = {
     "hi": "Ananya Priya Aditi Kavya | Arjun Rohan Vivaan Aarav",
     "ru": "Anna Daria Sofia Polina | Dmitri Ivan Mikhail Artem",
 }
-_FIRST_RELEASE = datetime(2023, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)

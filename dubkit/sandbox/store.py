@@ -87,6 +87,22 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._ensured: set[str] = set()
         self.ensure(_CORE_SCHEMA)
+        self._add_credit_columns()
+        self._count_existing_tasks()
+
+    def _count_existing_tasks(self) -> None:
+        """A data dir made before task_counts existed: count its tasks once."""
+        if self.one("SELECT 1 FROM task_counts LIMIT 1") is None and \
+                self.one("SELECT 1 FROM tasks LIMIT 1") is not None:
+            self.execute("INSERT INTO task_counts SELECT api_key, task_type, status, COUNT(*) "
+                         "FROM tasks WHERE deleted = 0 GROUP BY api_key, task_type, status")
+
+    def _add_credit_columns(self) -> None:
+        """What each task charged and gave back (older data dirs gain the columns)."""
+        columns = {r["name"] for r in self.all("PRAGMA table_info(tasks)")}
+        for column in ("charged", "refunded"):
+            if column not in columns:
+                self.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL NOT NULL DEFAULT 0")
 
     def ensure(self, schema: str) -> "Store":
         """Create a product's tables and indexes if missing; cheap to call on every use."""

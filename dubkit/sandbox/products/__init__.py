@@ -1,10 +1,5 @@
-"""One module per product; importing this package registers every handler.
+"""One module per product: its rules, and the handlers that answer its operations.
 
-Each module decorates its functions with :func:`dubkit.sandbox.operations.handles`.
+Which handler answers which operation is the explicit table in :mod:`.routes`; importing this
+package registers nothing.
 """
-
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")

@@ -46,16 +46,17 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ... import locales
-from ...schema import CloneRequest
-from ..backend import ServiceError, now_iso
-from ..catalogue import speaking_voice_from_audio
 from ...media import av
+from ...schema import CloneAsyncRequest, CloneRequest, CloneResult
+from ..backend import Backend, ServiceError, now_iso
+from ..call import Call
+from ..catalogue import speaking_voice_from_audio
 from ..engines import speech, voiceprint
-from ..operations import Call
 from ..references import UnusableAudio, check_reference, fetch_audio
-from .common import check_locale, sync_and_async
-from .voices import insert_clone
+from .common import Work, accepted, check_locale, run_sync, start_async
+from .voices import StoredClone, insert_clone
 
+TASK_TYPE = "cloneVoice"
 CLONE_CREDITS = 100
 MAX_REFERENCE_SECONDS = 60
 DEFAULT_LANGUAGE = "en-US"
@@ -77,37 +78,38 @@ def _espeak_language(provider: str, language: str) -> str:
                                 f"{language!r}") from None
 
 
-def _checked(call: Call) -> CloneRequest:
-    request: CloneRequest = call.body  # type: ignore[assignment]
+def _check(backend: Backend, request: CloneRequest) -> None:
     if not request.ref_audio:
         raise ServiceError(400, "invalid request: refAudio: is required (an http(s) URL of a "
                                 "short recording of the voice to clone)")
-    check_reference(call.backend, request.ref_audio, "refAudio")
+    check_reference(backend, request.ref_audio, "refAudio")
     if request.sample_language:
         check_locale("sampleLanguage", request.sample_language, locales.SOURCE | locales.TARGET)
-    return request
 
 
-def _plan(call: Call):
-    request = _checked(call)
+def _plan(backend: Backend, api_key: str, request: CloneRequest) -> Work:
+    """Check and charge now; the work clones the voice, giving the credits back if it fails."""
+    _check(backend, request)
     language = request.sample_language or DEFAULT_LANGUAGE
     provider = _provider(request, language)
     espeak = _espeak_language(provider, language)
-    backend, api_key = call.backend, call.api_key
     backend.charge(api_key, CLONE_CREDITS, "cloning a voice")
 
     def run(task_id: str) -> dict[str, Any]:
         try:
-            return _clone(call, request, task_id, provider, language, espeak)
+            clone, heard = _clone(backend, api_key, request, task_id, provider, language,
+                                  espeak)
         except BaseException:
             backend.refund(api_key, CLONE_CREDITS)
             raise
+        return _result(task_id, clone, heard, now_iso()).to_wire()
     return run
 
 
-def _clone(call: Call, request: CloneRequest, task_id: str, provider: str, language: str,
-           espeak: str) -> dict[str, Any]:
-    backend, url = call.backend, request.ref_audio or ""
+def _clone(backend: Backend, api_key: str, request: CloneRequest, task_id: str,
+           provider: str, language: str, espeak: str
+           ) -> tuple[StoredClone, voiceprint.Voiceprint]:
+    url = request.ref_audio or ""
     try:
         samples, rate = fetch_audio(backend, url, "refAudio")
     except UnusableAudio as exc:
@@ -121,30 +123,44 @@ def _clone(call: Call, request: CloneRequest, task_id: str, provider: str, langu
     if provider == "V1":
         voice = voice.with_prosody(pitch_range=speech.Prosody().pitch_range)
     stem = Path(unquote(urlparse(url).path)).stem or "reference"
-    record = insert_clone(backend, call.api_key, {
-        "name": request.voice_name or f"Clone of {stem}", "provider": provider,
-        "exampleLanguage": language, "content": request.sample_text,
-        "audio": _served_reference(call, url, samples, rate, task_id), "taskId": task_id,
-    }, voice)
-    return {"taskId": task_id, "voiceId": record["voiceId"], "createdAt": now_iso(),
-            "provider": provider,
-            "measured": {"pitchHz": round(heard.median_pitch_hz, 1),
-                         "pitchRangeHz": round(heard.pitch_range_hz, 1),
-                         "syllablesPerSecond": round(heard.speaking_rate, 2),
-                         "gender": heard.gender}}
+    clone = insert_clone(backend, api_key, voice,
+                         name=request.voice_name or f"Clone of {stem}", provider=provider,
+                         language=language, content=request.sample_text,
+                         audio=_served_reference(backend, url, samples, rate, task_id),
+                         task_id=task_id)
+    return clone, heard
 
 
-def _served_reference(call: Call, url: str, samples: Any, rate: int, task_id: str) -> str:
+def _served_reference(backend: Backend, url: str, samples: Any, rate: int,
+                      task_id: str) -> str:
     """The reference's URL if this sandbox serves it, else the URL of a copy it now serves."""
-    if url.startswith(call.backend.base_url + "/files/"):
+    if url.startswith(backend.base_url + "/files/"):
         return url
     relpath = f"clones/{task_id}/reference.wav"
-    target = call.backend.file_path(relpath)
+    target = backend.file_path(relpath)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".reference.{os.getpid()}.wav")
     av.encode_audio(samples, rate, "wav", partial)
     os.replace(partial, target)
-    return call.backend.file_url(relpath)
+    return backend.file_url(relpath)
 
 
-sync_and_async("clone", "cloneVoice", _plan)
+# --------------------------------------------------------------------------- answers
+
+def _result(task_id: str, clone: StoredClone, heard: voiceprint.Voiceprint, created_at: str
+            ) -> CloneResult:
+    measured = {"pitchHz": round(heard.median_pitch_hz, 1),
+                "pitchRangeHz": round(heard.pitch_range_hz, 1),
+                "syllablesPerSecond": round(heard.speaking_rate, 2), "gender": heard.gender}
+    return CloneResult(task_id=task_id, voice_id=clone.record.voice_id, created_at=created_at,
+                       **{"provider": clone.provider, "measured": measured})   # labelled extras
+
+
+# --------------------------------------------------------------------------- handlers
+
+def create(call: Call[CloneRequest]) -> dict[str, Any]:
+    return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))
+
+
+def create_async(call: Call[CloneAsyncRequest]) -> dict[str, Any]:
+    return accepted(start_async(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body)))

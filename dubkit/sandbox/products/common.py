@@ -1,4 +1,4 @@
-"""Rules several products share: locales, pages, async task plumbing."""
+"""Rules several products share: locales, pages, running a task now or in the background."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import json
 from typing import Any, Callable, Sequence
 
 from ... import locales
+from ...schema import AsyncAcceptance
 from ..backend import ServiceError
-from ..operations import Call, handles
+from ..call import Call
 from ..store import Store
 
-Plan = Callable[[Call], Callable[[str], dict[str, Any]]]
+Work = Callable[[str], dict[str, Any]]   # work(task_id) -> the task's result, as answered
 
 
 def check_locale(field: str, code: str | None, allowed: frozenset[str], *,
@@ -36,10 +37,10 @@ def page_window(current_page: int | None, page_size: int | None,
 
 
 def page(rows: list[Any], current_page: int | None, page_size: int | None,
-         default_size: int) -> dict[str, Any]:
-    """One page of rows already in memory (the voice catalogue)."""
+         default_size: int) -> tuple[list[Any], int]:
+    """One page of rows already in memory (the voice catalogue) and how many there are."""
     start, size = page_window(current_page, page_size, default_size)
-    return {"records": rows[start:start + size], "total": len(rows)}
+    return rows[start:start + size], len(rows)
 
 
 def page_rows(store: Store, sql: str, args: Sequence[Any], current_page: int | None,
@@ -56,27 +57,35 @@ def page_rows(store: Store, sql: str, args: Sequence[Any], current_page: int | N
     return rows, total
 
 
-def create(call: Call, task_type: str, work: Callable[[str], dict[str, Any]], *,
-           is_async: bool) -> dict[str, Any]:
-    """Make the task record, then run ``work(task_id)`` now (sync) or in the background (async).
+def run_sync(call: Call[Any], task_type: str, work: Work) -> dict[str, Any]:
+    """Make the task record, run ``work(task_id)`` now and answer its result."""
+    task_id = _new_task(call, task_type, is_async=False)["task_id"]
+    try:
+        with call.backend.working_on(task_id):
+            result = work(task_id)
+    except BaseException:   # refused or crashed: no half-made task is left behind
+        call.backend.store.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
+        raise
+    call.backend.finish_sync(task_id, result)
+    return result
 
-    Sync answers ``work``'s result; async answers the acceptance ``{taskId, createdAt}``.
-    """
+
+def start_async(call: Call[Any], task_type: str, work: Work) -> dict[str, Any]:
+    """Make the task record and run ``work(task_id)`` in the background; the task's row."""
+    task = _new_task(call, task_type, is_async=True)
+    call.backend.run_async(task["task_id"], lambda: work(task["task_id"]))
+    return task
+
+
+def accepted(task: dict[str, Any]) -> dict[str, Any]:
+    """What an async create answers: ``{taskId, createdAt}``."""
+    return AsyncAcceptance(task_id=task["task_id"], created_at=task["created_at"]).to_wire()
+
+
+def _new_task(call: Call[Any], task_type: str, *, is_async: bool) -> dict[str, Any]:
     extra = call.raw.get("extraData") if is_async else None
-    task = call.backend.create_task(call.api_key, task_type, is_async=is_async,
+    return call.backend.create_task(call.api_key, task_type, is_async=is_async,
                                     request=call.raw, extra_data=extra)
-    task_id = task["task_id"]
-    if not is_async:
-        try:
-            with call.backend.working_on(task_id):
-                result = work(task_id)
-        except BaseException:   # refused or crashed: no half-made task is left behind
-            call.backend.store.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
-            raise
-        call.backend.finish_sync(task_id, result)
-        return result
-    call.backend.run_async(task_id, lambda: work(task_id))
-    return {"taskId": task_id, "createdAt": task["created_at"]}
 
 
 def task_result(task: dict[str, Any]) -> dict[str, Any] | None:
@@ -84,15 +93,3 @@ def task_result(task: dict[str, Any]) -> dict[str, Any] | None:
     if task["status"] == "running" or not task["result"]:
         return None
     return json.loads(task["result"])
-
-
-def sync_and_async(product: str, task_type: str, plan: Plan) -> None:
-    """Register ``<product>.create`` and ``<product>.create_async`` with one plan.
-
-    ``plan(call)`` checks the request and charges for it (refusals raise before any task
-    exists), then returns the work ``work(task_id) -> result`` that both forms run.
-    """
-    handles(f"{product}.create")(
-        lambda call: create(call, task_type, plan(call), is_async=False))
-    handles(f"{product}.create_async")(
-        lambda call: create(call, task_type, plan(call), is_async=True))

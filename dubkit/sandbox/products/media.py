@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ... import locales
-from ...schema import MediaTranslationRequest
+from ...schema import Material, MediaAcceptance, MediaTranslationRequest
 from .. import pipeline
 from ..backend import Backend, ServiceError
+from ..call import Call
 from ..catalogue import preset as find_preset
 from ..catalogue import presets as all_presets
 from ..engines import speech
-from ..operations import Call, handles
-from .common import check_locale, create
+from .common import Work, check_locale, start_async
 from .materials import find_material, material_path
 from .voices import served_preset, find_clone
 
@@ -54,12 +54,11 @@ class KeyVoices:
         clone = find_clone(self.backend, self.api_key, voice_id)
         if clone is None:
             return None
-        record = clone.record
+        cloned = clone.record
         gender = "female" if (clone.voice.variant or "").startswith("f") else "male"
-        return pipeline.Voice(voice_id, clone.provider, record["name"], gender, "clone",
-                              clone.voice, locale=record.get("exampleLanguage"),
-                              sample_url=record.get("audio") or "",
-                              sample_text=record.get("content") or "")
+        return pipeline.Voice(voice_id, clone.provider, cloned.name or voice_id, gender,
+                              "clone", clone.voice, locale=cloned.example_language,
+                              sample_url=cloned.audio or "", sample_text=cloned.content or "")
 
     def presets(self) -> list[pipeline.Voice]:
         """Every preset, light (no preview URL): ``find`` gives the full voice once chosen."""
@@ -82,20 +81,18 @@ def _check_voices(settings: pipeline.Settings, library: KeyVoices) -> None:
                                     f"{voice.provider!r}; send them together as returned")
 
 
-def _task_type(requested: str, material: dict[str, Any]) -> str:
-    if material.get("category") == "video":
+def _task_type(requested: str, material: Material) -> str:
+    if material.category == "video":
         return "vt"
     if requested == "vt":
         raise ServiceError(400, f"invalid request: taskType: 'vt' needs a video material; "
-                                f"{material['materialId']} is {material.get('category')} "
-                                f"(use 'at')")
+                                f"{material.material_id} is {material.category} (use 'at')")
     return "at"
 
 
-@handles("media.create_async")
-def create_async(call: Call) -> dict[str, Any]:
-    request: MediaTranslationRequest = call.body  # type: ignore[assignment]
-    backend, api_key = call.backend, call.api_key
+def _plan(backend: Backend, api_key: str, request: MediaTranslationRequest
+          ) -> tuple[str, int, Work]:
+    """Check and charge now: the effective task type, the credits taken, the dubbing work."""
     check_locale("language.source", request.language.source, locales.SOURCE, allow_auto=True)
     check_locale("language.target", request.language.target, locales.TARGET)
     try:
@@ -109,11 +106,11 @@ def create_async(call: Call) -> dict[str, Any]:
     settings = pipeline.read_settings(request, task_type)
     library = KeyVoices(backend, api_key)
     _check_voices(settings, library)
-    seconds = max(1, math.ceil((material.get("duration") or 0) / 1000))
+    seconds = max(1, math.ceil((material.duration or 0) / 1000))
     backend.charge(api_key, seconds, f"dubbing {seconds} s of media")
-    source = {"materialId": material["materialId"], "url": material.get("addressUrl"),
-              "category": material.get("category"), "name": material.get("name"),
-              "duration": (material.get("duration") or 0) / 1000, "credits": seconds}
+    source = {"materialId": material.material_id, "url": material.address_url,
+              "category": material.category, "name": material.name,
+              "duration": (material.duration or 0) / 1000, "credits": seconds}
 
     def work(task_id: str) -> dict[str, Any]:
         folder = f"media/{task_id}"
@@ -125,10 +122,15 @@ def create_async(call: Call) -> dict[str, Any]:
         except BaseException:
             backend.refund(api_key, seconds)
             raise
+    return task_type, seconds, work
 
+
+def create_async(call: Call[MediaTranslationRequest]) -> dict[str, Any]:
+    task_type, seconds, work = _plan(call.backend, call.api_key, call.body)
     try:
-        accepted = create(call, task_type, work, is_async=True)
+        task = start_async(call, task_type, work)
     except BaseException:
-        backend.refund(api_key, seconds)
+        call.backend.refund(call.api_key, seconds)
         raise
-    return {**accepted, "taskType": task_type, "status": "running"}
+    return MediaAcceptance(task_id=task["task_id"], created_at=task["created_at"],
+                           task_type=task_type, status="running").to_wire()

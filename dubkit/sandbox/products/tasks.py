@@ -10,47 +10,60 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...schema import TaskIdBody, TaskListQuery
-from ..operations import Call, handles
+from ...schema import TaskDetail, TaskIdBody, TaskListQuery, TaskPage, TaskSummary
+from ..backend import Backend
+from ..call import Call
 from .common import page_window, task_result
 
-
-def summary(task: dict[str, Any]) -> dict[str, Any]:
-    return {"taskId": task["task_id"], "taskType": task["task_type"], "status": task["status"],
-            "createdAt": task["created_at"], "updatedAt": task["updated_at"]}
+# --------------------------------------------------------------------------- rules
 
 
-@handles("tasks.list")
-def list_tasks(call: Call) -> dict[str, Any]:
+def _page(backend: Backend, api_key: str, query: TaskListQuery
+          ) -> tuple[list[dict[str, Any]], int]:
     """Newest first; the total comes from the counts triggers keep (see the store's schema)."""
-    query: TaskListQuery = call.body  # type: ignore[assignment]
-    filters = [("api_key", call.api_key)] + [(column, value) for column, value in (
+    filters = [("api_key", api_key)] + [(column, value) for column, value in (
         ("task_type", query.task_type), ("status", query.status)) if value]
     where = " AND ".join(f"{column} = ?" for column, _ in filters)
     args = [value for _, value in filters]
     offset, size = page_window(query.current_page, query.page_size, default_size=20)
-    store = call.backend.store
-    rows = store.all(f"SELECT * FROM tasks WHERE {where} AND deleted = 0 ORDER BY seq DESC "
-                     f"LIMIT ? OFFSET ?", [*args, size, offset])
-    total = store.one(f"SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE {where}", args)
-    return {"records": [summary(dict(r)) for r in rows], "total": total["n"]}  # type: ignore
+    rows = backend.store.all(f"SELECT * FROM tasks WHERE {where} AND deleted = 0 ORDER BY seq "
+                             f"DESC LIMIT ? OFFSET ?", [*args, size, offset])
+    total = backend.store.one(f"SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE "
+                              f"{where}", args)
+    return [dict(r) for r in rows], total["n"]  # type: ignore[index]
 
 
-@handles("tasks.detail")
-def detail(call: Call) -> dict[str, Any]:
-    body: TaskIdBody = call.body  # type: ignore[assignment]
-    task = call.backend.record_poll(call.backend.find_task(call.api_key, body.task_id))
+# --------------------------------------------------------------------------- answers
+
+
+def _summary(task: dict[str, Any]) -> TaskSummary:
+    return TaskSummary(task_id=task["task_id"], task_type=task["task_type"],
+                       status=task["status"], created_at=task["created_at"],
+                       updated_at=task["updated_at"])
+
+
+def _detail(task: dict[str, Any]) -> TaskDetail:
     result = task_result(task)
     if task["status"] == "failed":
         result = {"errorCode": task["error_code"], "errorMessage": task["message"]}
-    return {"taskId": task["task_id"], "taskType": task["task_type"], "status": task["status"],
-            "result": result}
+    return TaskDetail(task_id=task["task_id"], task_type=task["task_type"],
+                      status=task["status"], result=result)
 
 
-@handles("tasks.delete")
-def delete(call: Call) -> None:
-    body: TaskIdBody = call.body  # type: ignore[assignment]
-    task = call.backend.find_task(call.api_key, body.task_id)
+# --------------------------------------------------------------------------- handlers
+
+
+def list_tasks(call: Call[TaskListQuery]) -> dict[str, Any]:
+    rows, total = _page(call.backend, call.api_key, call.body)
+    return TaskPage(records=[_summary(r) for r in rows], total=total).to_wire()
+
+
+def detail(call: Call[TaskIdBody]) -> dict[str, Any]:
+    task = call.backend.record_poll(call.backend.find_task(call.api_key, call.body.task_id))
+    return _detail(task).to_wire()
+
+
+def delete(call: Call[TaskIdBody]) -> None:
+    task = call.backend.find_task(call.api_key, call.body.task_id)
     call.backend.store.execute("UPDATE tasks SET deleted = 1 WHERE task_id = ?",
                                (task["task_id"],))
-    return None

@@ -7,24 +7,28 @@ Each item carries the interface's ``text``/``errorMessage`` plus two labelled ex
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from ... import locales
-from ...schema import TranslateRequest
-from ..backend import now_iso
+from ...schema import TranslateAsyncRequest, TranslateItem, TranslateRequest, TranslateResult
+from ..backend import Backend, now_iso
+from ..call import Call
 from ..engines import translate as engine
-from ..operations import Call
-from .common import check_locale, sync_and_async
+from .common import Work, accepted, check_locale, run_sync, start_async
+
+TASK_TYPE = "textTranslation"
+
+# --------------------------------------------------------------------------- rules
 
 
-def _plan(call: Call) -> Any:
-    request: TranslateRequest = call.body  # type: ignore[assignment]
+def _plan(backend: Backend, api_key: str, request: TranslateRequest) -> Work:
+    """Check and charge now; the work translates every segment."""
     check_locale("language.source", request.language.source, locales.SOURCE)
     check_locale("language.target", request.language.target, locales.TARGET)
     for i, segment in enumerate(request.segments):
         check_locale(f"segments[{i}].locale", segment.locale, locales.SOURCE)
-    call.backend.charge(call.api_key, sum(len(s.text) for s in request.segments),
-                        f"translating {len(request.segments)} segment(s)")
+    backend.charge(api_key, sum(len(s.text) for s in request.segments),
+                   f"translating {len(request.segments)} segment(s)")
     options = request.options
     context = options.source_context if options and options.source_context else None
     scene = options.scene_customized if options and options.scene_customized else None
@@ -40,11 +44,28 @@ def _plan(call: Call) -> Any:
             allow_stutter=scene.allow_stutter is not False if scene else True,
             scene=(scene.scene if scene and scene.scene else "video"),
             skip_missing_check=bool(options and options.skip_missing_translation_check))
-        items = [{"text": o.text, "errorMessage": o.error, "contextUsed": list(o.context_used)}
-                 for o in outcomes]
-        return {"taskId": task_id, "items": items, "createdAt": now_iso(),
-                "engine": engine.ENGINE_LABEL}
+        return _result(task_id, outcomes, now_iso()).to_wire()
     return run
 
 
-sync_and_async("translate", "textTranslation", _plan)
+# --------------------------------------------------------------------------- answers
+
+
+def _result(task_id: str, outcomes: Sequence[engine.Outcome], created_at: str
+            ) -> TranslateResult:
+    # Labelled extras (not in the interface) go as they are sent: camelCase.
+    items = [TranslateItem(text=o.text, error_message=o.error,
+                           **{"contextUsed": list(o.context_used)}) for o in outcomes]
+    return TranslateResult(task_id=task_id, items=items, created_at=created_at,
+                           **{"engine": engine.ENGINE_LABEL})
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def create(call: Call[TranslateRequest]) -> dict[str, Any]:
+    return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))
+
+
+def create_async(call: Call[TranslateAsyncRequest]) -> dict[str, Any]:
+    return accepted(start_async(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body)))

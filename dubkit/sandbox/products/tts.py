@@ -44,19 +44,20 @@ from typing import Any
 import numpy as np
 
 from ... import locales
-from ...schema import TTSLine, TTSRequest
-from ..backend import Backend, ServiceError
-from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
 from ...media import av, mixing
+from ...schema import TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResultItem
+from ..backend import Backend, ServiceError
+from ..call import Call
+from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
 from ..engines import speech, voiceprint
-from ..operations import Call
 from ..references import UnusableAudio, check_reference, fetch_audio
 from ..store import Store
-from .common import check_locale, sync_and_async
+from .common import Work, accepted, check_locale, run_sync, start_async
 from .voices import find_clone
 
 log = logging.getLogger("dubkit.sandbox")
 
+TASK_TYPE = "tts"
 MAX_TEXT = 10_000            # characters per line
 DEFAULT_EMO_WEIGHT = 0.6
 TIMBRE_ONLY_PROVIDER = "V1"
@@ -91,11 +92,21 @@ class Line:
     provider: str
 
 
+@dataclass(frozen=True)
+class Spoken:
+    """What became of one line: its file (under the files dir) or why it failed."""
+
+    relpath: str | None = None
+    duration: float | None = None
+    emotion: str | None = None       # the delivery applied, a labelled extra
+    error: str | None = None
+
+
 # --------------------------------------------------------------------------- checks
 
-def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
+def _resolve(backend: Backend, api_key: str, request: TTSRequest
+             ) -> tuple[list[Line], str | None]:
     """Check the request the way the service does; return its lines and target espeak."""
-    request: TTSRequest = call.body  # type: ignore[assignment]
     target = request.language.target if request.language else None
     check_locale("language.target", target, locales.TARGET)
     for i, line in enumerate(request.data):
@@ -105,7 +116,7 @@ def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
         for name, url in (("timbreRefAudio", line.timbre_ref_audio),
                           ("emoRefAudio", line.emo_ref_audio)):
             if url:
-                check_reference(call.backend, url, f"data[{i}].{name}")
+                check_reference(backend, url, f"data[{i}].{name}")
     found: dict[int, tuple[SpeakingVoice, str]] = {}
     missing = []
     for i, line in enumerate(request.data):
@@ -113,7 +124,7 @@ def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
             continue
         if (voice := preset(line.voice_id)) is not None:
             found[i] = (voice.speaking, voice.record["provider"])
-        elif (clone := find_clone(call.backend, call.api_key, line.voice_id)) is not None:
+        elif (clone := find_clone(backend, api_key, line.voice_id)) is not None:
             found[i] = (clone.voice, clone.provider)
         else:
             missing.append(f"data[{i}] (voiceId {line.voice_id!r})")
@@ -144,7 +155,7 @@ def _resolve(call: Call) -> tuple[TTSRequest, list[Line], str | None]:
                                     "(no espeak-ng voice for it)") from None
     lines = [Line(i, spec, found[i][0] if i in found else None,
                   provider or TIMBRE_ONLY_PROVIDER) for i, spec in enumerate(request.data)]
-    return request, lines, espeak
+    return lines, espeak
 
 
 # --------------------------------------------------------------------------- speaking one line
@@ -185,8 +196,9 @@ def _clip(value: float, low: int, high: int) -> int:
     return int(min(high, max(low, round(value))))
 
 
-def _speak(call: Call, line: Line, request: TTSRequest, espeak: str | None) -> dict[str, Any]:
-    backend, spec = call.backend, line.spec
+def _speak(backend: Backend, api_key: str, line: Line, request: TTSRequest,
+           espeak: str | None) -> Spoken:
+    spec = line.spec
     voice = line.voice
     language = espeak or (voice.espeak if voice else "en-us")
     if spec.timbre_ref_audio:
@@ -199,14 +211,13 @@ def _speak(call: Call, line: Line, request: TTSRequest, espeak: str | None) -> d
     voice, emotion = _delivery(backend, line, voice)
     fmt = request.output_format or "m4a"
     key = hashlib.sha256(json.dumps(
-        [call.api_key, spec.text, voice.to_json(), language, fmt, bool(request.trim),
+        [api_key, spec.text, voice.to_json(), language, fmt, bool(request.trim),
          spec.duration]).encode()).hexdigest()
     cached = _cache_get(backend, key)
     if cached is None:
         cached = _synthesize(backend, key, spec, voice, language, bool(request.trim), fmt)
     relpath, duration = cached
-    return {"uri": backend.file_url(relpath), "duration": duration, "errorMessage": None,
-            "emotion": emotion}
+    return Spoken(relpath, duration, emotion)
 
 
 def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
@@ -262,31 +273,49 @@ def _cache_get(backend: Backend, key: str) -> tuple[str, float] | None:
     return row["relpath"], row["duration"]
 
 
-# --------------------------------------------------------------------------- the operations
+# --------------------------------------------------------------------------- the plan
 
-def _plan(call: Call) -> Any:
-    request, lines, espeak = _resolve(call)
+def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
+    """Check and charge now; the work speaks each line, giving back a failed line's share."""
+    lines, espeak = _resolve(backend, api_key, request)
     characters = [len(line.spec.text) for line in lines]
-    call.backend.charge(call.api_key, sum(characters),
-                        f"speaking {len(lines)} line(s) of {sum(characters)} characters")
+    backend.charge(api_key, sum(characters),
+                   f"speaking {len(lines)} line(s) of {sum(characters)} characters")
 
     def run(task_id: str) -> dict[str, Any]:
-        results = []
+        spoken = []
         for line in lines:
             try:
-                results.append(_speak(call, line, request, espeak))
+                spoken.append(_speak(backend, api_key, line, request, espeak))
             except Exception as exc:   # one line's failure never fails the others
                 if not isinstance(exc, UnusableAudio):
                     log.exception("tts line %d of task %s", line.index, task_id)
-                call.backend.refund(call.api_key, characters[line.index])
-                results.append({"uri": None, "duration": None, "errorMessage": str(exc)})
-        served = call.backend.base_url + "/files/"
-        _cache_table(call.backend).store_many(
+                backend.refund(api_key, characters[line.index])
+                spoken.append(Spoken(error=str(exc)))
+        _cache_table(backend).store_many(
             "INSERT OR IGNORE INTO tts_answers (relpath, task_id) VALUES (?, ?)",
-            [(r["uri"][len(served):], task_id) for r in results if r.get("uri")])
-        created = call.backend.task_row(task_id)["created_at"]
-        return {"taskId": task_id, "results": results, "createdAt": created}
+            [(s.relpath, task_id) for s in spoken if s.relpath])
+        created = backend.task_row(task_id)["created_at"]
+        return _result(backend, task_id, created, spoken).to_wire()
     return run
 
 
-sync_and_async("tts", "tts", _plan)
+# --------------------------------------------------------------------------- answers
+
+def _result(backend: Backend, task_id: str, created_at: str, spoken: list[Spoken]
+            ) -> TTSResult:
+    items = [TTSResultItem(uri=backend.file_url(s.relpath) if s.relpath else None,
+                           duration=s.duration, error_message=s.error,
+                           **{"emotion": s.emotion})   # a labelled extra
+             for s in spoken]
+    return TTSResult(task_id=task_id, results=items, created_at=created_at)
+
+
+# --------------------------------------------------------------------------- handlers
+
+def create(call: Call[TTSRequest]) -> dict[str, Any]:
+    return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))
+
+
+def create_async(call: Call[TTSAsyncRequest]) -> dict[str, Any]:
+    return accepted(start_async(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body)))

@@ -41,12 +41,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import locales
-from ...schema import CloneRename, CloneVoiceQuery, PresetVoiceQuery, VoiceIdBody
-from ..backend import Backend, ServiceError, new_id, now_iso
-from ..catalogue import TIERS, Preset, SpeakingVoice, presets
 from ...media import av
+from ...schema import (ClonedVoice, ClonedVoicePage, CloneRename, CloneVoiceQuery, Page,
+                       PresetVoiceQuery, VoiceIdBody)
+from ..backend import Backend, ServiceError, new_id, now_iso
+from ..call import Call
+from ..catalogue import TIERS, Preset, SpeakingVoice, presets
 from ..engines import speech
-from ..operations import Call, handles
 from ..store import Store
 from .common import check_locale, page, page_rows
 
@@ -76,32 +77,28 @@ def _known(field: str, value: str, known: Any) -> str:
 class StoredClone:
     """A cloned voice as the sandbox keeps it: the §3.3 record and how to speak it."""
 
-    record: dict[str, Any]      # camelCase, exactly what clone/list shows
+    record: ClonedVoice         # exactly what clone/list shows
     voice: SpeakingVoice
 
     @property
     def provider(self) -> str:
-        return self.record["provider"]
+        return self.record.provider or ""
 
 
 def _table(backend: Backend) -> Store:
     return backend.store.ensure(CLONE_SCHEMA)
 
 
-def insert_clone(backend: Backend, api_key: str, record: dict[str, Any],
-                 prosody: SpeakingVoice | dict[str, Any]) -> dict[str, Any]:
-    """Store a new clone for ``api_key``; return its §3.3 record (with ``voiceId``).
+def insert_clone(backend: Backend, api_key: str, voice: SpeakingVoice, *, name: str,
+                 provider: str, task_id: str, language: str | None = None,
+                 content: str | None = None, audio: str | None = None) -> StoredClone:
+    """Store a new clone ``cv_<hex>`` for ``api_key``, spoken by TTS as ``voice``.
 
-    ``record`` uses the wire names: ``name``, ``provider`` (V1-V5), ``exampleLanguage``,
-    ``content``, ``audio``, ``taskId``, and optionally ``voiceId`` (made as ``cv_<hex>``
-    when missing). ``prosody`` is how TTS will speak it (a :class:`SpeakingVoice` or its JSON).
-
-    >>> insert_clone(backend, key, {"name": "Ann", "provider": "V3", "taskId": t},
-    ...              SpeakingVoice("en-us", "f2"))["voiceId"]          # doctest: +SKIP
+    >>> insert_clone(backend, key, SpeakingVoice("en-us", "f2"), name="Ann", provider="V3",
+    ...              task_id=t).record.voice_id                        # doctest: +SKIP
     'cv_...'
     """
-    voice = prosody if isinstance(prosody, SpeakingVoice) else SpeakingVoice.from_json(prosody)
-    voice_id = record.get("voiceId") or new_id("cv_")
+    voice_id = new_id("cv_")
     stamp = now_iso()
     store = _table(backend)
     with store.transaction() as db:
@@ -110,12 +107,11 @@ def insert_clone(backend: Backend, api_key: str, record: dict[str, Any],
             "INSERT INTO cloned_voices (voice_id, api_key, name, provider, example_language, "
             "content, audio, task_id, prosody, create_time, update_time, seq) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (voice_id, api_key, record.get("name") or voice_id, record["provider"],
-             record.get("exampleLanguage"), record.get("content"), record.get("audio"),
-             record.get("taskId"), json.dumps(voice.to_json()), stamp, stamp, seq))
+            (voice_id, api_key, name or voice_id, provider, language, content, audio, task_id,
+             json.dumps(voice.to_json()), stamp, stamp, seq))
     found = find_clone(backend, api_key, voice_id)
     assert found is not None
-    return found.record
+    return found
 
 
 def find_clone(backend: Backend, api_key: str, voice_id: str) -> StoredClone | None:
@@ -133,16 +129,15 @@ def clone_of_task_is_live(backend: Backend, task_id: str) -> bool:
                                (task_id,)) is not None
 
 
-def _clone_record(row: dict[str, Any]) -> dict[str, Any]:
-    return {"voiceId": row["voice_id"], "name": row["name"], "provider": row["provider"],
-            "exampleLanguage": row["example_language"], "content": row["content"],
-            "audio": row["audio"], "taskId": row["task_id"], "createTime": row["create_time"],
-            "updateTime": row["update_time"]}
+def _clone_record(row: dict[str, Any]) -> ClonedVoice:
+    return ClonedVoice(voice_id=row["voice_id"], name=row["name"], provider=row["provider"],
+                       example_language=row["example_language"], content=row["content"],
+                       audio=row["audio"], task_id=row["task_id"],
+                       create_time=row["create_time"], update_time=row["update_time"])
 
 
-@handles("voices.clones")
-def list_clones(call: Call) -> dict[str, Any]:
-    query: CloneVoiceQuery = call.body  # type: ignore[assignment]
+def list_clones(call: Call[CloneVoiceQuery]) -> dict[str, Any]:
+    query = call.body
     sql = "SELECT * FROM cloned_voices WHERE api_key = ? AND deleted = 0"
     args: list[Any] = [call.api_key]
     wanted = [v for v in [query.voice_id, *(query.voice_ids or [])] if v]
@@ -157,10 +152,11 @@ def list_clones(call: Call) -> dict[str, Any]:
     sql += f" ORDER BY {column} {direction}, seq {direction}"
     rows, total = page_rows(_table(call.backend), sql, args, query.current_page,
                             query.page_size, default_size=10)
-    return {"records": [_clone_record(dict(r)) for r in rows], "total": total}
+    return ClonedVoicePage(records=[_clone_record(dict(r)) for r in rows],
+                           total=total).to_wire()
 
 
-def _live_clone(call: Call, voice_id: str | None) -> StoredClone:
+def _live_clone(call: Call[Any], voice_id: str | None) -> StoredClone:
     if not voice_id:
         raise ServiceError(400, "invalid request: voiceId: is required")
     found = find_clone(call.backend, call.api_key, voice_id)
@@ -170,26 +166,21 @@ def _live_clone(call: Call, voice_id: str | None) -> StoredClone:
     return found
 
 
-@handles("voices.rename")
-def rename_clone(call: Call) -> None:
-    body: CloneRename = call.body  # type: ignore[assignment]
+def rename_clone(call: Call[CloneRename]) -> None:
+    body = call.body
     clone = _live_clone(call, body.voice_id)
     if not body.voice_name or not body.voice_name.strip():
         raise ServiceError(400, "invalid request: voiceName: is required and must not be blank")
     _table(call.backend).execute(
         "UPDATE cloned_voices SET name = ?, update_time = ? WHERE voice_id = ?",
-        (body.voice_name.strip(), now_iso(), clone.record["voiceId"]))
-    return None
+        (body.voice_name.strip(), now_iso(), clone.record.voice_id))
 
 
-@handles("voices.delete")
-def delete_clone(call: Call) -> None:
-    body: VoiceIdBody = call.body  # type: ignore[assignment]
-    clone = _live_clone(call, body.voice_id)
+def delete_clone(call: Call[VoiceIdBody]) -> None:
+    clone = _live_clone(call, call.body.voice_id)
     _table(call.backend).execute(
         "UPDATE cloned_voices SET deleted = 1, update_time = ? WHERE voice_id = ?",
-        (now_iso(), clone.record["voiceId"]))
-    return None
+        (now_iso(), clone.record.voice_id))
 
 
 # --------------------------------------------------------------------------- presets
@@ -199,9 +190,8 @@ _PRESET_ORDER = {"voiceId": "voiceId", "score": "score", "create_time": "createT
 _TIER_COLOURS = ("#0969da", "#1a7f37", "#8250df", "#bf3989", "#9a6700", "#cf222e", "#1b7c83")
 
 
-@handles("voices.presets")
-def list_presets(call: Call) -> dict[str, Any]:
-    query: PresetVoiceQuery = call.body  # type: ignore[assignment]
+def list_presets(call: Call[PresetVoiceQuery]) -> dict[str, Any]:
+    query = call.body
     if query.locale is not None:
         _check_locale_filter(query.locale)
     for field, value, known in (("quality", query.quality, ("any", "high")),
@@ -219,9 +209,9 @@ def list_presets(call: Call) -> dict[str, Any]:
         matching.sort(key=lambda p: (-p.record["isPreferred"], -p.record["score"], p.voice_id))
     pinned = {voice_id: i for i, voice_id in enumerate(query.top_ids or [])}
     matching.sort(key=lambda p: pinned.get(p.voice_id, len(pinned)))   # stable: keeps order
-    answer = page(matching, query.current_page, query.page_size, default_size=10)
-    answer["records"] = [served_preset(call.backend, p) for p in answer["records"]]
-    return answer
+    shown, total = page(matching, query.current_page, query.page_size, default_size=10)
+    # Records stay the catalogue's dicts: they are already the §3.2 wire records.
+    return Page(records=[served_preset(call.backend, p) for p in shown], total=total).to_wire()
 
 
 def _matches(record: dict[str, Any], query: PresetVoiceQuery) -> bool:
