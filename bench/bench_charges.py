@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 import dubkit
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 
 RETRY = dubkit.RetryPolicy(max_retries=3, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 SCENARIOS = [

@@ -55,7 +55,7 @@ def receiver(respond) -> tuple[str, ThreadingHTTPServer]:
 
 def duplicates(n: int) -> dict:
     import dubkit
-    from dubkit.sandbox import start
+    from dubkit import start_sandbox as start
     from dubkit.sandbox.delivery import RECOVERY_INTERVAL
     got: Counter[str] = Counter()
     lock = threading.Lock()
@@ -122,7 +122,7 @@ def duplicates(n: int) -> dict:
 
 def hanging(queued: int = 20) -> dict:
     import dubkit
-    from dubkit.sandbox import start
+    from dubkit import start_sandbox as start
     held = threading.Event()
     release = threading.Event()
     arrived = threading.Event()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import dubkit
 from dubkit import samples
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 from dubkit.media import av
 
 TARGET_SECONDS = 30.0

@@ -14,7 +14,7 @@ import uuid
 import requests
 
 import dubkit
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 
 ROUNDS = 2000
 

@@ -31,7 +31,7 @@ import requests
 
 import dubkit
 from dubkit import samples
-from dubkit.sandbox import SandboxHandle
+from dubkit import SandboxHandle
 
 MiB = 1024 * 1024
 

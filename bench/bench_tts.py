@@ -26,7 +26,7 @@ import math
 import time
 
 import dubkit
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 
 LINES = 1000
 LATENCY = 0.2
@@ -50,7 +50,7 @@ def main() -> None:
         client = dubkit.Client(box.api_key, box.url)
         lines = script("rehearsal")
 
-        def batch(texts: list[str]) -> dubkit.resources.tts.Speech:
+        def batch(texts: list[str]) -> dubkit.Speech:
             return client.tts.batch(texts, voice=VOICE, output_format="wav",
                                     concurrency=CONCURRENCY, progress=False)
 
@@ -67,7 +67,7 @@ def main() -> None:
         ours_s, ours = timed(lambda: batch(lines))
         assert not ours.errors and [l.uri for l in ours] == [l.uri for l in warm]
 
-        def loop() -> list[dubkit.resources.tts.SpeechLine]:
+        def loop() -> list[dubkit.SpeechLine]:
             return [client.tts.speak(text, VOICE, output_format="wav") for text in lines]
         loop_s, looped = timed(loop)
         assert all(line.ok for line in looped)

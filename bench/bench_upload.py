@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 import dubkit
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 from dubkit.samples import noise_wav
 
 MiB = 1024 * 1024

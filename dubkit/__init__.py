@@ -3,6 +3,7 @@
 >>> import dubkit
 >>> client = dubkit.connect()          # the real service with DUBKIT_API_KEY, else the sandbox
 >>> client.translate.create(["Hello"], source="en-US", target="fr-FR")
+>>> dubkit.monitor(client.translate.create_async(["Hi"], source="en-US", target="de-DE"))
 """
 
 from ._transport import RetryPolicy, Timeout
@@ -14,10 +15,17 @@ from .errors import (APIConnectionError, APIError, APITimeoutError, Authenticati
                      TaskFailedError, TaskTimeoutError, UnprocessableError, UpstreamError,
                      ValidationError, WebhookVerificationError)
 from . import webhooks
-from .resources import Task, Translation
+from .results import (Audition, Clone, DubbingResult, Material, Speech, SpeechLine, Task,
+                      Translation, VoiceList)
+from .sandbox_handle import SandboxHandle
+from .sandbox_handle import start as start_sandbox
+from .widgets import ClonePanel, DubbingView, TaskMonitor, VoiceBrowser, compare, monitor
 
 __all__ = [
-    "__version__", "connect", "webhooks", "Client", "RetryPolicy", "Timeout", "Task", "Translation",
+    "__version__", "connect", "monitor", "compare", "start_sandbox", "webhooks", "Client",
+    "SandboxHandle", "RetryPolicy", "Timeout",
+    "Task", "Speech", "SpeechLine", "Translation", "Clone", "DubbingResult", "Material",
+    "VoiceList", "Audition", "TaskMonitor", "VoiceBrowser", "ClonePanel", "DubbingView",
     "DubkitError", "ValidationError", "APIError", "BadRequestError", "AuthenticationError",
     "InsufficientCreditsError", "NotFoundError", "IdempotencyConflictError",
     "PayloadTooLargeError", "UnprocessableError", "ServerError", "UpstreamError",

@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from . import schema
 from .errors import ValidationError
-from .schema import W
+from .schema import W, Wire
 
 
 def parse(model: type[W], payload: Any) -> W:
@@ -18,3 +18,13 @@ def parse(model: type[W], payload: Any) -> W:
         return schema.parse(model, payload)
     except schema.WireError as exc:
         raise ValidationError(exc.field, exc.problem, rule=exc.rule) from None
+
+
+def python_names(model: type[Wire], payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``payload`` keyed by Python field names (``voiceId`` -> ``voice_id``), nested too."""
+    return schema.renamed(model, payload, wire=False)
+
+
+def wire_name(model: type[Wire], name: str) -> str:
+    """The wire name of ``model``'s field ``name`` (``voice_id`` -> ``voiceId``)."""
+    return model.model_fields[name].alias or name

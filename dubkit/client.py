@@ -11,13 +11,14 @@ import os
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-import requests
-
-from ._transport import RetryPolicy, Timeout, Transport
+from ._transport import RetryPolicy, Timeout, Transport, is_read
 from ._util.masking import mask_key
-from .errors import APIConnectionError, ValidationError, origin_of
-from ._wire import parse
-from .schema import OPERATIONS, OPERATIONS_BY_PATH, Operation, Wire
+from .errors import APIConnectionError, DubkitError, ValidationError, origin_of
+from .resources import (CloneResource, MaterialsResource, MediaResource, TasksResource,
+                        TranslateResource, TTSResource, VoicesResource)
+from .sandbox_handle import SandboxHandle, embedded
+from .schema import OPERATIONS_BY_PATH
+from .widgets.uploads import upload_progress
 
 
 class Client:
@@ -29,17 +30,19 @@ class Client:
     """
 
     def __init__(self, api_key: str, base_url: str, *, timeout: Timeout | None = None,
-                 retry: RetryPolicy | None = None, sandbox: Any = None) -> None:
-        self._transport = Transport(api_key, base_url, timeout=timeout, retry=retry)
+                 retry: RetryPolicy | None = None, sandbox: SandboxHandle | None = None
+                 ) -> None:
+        transport = self._transport = Transport(api_key, base_url, timeout=timeout,
+                                                retry=retry)
         self.sandbox = sandbox   # the SandboxHandle when this client talks to the sandbox
-        from .resources import (MaterialsResource, MediaResource, TasksResource,
-                                TranslateResource, TTSResource, VoicesResource)
-        self.tasks = TasksResource(self)
-        self.translate = TranslateResource(self)
-        self.tts = TTSResource(self)
-        self.voices = VoicesResource(self)
-        self.materials = MaterialsResource(self)
-        self.media = MediaResource(self)
+        # Each resource gets the siblings it uses, so none of them needs the client.
+        self.tasks = TasksResource(transport)
+        self.voices = VoicesResource(transport)
+        self.materials = MaterialsResource(transport, progress_display=upload_progress)
+        self.translate = TranslateResource(transport)
+        self.tts = TTSResource(transport, self.voices, self.materials)
+        self.clones = CloneResource(transport, self.voices, self.materials, self.tts)
+        self.media = MediaResource(transport, self.voices, self.materials)
 
     def __repr__(self) -> str:
         # A sandbox on this machine is not named by its loopback address: a repr printed
@@ -72,23 +75,14 @@ class Client:
         op = OPERATIONS_BY_PATH.get((method.upper(), self._transport.api_path(path)))
         return self._transport.request(method, path, params=params, body=json,
                                        idempotency_key=idempotency_key,
-                                       read=_is_read(op) if op else None)
+                                       read=is_read(op) if op else None)
 
     def call(self, name: str, payload: Any = None, *, idempotency_key: str | None = None,
              deadline: float | None = None) -> Any:
-        """Validate ``payload`` against operation ``name`` and send it.
-
-        Validation happens before the network, so bad input costs nothing and the error names
-        the field. ``payload`` may be a model, a snake_case dict or the raw camelCase wire dict.
-        ``deadline`` (``time.monotonic()`` value) bounds the call with its retries.
-        """
-        op = _OPS[name]
-        model = op.body or op.query
-        wire = parse(model, payload if payload is not None else {}).to_wire() if model else None
-        if op.method == "GET":
-            return self._transport.request("GET", op.path, params=wire, deadline=deadline)
-        return self._transport.request("POST", op.path, body=wire, read=_is_read(op),
-                                       idempotency_key=idempotency_key, deadline=deadline)
+        """Validate ``payload`` against operation ``name`` and send it (see
+        :meth:`Transport.call`); ``deadline`` (``time.monotonic()`` value) bounds the call."""
+        return self._transport.call(name, payload, idempotency_key=idempotency_key,
+                                    deadline=deadline)
 
     def close(self) -> None:
         self._transport.close()
@@ -98,15 +92,6 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-_OPS: dict[str, Operation] = {op.name: op for op in OPERATIONS}
-
-
-def _is_read(op: Operation) -> bool:
-    """GETs, and the POSTs the interface gives no idempotency key (the voice lists): safe to
-    repeat, so retried freely and never reported as a possible charge."""
-    return op.method == "GET" or not op.idempotency_required
 
 
 def connect(api_key: str | None = None, base_url: str | None = None, *, quiet: bool = False,
@@ -135,13 +120,12 @@ def connect(api_key: str | None = None, base_url: str | None = None, *, quiet: b
                                                      "base_url=): the service's host is "
                                                      "configuration")
         return Client(api_key, base_url, **options)
-    from . import sandbox
     if base_url:
-        handle = sandbox.SandboxHandle(base_url)
+        handle = SandboxHandle(base_url)
         key = _sandbox_key(handle, url_field)
         note = f"using the dubkit sandbox at {origin_of(handle.url)}"   # no user info
     else:
-        handle, note = sandbox.embedded()
+        handle, note = embedded()
         key = handle.api_key
     if not quiet:
         print(f"dubkit: no DUBKIT_API_KEY set, {note}. Key {mask_key(key)}.")
@@ -165,20 +149,20 @@ def _checked_url(url: str, field: str) -> str:
     return url.strip().rstrip("/")
 
 
-def _sandbox_key(handle: Any, field: str) -> str:
+def _sandbox_key(handle: SandboxHandle, field: str) -> str:
     """The default key of the sandbox at ``handle.url``, or an error that says what is there
     and what to set instead."""
     where = origin_of(handle.url)
     no_key = "no DUBKIT_API_KEY is set, so dubkit.connect() looked for a dubkit sandbox"
     try:
         return handle.api_key
-    except (requests.ConnectionError, requests.Timeout):
+    except APIConnectionError:
         # Refused, unreachable, or no answer in time: nothing usable listens there.
         raise APIConnectionError(f"cannot connect to {where} ({field}): nothing answered "
                                  f"there. For a local sandbox, run `dubkit sandbox --port "
                                  f"PORT` and point {field} at it; for the service, set "
                                  f"DUBKIT_API_KEY too") from None
-    except (requests.RequestException, ValueError, KeyError, TypeError):
+    except (DubkitError, ValueError, KeyError, TypeError):
         pass    # it answered, but not with a sandbox's default key: find out why below
     if _is_sandbox(handle.url):
         raise ValidationError(field, (
@@ -194,14 +178,14 @@ def _sandbox_key(handle: Any, field: str) -> str:
 
 def _is_sandbox(url: str) -> bool:
     """Whether a dubkit sandbox answers at ``url`` (its contract document needs no token)."""
-    with requests.Session() as session:
-        session.trust_env = False      # as the sandbox's admin calls: straight to it
-        try:
-            answer = session.get(f"{url}/_sandbox/openapi.json", timeout=10,
-                                 allow_redirects=False)
-            return answer.status_code == 200 and "openapi" in answer.json()
-        except (requests.RequestException, ValueError, TypeError):
-            return False
+    probe = Transport(None, url, timeout=Timeout(connect=5, read=10),
+                      retry=RetryPolicy(max_retries=0))
+    try:
+        return "openapi" in probe.send("GET", f"{url}/_sandbox/openapi.json").json()
+    except (DubkitError, ValueError, TypeError):
+        return False
+    finally:
+        probe.close()
 
 
-__all__ = ["Client", "connect", "Wire"]
+__all__ = ["Client", "connect"]

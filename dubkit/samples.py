@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from .media import av
-from .sandbox.engines import speech
+from .media import speech
 from .media.subtitles import Cue
 
 PathLike = str | os.PathLike[str]

@@ -37,7 +37,8 @@ os.environ.setdefault("DUBKIT_CONTRACT_LOG", str(
     Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "mismatches.jsonl"))
 
 import dubkit  # noqa: E402
-from dubkit.sandbox import SandboxHandle, start  # noqa: E402
+from dubkit import SandboxHandle  # noqa: E402
+from dubkit import start_sandbox as start  # noqa: E402
 
 FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05,
                                 max_retry_after=0.01)

@@ -14,11 +14,11 @@ import pytest
 import dubkit
 from dubkit import samples
 from dubkit.media import audio
-from dubkit.resources.clone import Clone
+from dubkit.results import Clone
 from dubkit.media import av
 from dubkit.sandbox.engines import voiceprint
 from dubkit.sandbox.products.clone import CLONE_CREDITS
-from dubkit.widgets.clone import ClonePanel, ab
+from dubkit.widgets.clone import ClonePanel
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 TEXT = ("The morning train was late again, so we walked along the river and talked about "
@@ -66,7 +66,7 @@ def heard(url_or_path) -> voiceprint.Voiceprint:
 @pytest.mark.parametrize("speaker", sorted(SPEAKERS))
 def test_a_clone_is_closer_in_pitch_and_pace_than_a_default_voice(api, speaker_files, speaker):
     reference = heard(speaker_files[speaker])
-    clone = api.voices.clone(speaker_files[speaker], name=speaker, language="en-US", text=TEXT)
+    clone = api.clones.create(speaker_files[speaker], name=speaker, language="en-US", text=TEXT)
     assert isinstance(clone, Clone) and clone.voice_id.startswith("cv_")
     cloned = heard(api.tts.speak(TEXT, clone.voice_id).uri)
     default = heard(api.tts.speak(TEXT, DEFAULT_VOICE[speaker]).uri)
@@ -78,7 +78,7 @@ def test_a_clone_is_closer_in_pitch_and_pace_than_a_default_voice(api, speaker_f
 
 
 def test_the_clone_record_is_complete(api, speaker_files):
-    clone = api.voices.clone(speaker_files["low_slow_male"], name="Deep", provider="V2",
+    clone = api.clones.create(speaker_files["low_slow_male"], name="Deep", provider="V2",
                              language="en-GB", text=TEXT)
     (record,) = api.voices.clones(voice_id=clone.voice_id)
     assert (record.name, record.provider, record.example_language, record.content) == \
@@ -93,7 +93,7 @@ def test_the_clone_record_is_complete(api, speaker_files):
 
 def test_async_clone_from_a_material_is_a_task_with_the_clone(api, speaker_files):
     material = api.materials.upload(speaker_files["high_fast_female"], progress=False)
-    task = api.voices.clone_async(material, name="Bright", text=TEXT)
+    task = api.clones.create_async(material, name="Bright", text=TEXT)
     assert isinstance(task, dubkit.Task) and task.task_type == "cloneVoice"
     clone = task.wait(timeout=60).result
     assert isinstance(clone, Clone) and clone.ref_audio == material.audio_url
@@ -104,7 +104,7 @@ def test_async_clone_from_a_material_is_a_task_with_the_clone(api, speaker_files
 def test_any_reachable_url_can_be_the_reference(api, speaker_files, web):
     folder, base = web
     (folder / "ref.wav").write_bytes(speaker_files["low_slow_male"].read_bytes())
-    clone = api.voices.clone(f"{base}/ref.wav", language="de-DE")
+    clone = api.clones.create(f"{base}/ref.wav", language="de-DE")
     assert clone.provider == "V5"                        # non-English sample, no provider
     (record,) = api.voices.clones(voice_id=clone.voice_id)
     assert record.name == "Clone of ref"
@@ -114,7 +114,7 @@ def test_any_reachable_url_can_be_the_reference(api, speaker_files, web):
 
 def test_every_provider_makes_a_clone(api, speaker_files):
     material = api.materials.upload(speaker_files["low_slow_male"], progress=False)
-    made = {p: api.voices.clone(material, provider=p, text=TEXT) for p in
+    made = {p: api.clones.create(material, provider=p, text=TEXT) for p in
             ("V1", "V2", "V3", "V4", "V5")}
     listed = {v.voice_id: v.provider for v in api.voices.clones()}
     assert {listed[c.voice_id] for c in made.values()} == {"V1", "V2", "V3", "V4", "V5"}
@@ -123,13 +123,13 @@ def test_every_provider_makes_a_clone(api, speaker_files):
 def test_bad_input_is_refused_before_any_request(tmp_path):
     offline = dubkit.Client("sk_test_never_sent", "http://127.0.0.1:9")   # nothing listens
     (tmp_path / "notes.txt").write_text("not audio at all\n")
-    cases = [(lambda: offline.voices.clone("https://example.com/a.wav", provider="V9"),
+    cases = [(lambda: offline.clones.create("https://example.com/a.wav", provider="V9"),
               "provider"),
-             (lambda: offline.voices.clone(None), "refAudio"),
-             (lambda: offline.voices.clone(""), "refAudio"),
-             (lambda: offline.voices.clone(tmp_path / "missing.wav"), "refAudio"),
-             (lambda: offline.voices.clone(tmp_path / "notes.txt"), "refAudio"),
-             (lambda: offline.voices.clone_async(42), "refAudio")]
+             (lambda: offline.clones.create(None), "refAudio"),
+             (lambda: offline.clones.create(""), "refAudio"),
+             (lambda: offline.clones.create(tmp_path / "missing.wav"), "refAudio"),
+             (lambda: offline.clones.create(tmp_path / "notes.txt"), "refAudio"),
+             (lambda: offline.clones.create_async(42), "refAudio")]
     for attempt, field in cases:
         with pytest.raises(dubkit.ValidationError) as caught:
             attempt()
@@ -161,16 +161,16 @@ def test_unreachable_or_unusable_references_are_422_and_cost_nothing(api, sandbo
     messages = []
     for source in ("http://127.0.0.1:9/ref.wav", f"{base}/missing.wav", f"{base}/notes.txt"):
         with pytest.raises(dubkit.UnprocessableError, match="could not get audio") as caught:
-            api.voices.clone(source)
+            api.clones.create(source)
         messages.append(caught.value.message)
     # A closed port, an HTTP error and a text file look alike: no map of the network.
     assert len(set(messages)) == 1 and messages[0].startswith("refAudio: ")
     with pytest.raises(dubkit.UnprocessableError, match="refAudio: .*not speech"):
-        api.voices.clone(quiet)
+        api.clones.create(quiet)
     after = sandbox.credits(new_key)
     assert after == credits and len(api.voices.clones()) == 0
 
-    task = api.voices.clone_async("http://127.0.0.1:9/ref.wav")
+    task = api.clones.create_async("http://127.0.0.1:9/ref.wav")
     with pytest.raises(dubkit.TaskFailedError, match="could not get audio"):
         task.wait(timeout=30)
 
@@ -178,7 +178,7 @@ def test_unreachable_or_unusable_references_are_422_and_cost_nothing(api, sandbo
 def test_a_clone_needs_credits(api, sandbox, new_key, speaker_files):
     sandbox.set_credits(CLONE_CREDITS - 1, api_key=new_key)
     with pytest.raises(dubkit.InsufficientCreditsError):
-        api.voices.clone("https://example.com/never-fetched.wav")
+        api.clones.create("https://example.com/never-fetched.wav")
     assert len(api.voices.clones()) == 0
 
 
@@ -197,7 +197,7 @@ def test_the_clone_panel_shows_a_b_players(api, speaker_files):
     assert shown.count("<audio controls preload='none'") == 2
     assert "autoplay" not in shown and "loop" not in shown
     assert panel.result.text == TEXT and heard(panel.result.clone_uri).gender == "male"
-    again = ab(api, clone, "A different sentence.")
+    again = api.clones.ab(clone, "A different sentence.")
     assert "A different sentence." in again._repr_html_()
 
 

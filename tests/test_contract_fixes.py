@@ -65,9 +65,9 @@ def test_successful_lines_carry_no_null_error_and_failed_lines_no_null_audio(cli
 
 def test_a_clone_without_sample_text_has_no_null_content(api, sandbox, client):
     preview = client.voices.preset(VOICE).audio
-    api.voices.clone(preview, provider="V1")
+    api.clones.create(preview, provider="V1")
     answer = requests.post(f"{sandbox.url}/openapi/v1/assets/voice/clone/list", json={},
-                           headers={"Authorization": f"Bearer {api.transport._api_key}"},
+                           headers={"Authorization": f"Bearer {api.transport._secret}"},
                            timeout=30)
     payload = answer.json()
     assert payload["data"]["records"] and "content" not in payload["data"]["records"][0]
@@ -194,10 +194,10 @@ def test_a_large_upload_opens_no_session_it_does_not_use(api, sandbox, tmp_path)
     path = samples.noise_wav(tmp_path / "long.wav", 3 * 2**20)
     material = api.materials.upload(path, progress=False, multipart_threshold=2**20,
                                     state_dir=tmp_path / "state")
-    sessions = sandbox.admin("GET", f"/uploads?apiKey={api.transport._api_key}")["sessions"]
+    sessions = sandbox.admin("GET", f"/uploads?apiKey={api.transport._secret}")["sessions"]
     assert [(s["kind"], s["state"]) for s in sessions] == [("multipart", "completed")]
     again = api.materials.upload(path, progress=False, multipart_threshold=2**20,
                                  state_dir=tmp_path / "state")
     assert again.material_id == material.material_id
-    assert len(sandbox.admin("GET", f"/uploads?apiKey={api.transport._api_key}")
+    assert len(sandbox.admin("GET", f"/uploads?apiKey={api.transport._secret}")
                ["sessions"]) == 1

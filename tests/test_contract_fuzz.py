@@ -37,7 +37,7 @@ from schemathesis import Case, CheckContext, GenerationMode, Response  # noqa: E
 from schemathesis.core.parameters import ParameterLocation  # noqa: E402
 
 from dubkit import contract  # noqa: E402
-from dubkit.sandbox import start  # noqa: E402
+from dubkit import start_sandbox as start  # noqa: E402
 
 EXAMPLES = int(os.environ.get("DUBKIT_FUZZ_EXAMPLES", "50"))   # per operation, fuzzing phase
 KEY = "sk_fuzz_" + uuid.uuid4().hex     # made known to the sandbox by the fixture

@@ -9,7 +9,7 @@ import requests
 
 import dubkit
 from dubkit import contract
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 
 
 def test_the_sandbox_serves_the_contract_document(sandbox):

@@ -19,7 +19,7 @@ from typing import Iterator, NamedTuple
 import pytest
 
 import dubkit
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 from dubkit.sandbox.delivery import DEFAULT_SCHEDULE
 
 from _http import local_http, webhook_catcher
@@ -220,11 +220,11 @@ def test_a_task_enqueued_twice_has_one_row_and_is_delivered_once(sandbox, new_ke
     with webhook_catcher() as caught:
         sandbox.set_webhook(caught.url, api_key=new_key)
         task = submit(client, "announced twice")
-        ended = wait_for(lambda: (row := sandbox._backend.task_row(task.task_id))["status"]
+        ended = wait_for(lambda: (row := sandbox.server.backend.task_row(task.task_id))["status"]
                          != "running" and row)
         assert ended and ended["status"] == "finished"
-        sandbox._deliverer.enqueue(ended)
-        sandbox._deliverer.enqueue(ended)
+        sandbox.server.deliverer.enqueue(ended)
+        sandbox.server.deliverer.enqueue(ended)
         later = submit(client, "announced once")
         # Rows of one key go oldest first: a second row for the first task goes before this.
         assert wait_for(lambda: delivered(sandbox, later))

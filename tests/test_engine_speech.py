@@ -12,8 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from dubkit.sandbox.engines import speech, vad, voiceprint
-from dubkit.sandbox.engines.speech import Prosody, SpeechError
+from dubkit.media import speech
+from dubkit.sandbox.engines import vad, voiceprint
+from dubkit.media.speech import Prosody, SpeechError
 
 SENTENCE = "The weather was calm and the harbour was quiet this morning."
 CLONE_TEXT = (

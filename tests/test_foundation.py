@@ -11,8 +11,8 @@ import pytest
 import requests
 
 import dubkit
-from _http import local_http
-from dubkit.sandbox import start
+from _http import counting_proxy, local_http
+from dubkit import start_sandbox as start
 from dubkit.webhooks import verify
 
 SEGMENTS = [{"text": "Hello world"}]
@@ -202,19 +202,20 @@ def test_connection_refused_is_a_typed_error_after_bounded_retries():
 
 
 def test_read_timeout_on_a_create_never_duplicates(sandbox, new_key):
+    """Every attempt times out on the client's side but still lands in the sandbox: once the
+    sandbox has answered all of them, the key has exactly one task."""
     sandbox.set_faults(latencyMs=600, paths=["/task/translate/create-async"])
     try:
-        with dubkit.Client(new_key, sandbox.url, timeout=dubkit.Timeout(connect=2, read=0.3),
-                           retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01)) as slow:
+        with counting_proxy(sandbox.url) as proxy, \
+                dubkit.Client(new_key, proxy.url, timeout=dubkit.Timeout(connect=2, read=0.3),
+                              retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01)) as slow:
             with pytest.raises((dubkit.APITimeoutError, dubkit.IdempotencyConflictError)):
                 slow.translate.create_async(["slow"], source="en-US", target="fr-FR")
+            proxy.wait_idle()                  # every attempt has had its answer
     finally:
         sandbox.set_faults()
+    assert len(proxy.attempts) == 3            # the first try and both retries arrived
     with dubkit.Client(new_key, sandbox.url) as c:
-        deadline = time.monotonic() + 10      # the slow attempts land in their own time
-        while not c.tasks.list() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.7)                       # past the injected latency of any straggler
         assert len(c.tasks.list()) == 1
 
 
@@ -236,7 +237,7 @@ def test_a_retry_that_meets_an_in_flight_first_attempt_learns_its_real_outcome(
             dubkit.Client(new_key, sandbox.url, retry=policy,
                           timeout=dubkit.Timeout(connect=2, read=0.3)) as c:
         with pytest.raises(dubkit.DubkitError) as info:
-            c.voices.clone(f"{url}/ref.wav", name="x")
+            c.clones.create(f"{url}/ref.wav", name="x")
         assert not isinstance(info.value, dubkit.IdempotencyConflictError), info.value
         assert len(c.voices.clones()) == 0 and len(c.tasks.list()) == 0
 
@@ -245,7 +246,10 @@ def test_the_key_only_travels_to_the_base_url(client):
     with pytest.raises(dubkit.ValidationError) as info:
         client.request("GET", "http://127.0.0.2:9/steal")
     assert info.value.field == "path"
-    assert client.request("GET", client.base_url + "/openapi/v1/tasks/list")["total"] >= 0
+    client.translate.create(["mine"], source="en-US", target="fr-FR")
+    page = client.request("GET", client.base_url + "/openapi/v1/tasks/list")
+    assert [t["taskId"] for t in page["records"]] == [t.task_id for t in client.tasks.list()]
+    assert page["total"] >= 1
 
 
 def test_a_409_without_a_json_body_is_still_a_conflict_error():
@@ -259,21 +263,22 @@ def test_a_409_without_a_json_body_is_still_a_conflict_error():
 
 
 def test_wait_holds_its_deadline_even_when_polls_hang(sandbox, new_key):
-    with dubkit.Client(new_key, sandbox.url) as c:
-        task = c.translate.create_async(["x"], source="en-US", target="fr-FR")
-        sandbox.set_timing("seconds", 60)
-        slow = c.translate.create_async(["y"], source="en-US", target="fr-FR")
-        sandbox.set_faults(latencyMs=5000, paths=["/tasks/detail"])
-        try:
-            started = time.monotonic()
-            with pytest.raises(dubkit.TaskTimeoutError):
+    """A poll that hangs for 5 s does not hold ``wait(timeout=1)``: it gives up while that
+    poll is still unanswered, and does not send it again."""
+    sandbox.set_timing("seconds", 60)
+    try:
+        with counting_proxy(sandbox.url) as proxy, dubkit.Client(new_key, proxy.url) as c:
+            slow = c.translate.create_async(["y"], source="en-US", target="fr-FR")
+            sandbox.set_faults(latencyMs=5000, paths=["/tasks/detail"])
+            with pytest.raises(dubkit.TaskTimeoutError) as info:
                 slow.wait(timeout=1.0)
-            took = time.monotonic() - started
-        finally:
-            sandbox.set_faults()
-            sandbox.set_timing("immediate")
-    assert task.task_id != slow.task_id
-    assert took < 4.5, took   # bounded by the deadline, not by 5 s polls times retries
+            still_waiting = proxy.in_flight     # the hanging poll, not yet answered
+            proxy.wait_idle()
+    finally:
+        sandbox.set_faults()
+        sandbox.set_timing("immediate")
+    assert still_waiting == 1 and info.value.last_status == "running"
+    assert [p.split("?")[0] for p in proxy.attempts].count("/openapi/v1/tasks/detail") == 1
 
 
 def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_key,
@@ -438,9 +443,13 @@ def test_an_event_lost_between_status_flip_and_outbox_is_sent_after_restart(tmp_
         second = start(tmp_path)
         try:
             deadline = time.time() + 15
-            while not received and time.time() < deadline:
+            while time.time() < deadline and not any(
+                    row["state"] == "delivered"
+                    for row in second.deliveries(task_id=task.task_id)["deliveries"]):
                 time.sleep(0.05)
-            time.sleep(0.5)
+            rows = second.deliveries(task_id=task.task_id)["deliveries"]
         finally:
             second.stop()
+    # One outbox row, delivered on its first attempt: the receiver saw the event once.
+    assert [(r["state"], r["attempts"]) for r in rows] == [("delivered", 1)]
     assert [e["data"]["taskId"] for e in received] == [task.task_id]

@@ -15,12 +15,12 @@ import pytest
 import dubkit
 from dubkit import samples
 from dubkit._transport import new_idempotency_key
-from dubkit.media.audio import download
+import requests
 from dubkit.errors import (BadRequestError, InsufficientCreditsError, NotFoundError,
                            TaskFailedError, ValidationError)
 from dubkit.media import _ffmpeg, av, subtitles
 from dubkit.webhooks import Receiver
-from dubkit.widgets.sources import browser_url
+from dubkit.views.sources import browser_url
 from test_pipeline import NARRATION, SCRIPT, SENTENCES
 
 PATH = "/task/media-translation/create-async"
@@ -48,7 +48,9 @@ def credits(sandbox, key: str) -> float:
 
 def fetch(url: str, folder: Path, name: str) -> Path:
     path = folder / name
-    path.write_bytes(download(url))
+    answer = requests.get(url, timeout=60)
+    answer.raise_for_status()
+    path.write_bytes(answer.content)
     return path
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import dubkit
 from dubkit import samples
-from dubkit.resources.media import DubbingResult
+from dubkit.results import DubbingResult
 
 REST_PATHS = ("/openapi/v1", "assets/voice")
 HINT = "client.voices.presets()"
@@ -48,7 +48,7 @@ def test_an_unknown_voice_is_the_same_error_in_every_entry_point(client, dub_acc
     tasks_before = len(mine.tasks.list())
     calls = {
         "data[0].voiceId": lambda: client.tts.speak("Hi.", voice_id),
-        "voice_ids[1]": lambda: client.voices.audition("Hi.", ["sv_s1_en_us_clear_f", voice_id]),
+        "voice_ids[1]": lambda: client.tts.audition("Hi.", ["sv_s1_en_us_clear_f", voice_id]),
         "selected_voices[1]": lambda: mine.media.translate(
             material, target="fr-FR", selected_voices=["sv_s4_fr_fr_news_f", voice_id]),
         "options.voiceSpeakers.selectedVoicesList[0].voiceId": lambda: mine.media.translate(
@@ -89,7 +89,7 @@ def test_a_dub_with_unknown_voices_costs_no_upload(dub_account, tmp_path):
 
 def test_known_voices_pass_and_a_wrong_provider_is_named(dub_account, client_for):
     mine, material, _, key = dub_account
-    clone = mine.voices.clone(mine.voices.preset("sv_s1_en_us_clear_f").audio,
+    clone = mine.clones.create(mine.voices.preset("sv_s1_en_us_clear_f").audio,
                               name="Tester", provider="V2", language="en-US")
     fresh = client_for(key)     # a client that has seen no voice yet: it must look them up
     task = fresh.media.translate(material, target="fr-FR",
@@ -144,7 +144,7 @@ def test_reprs_count_in_words(client):
     assert repr(client.tts.create(["Hi."], voice="sv_s1_en_us_clear_f")).startswith(
         "Speech(1 line, ")
     assert repr(client.voices.presets(voice_id="sv_s1_en_us_clear_f")) == "VoiceList(1 voice of 1)"
-    result = DubbingResult({"translatedScripts": {"result": [{"id": 1, "text": "Salut"}]},
+    result = DubbingResult(client.transport, {"translatedScripts": {"result": [{"id": "1", "text": "Salut"}]},
                             "voiceMatch": [{"voiceId": "sv_s4_fr_fr_news_f"}]})
     assert repr(result).endswith(", 1 line, 1 voice)")
 

@@ -13,7 +13,7 @@ from dubkit import samples
 from dubkit.sandbox import pipeline
 from dubkit.sandbox.backend import Backend, ServiceError
 from dubkit.media import av, subtitles
-from dubkit.sandbox.engines import speech
+from dubkit.media import speech
 from dubkit.sandbox.pipeline import dubbing, render, transcript
 from dubkit.sandbox.products.media import KeyVoices
 from dubkit.schema import MediaTranslationRequest

@@ -28,7 +28,7 @@ import requests
 import dubkit
 from _http import local_http
 from dubkit import samples
-from dubkit.sandbox import start
+from dubkit import start_sandbox as start
 from dubkit.sandbox.admin_token import ADMIN_HEADER, read_admin_token
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
@@ -107,7 +107,7 @@ def test_references_never_read_a_file_outside_the_data_dir(api, sandbox, tmp_pat
                     f"{sandbox.url}/files/{relative.replace('..', '%2e%2e')}",
                     f"{sandbox.url}/files/{outside}", f"{sandbox.url}/files/link.wav"):
             with pytest.raises(dubkit.UnprocessableError) as refused:
-                api.voices.clone(url, provider="V1")
+                api.clones.create(url, provider="V1")
             assert str(tmp_path) not in refused.value.message and "refAudio" in \
                 refused.value.message
         assert len(api.voices.clones()) == 0
@@ -125,17 +125,17 @@ def test_other_hosts_are_fetched_only_when_the_policy_names_them(api, sandbox, t
     try:
         with _wav_server(wav) as url:
             with pytest.raises(dubkit.BadRequestError, match="refAudio: must be an https"):
-                api.voices.clone(f"{url}/ref.wav")                  # plain http: refused
+                api.clones.create(f"{url}/ref.wav")                  # plain http: refused
             sandbox.admin("POST", "/fetch", schemes=["http", "https"])
             with pytest.raises(dubkit.UnprocessableError) as loopback:   # loopback: refused
-                api.voices.clone(f"{url}/ref.wav")
+                api.clones.create(f"{url}/ref.wav")
             with pytest.raises(dubkit.UnprocessableError) as closed:     # a closed port
-                api.voices.clone("http://127.0.0.1:9/ref.wav")
+                api.clones.create("http://127.0.0.1:9/ref.wav")
             with pytest.raises(dubkit.UnprocessableError) as metadata:   # link-local
-                api.voices.clone("http://169.254.169.254/latest/meta-data/")
+                api.clones.create("http://169.254.169.254/latest/meta-data/")
             assert loopback.value.message == closed.value.message == metadata.value.message
             sandbox.admin("POST", "/fetch", allow=["127.0.0.1"])
-            assert api.voices.clone(f"{url}/ref.wav").voice_id.startswith("cv_")
+            assert api.clones.create(f"{url}/ref.wav").voice_id.startswith("cv_")
     finally:
         sandbox.admin("POST", "/fetch", remote=True, schemes=["https"], allow=[])
 
@@ -258,7 +258,7 @@ def test_tasks_cut_short_by_a_restart_are_refunded(tmp_path):
     port = _free_port()
     proc = _standalone(data_dir, port)
     try:
-        box = dubkit.sandbox.SandboxHandle(f"http://127.0.0.1:{port}",
+        box = dubkit.SandboxHandle(f"http://127.0.0.1:{port}",
                                            admin_token=(data_dir / "admin-token").read_text())
         client = dubkit.Client(box.api_key, box.url)
         start_credits = box.credits()
@@ -310,7 +310,7 @@ def test_file_links_stop_working_when_their_owner_is_deleted(api, sandbox, tmp_p
     sandbox.admin("POST", "/fetch", schemes=["http", "https"], allow=["127.0.0.1"])
     try:
         with _wav_server(wav) as url:
-            clone = api.voices.clone(f"{url}/ref.wav")
+            clone = api.clones.create(f"{url}/ref.wav")
     finally:
         sandbox.admin("POST", "/fetch", remote=True, schemes=["https"], allow=[])
     (record,) = api.voices.clones(voice_id=clone.voice_id)

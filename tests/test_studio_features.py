@@ -19,7 +19,7 @@ import soundfile as sf
 from dubkit import samples
 from dubkit.media import loudness
 from dubkit.studio import APP_INTRO, AuditionStudio, Shortlist, running_in_voila
-from dubkit.widgets.buttons import download_button_html
+from dubkit.views.buttons import download_button_html
 
 LINE = "Welcome aboard! Tonight we sail past the lighthouse."
 

@@ -38,7 +38,7 @@ def clone(client, client_for, new_key):
     preview = client.voices.preset(VOICE).audio
 
     def make(provider: str = "V1", reference: str | None = None) -> str:
-        return maker.voices.clone(reference or preview, provider=provider).voice_id
+        return maker.clones.create(reference or preview, provider=provider).voice_id
     return make
 
 
@@ -236,7 +236,7 @@ def test_async_create_delivers_a_signed_openapi_tts_webhook(client, sandbox):
         task = client.tts.create_async(["Later, alligator.", "In a while."], voice=VOICE,
                                        output_format="wav", extra_data={"order": 7})
         result = task.wait(timeout=60).result
-        assert isinstance(result, dubkit.resources.tts.Speech) and not result.errors
+        assert isinstance(result, dubkit.Speech) and not result.errors
         assert [l.text for l in result] == ["Later, alligator.", "In a while."]
         assert result[0].audio.size > 0
         deadline = threading.Event()

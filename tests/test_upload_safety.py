@@ -72,7 +72,7 @@ def live_with_hash(api, file_hash: str) -> list[str]:
 
 def sessions(api, sandbox) -> list[dict]:
     """The key's upload sessions (gen-upload-url and initiate each open one)."""
-    query = urlencode({"apiKey": api.transport._api_key})
+    query = urlencode({"apiKey": api.transport._secret})
     return sandbox.admin("GET", f"/uploads?{query}")["sessions"]
 
 
@@ -80,7 +80,7 @@ def crash_while_uploading(api, path: Path, state_dir: Path, mode: str) -> None:
     """Run the uploader on ``path`` until it kills itself (``mode``, see UPLOADER)."""
     uploader = subprocess.run(
         [sys.executable, "-c", UPLOADER, api.base_url, str(path), str(state_dir), mode],
-        input=api.transport._api_key + "\n", capture_output=True, text=True, timeout=120)
+        input=api.transport._secret + "\n", capture_output=True, text=True, timeout=120)
     assert uploader.returncode == -signal.SIGKILL, (uploader.returncode, uploader.stderr)
     assert "finished" not in uploader.stdout
 

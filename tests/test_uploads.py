@@ -14,7 +14,7 @@ import pytest
 
 import dubkit
 from dubkit import samples
-from dubkit.resources.materials import Material, require_registered
+from dubkit.results import Material
 from dubkit.uploads import pending_states
 from dubkit.widgets.uploads import UploadProgressBar
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
@@ -63,7 +63,7 @@ def test_a_small_file_is_one_put_then_a_registered_material(api, tmp_path, state
     assert material.name == "hello.wav" and material.duration_seconds > 1
     assert seen.phases == ["hashing", "uploading", "registering", "done"]
     assert seen.last.parts_total == 1 and seen.last.sent == path.stat().st_size
-    assert require_registered(api, material) == material.material_id
+    assert api.materials.require_registered(material) == material.material_id
     assert [m.material_id for m in api.materials.list()] == [material.material_id]
 
     again = Recorder()
@@ -123,7 +123,7 @@ def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_
     path = samples.noise_wav(tmp_path / "killed.wav", 27 * MiB)      # 6 parts of 5 MiB
     sandbox.admin("POST", "/storage", putLatencyMs=400)            # parts take a while
     uploader = subprocess.Popen(
-        [sys.executable, "-c", UPLOADER, api.transport._api_key, api.base_url, str(path),
+        [sys.executable, "-c", UPLOADER, api.transport._secret, api.base_url, str(path),
          str(state_dir)], stdout=subprocess.PIPE, text=True)
     try:
         for line in uploader.stdout:                               # type: ignore[union-attr]
@@ -250,16 +250,16 @@ def test_list_pages_and_ids_must_be_registered(api, client_for, new_key, tmp_pat
     assert api.materials.list(limit=1)[0].material_id == made[-1].material_id
 
     fresh = client_for(new_key)                  # no cache: the id is looked up in the list
-    assert require_registered(fresh, made[0].material_id) == made[0].material_id
+    assert fresh.materials.require_registered(made[0].material_id) == made[0].material_id
     api.materials.delete(made[0])
     for client in (api, client_for(new_key)):
         with pytest.raises(dubkit.ValidationError, match="not a registered material") as caught:
-            require_registered(client, made[0].material_id)
+            client.materials.require_registered(made[0].material_id)
         assert caught.value.field == "source.materialId"
     unfinished = api.call("materials.gen_upload_url",
                           {"fileHash": "0" * 32, "fileName": "never.wav"})["materialId"]
     with pytest.raises(dubkit.ValidationError, match="unfinished upload"):
-        require_registered(api, unfinished)
+        api.materials.require_registered(unfinished)
 
 
 def test_the_progress_bar_shows_bytes_rate_and_parts(api, tmp_path, state_dir):

@@ -26,7 +26,7 @@ def make_clone(client, client_for):
     reference = client.voices.preset("sv_s1_en_us_clear_f").audio
 
     def make(api_key: str, name: str, provider: str = "V1") -> str:
-        return client_for(api_key).voices.clone(reference, name=name, provider=provider,
+        return client_for(api_key).clones.create(reference, name=name, provider=provider,
                                                 language="en-US", text="sample").voice_id
     return make
 
@@ -209,7 +209,7 @@ def test_browser_filters_ticks_and_auditions_side_by_side(client):
     assert len({line.voice_id for line in audition.speech}) == 3   # several tiers, one call
     view = browser._repr_mimebundle_()["text/html"]
     assert view.count("<audio") >= 3 + len(browser.voices) and "autoplay" not in view
-    assert client.transport._api_key not in view
+    assert client.transport._secret not in view
 
 
 def test_browser_reports_an_empty_audition_instead_of_failing(client):

@@ -5,6 +5,7 @@
 ``mixing``    audio on a timeline in numpy: trim, duck, place, mix
 ``subtitles`` SubRip and WebVTT cues
 ``loudness``  EBU R128 loudness: measure and match
+``speech``    offline text to speech (espeak-ng)
 
 Nothing here talks to the service or the sandbox; it imports nothing else of dubkit's.
 """

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
+from .mime import known_mime_type
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 # Every run is held to this many threads: the sandbox shares the machine with the notebook kernel
@@ -72,10 +74,8 @@ class MediaInfo:
             return "video/quicktime" if self.brand == "qt" else f"{kind}/mp4"
         if "matroska" in names:
             return f"{kind}/webm" if self.brand == "webm" else f"{kind}/x-matroska"
-        simple = {"mp3": "audio/mpeg", "wav": "audio/wav", "flac": "audio/flac", "aac": "audio/aac",
-                  "ogg": f"{kind}/ogg", "avi": "video/x-msvideo", "flv": "video/x-flv",
-                  "mpegts": "video/mp2t", "asf": f"{kind}/x-ms-asf", "aiff": "audio/aiff"}
-        return next((simple[n] for n in sorted(names) if n in simple), "application/octet-stream")
+        known = (known_mime_type(n, kind) for n in sorted(names))
+        return next((mime for mime in known if mime), "application/octet-stream")
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,10 +1,8 @@
-"""Client-side audio: fetch what the service returns, decode it to numpy, draw small waveforms.
+"""Audio bytes in numpy: decode what the service returns, draw small waveforms.
 
 WAV, FLAC, OGG and MP3 decode through ``soundfile``; anything else (M4A/AAC) through the ffmpeg
-binary that ``imageio-ffmpeg`` ships. Downloads use a plain session that never carries the
-API key: audio URLs point at storage, not at the API.
+binary that ``imageio-ffmpeg`` ships (:mod:`dubkit.media.av`).
 
->>> data = download(line.uri)                      # doctest: +SKIP
 >>> samples, rate = decode(data)                   # float32, mono as (n,)
 >>> svg = waveform_svg(samples)                    # a small inline picture
 """
@@ -12,34 +10,13 @@ API key: audio URLs point at storage, not at the API.
 from __future__ import annotations
 
 import io
-import subprocess
 import tempfile
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
-import requests
 import soundfile as sf
 
-MIME_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac",
-              "flac": "audio/flac", "ogg": "audio/ogg", "opus": "audio/ogg", "webm": "audio/webm"}
-_session = requests.Session()     # no Authorization header, on purpose
-
-
-def format_of(url_or_name: str) -> str:
-    """``'https://cdn/x/line.m4a?sig=..'`` -> ``'m4a'`` (empty when there is no extension)."""
-    return Path(urlparse(url_or_name).path).suffix.lstrip(".").lower()
-
-
-def mime_type(fmt: str) -> str:
-    return MIME_TYPES.get(fmt.lower(), "audio/" + (fmt.lower() or "mpeg"))
-
-
-def download(url: str, *, timeout: float = 60) -> bytes:
-    """The bytes behind an audio URL (raises ``requests.HTTPError`` on a non-2xx answer)."""
-    answer = _session.get(url, timeout=(5, timeout))
-    answer.raise_for_status()
-    return answer.content
+from .av import decode_audio
 
 
 def decode(data: bytes, fmt: str = "") -> tuple[np.ndarray, int]:
@@ -54,17 +31,11 @@ def decode(data: bytes, fmt: str = "") -> tuple[np.ndarray, int]:
 
 
 def _decode_with_ffmpeg(data: bytes) -> tuple[np.ndarray, int]:
-    import imageio_ffmpeg
     with tempfile.TemporaryDirectory(prefix="dubkit-audio-") as tmp:
-        source, target = Path(tmp) / "in", Path(tmp) / "out.wav"
+        source = Path(tmp) / "in"
         source.write_bytes(data)
-        done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-nostdin",
-                               "-i", str(source), "-vn", "-c:a", "pcm_f32le", str(target)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ValueError(f"cannot decode audio: {done.stderr.strip()[-300:]}")
-        samples, rate = sf.read(target, dtype="float32")
-    return samples, int(rate)
+        samples, rate = decode_audio(source, mono=False)
+    return (samples[:, 0] if samples.shape[1] == 1 else samples), rate
 
 
 def waveform_svg(samples: np.ndarray, *, width: int = 160, height: int = 28,

@@ -1,13 +1,15 @@
-"""One resource object per product; the Client makes one of each."""
+"""One service object per product, each on the client's one transport (as stripe-python's
+services sit on one requestor). The Client makes one of each and hands a resource the siblings
+it needs (TTS checks voices with ``client.voices`` and uploads references with
+``client.materials``), so no resource imports the client."""
 
-from . import clone  # noqa: F401  (registers the cloneVoice result type)
-
+from .clone import CloneResource
 from .materials import MaterialsResource
 from .media import MediaResource
-from .tasks import Task, TaskList, TasksResource
-from .translate import TranslateResource, Translation
+from .tasks import TasksResource
+from .translate import TranslateResource
 from .tts import TTSResource
-from .voices import VoicesResource
+from .voices import VoicesResource, unknown_voice
 
-__all__ = ["MaterialsResource", "MediaResource", "Task", "TaskList", "TasksResource",
-           "TranslateResource", "Translation", "TTSResource", "VoicesResource"]
+__all__ = ["CloneResource", "MaterialsResource", "MediaResource", "TasksResource",
+           "TranslateResource", "TTSResource", "VoicesResource", "unknown_voice"]

@@ -1,27 +1,61 @@
-"""What every resource shares: a client, paged listing, and concurrent chunking."""
+"""What every resource shares: the transport, async creates, paged listing, concurrent chunks."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence, TypeVar, overload
 
 from tqdm.auto import tqdm
 
-from ..errors import DubkitError
-
-if TYPE_CHECKING:
-    from ..client import Client
+from .._transport import Transport, new_idempotency_key
+from ..errors import DubkitError, IdempotencyConflictError
+from ..results import Task
+from ..schema import AsyncAcceptance, Wire
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 class Resource:
-    def __init__(self, client: "Client") -> None:
-        self._client = client
+    """A product's calls, sent through the client's one :class:`~dubkit._transport.Transport`."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} of {self._client!r}>"
+        return f"<{type(self).__name__} of {self._transport.base_url}>"
+
+    @overload
+    def _create(self, op: str, body: Wire, *, asynchronous: Literal[False],
+                idempotency_key: str | None = None) -> Any: ...
+
+    @overload
+    def _create(self, op: str, body: Wire, *, asynchronous: Literal[True], task_type: str,
+                context: dict[str, Any] | None = None,
+                extra_data: Mapping[str, Any] | None = None,
+                idempotency_key: str | None = None) -> Task: ...
+
+    def _create(self, op: str, body: Wire, *, asynchronous: bool, task_type: str = "",
+                context: dict[str, Any] | None = None,
+                extra_data: Mapping[str, Any] | None = None,
+                idempotency_key: str | None = None) -> Any:
+        """Send a create: the envelope's data (synchronous), or the accepted :class:`Task`.
+
+        An async create's idempotency key also rides in ``extraData.dubkitIdempotencyKey``, so
+        a webhook can be matched to this call even if the acceptance answer is lost.
+        """
+        if not asynchronous:
+            return self._transport.call(op, body, idempotency_key=idempotency_key)
+        key = idempotency_key or new_idempotency_key()
+        stamped = {"dubkitIdempotencyKey": key, **(getattr(body, "extra_data", None) or {}),
+                   **(extra_data or {})}
+        body = body.model_copy(update={"extra_data": stamped})
+        data = self._transport.call(op, body, idempotency_key=key)
+        accepted = AsyncAcceptance.model_validate(data)
+        extra = accepted.model_extra or {}
+        return Task(self._transport, accepted.task_id, task_type=extra.get("taskType") or task_type,
+                    status=extra.get("status") or "running", created_at=accepted.created_at,
+                    idempotency_key=key, context=context)
 
 
 def iterate_pages(fetch: Callable[[int, int], dict[str, Any]], page_size: int,
@@ -53,7 +87,6 @@ def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
 def chunk_failure(exc: DubkitError) -> str:
     """The per-line message for a chunk whose request failed; an accepted-but-lost chunk is
     said to be so, because running it again would be charged again."""
-    from ..errors import IdempotencyConflictError
     if isinstance(exc, IdempotencyConflictError) and exc.first_attempt_accepted:
         return (f"accepted, answer lost: this chunk was done and charged once (idempotency key "
                 f"{exc.idempotency_key}); find it in client.tasks.list() rather than re-running")

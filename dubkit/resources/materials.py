@@ -8,61 +8,32 @@
 
 Only registered materials can feed media translation. A :class:`Material` returned by
 ``upload`` or ``list`` is registered by construction; a bare id string is checked with
-:func:`require_registered` before it is sent anywhere.
+:meth:`MaterialsResource.require_registered` before it is sent anywhere.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Callable, Iterator
 
-import pandas as pd
-
-from .. import schema
+from .._transport import Transport
 from ..errors import NotFoundError, ValidationError
-from ..uploads import MULTIPART_THRESHOLD, ProgressCallback, Upload
+from ..results import Material, MaterialList
+from ..uploads import MULTIPART_THRESHOLD, ProgressCallback, Upload, check_media_file
 from ._base import Resource, iterate_pages
 
-if TYPE_CHECKING:
-    from ..client import Client
-
-COLUMNS = ["material_id", "name", "category", "duration_s", "filesize", "resolution",
-           "mime_type", "create_time"]
-
-
-class Material(schema.Material):
-    """A registered material (interface §3.1); in a notebook it shows a player."""
-
-    @property
-    def duration_seconds(self) -> float | None:
-        return self.duration / 1000 if self.duration is not None else None
-
-    def __repr__(self) -> str:
-        return (f"Material({self.material_id!r}, {self.name!r}, {self.category}, "
-                f"{self.duration_seconds or 0:.1f} s)")
-
-    def _repr_html_(self) -> str:
-        from ..widgets.uploads import material_html
-        return material_html(self)
-
-
-class MaterialList(list):
-    """Materials from :meth:`MaterialsResource.list`; ``.to_frame()`` for a table."""
-
-    def to_frame(self) -> pd.DataFrame:
-        rows = [{**m.model_dump(), "duration_s": m.duration_seconds} for m in self]
-        return pd.DataFrame(rows, columns=COLUMNS)
-
-    def _repr_html_(self) -> str:
-        return self.to_frame().to_html(index=False, na_rep="", escape=True)
+# Makes the progress display ``progress=True`` asks for (the Client passes the widgets' one).
+ProgressDisplay = Callable[[str], ProgressCallback]
 
 
 class MaterialsResource(Resource):
     """``client.materials``: upload, list, delete; ids of registered materials are remembered."""
 
-    def __init__(self, client: "Client") -> None:
-        super().__init__(client)
+    def __init__(self, transport: Transport, *,
+                 progress_display: ProgressDisplay | None = None) -> None:
+        super().__init__(transport)
         self._registered: set[str] = set()
+        self._progress_display = progress_display
 
     def upload(self, path: str | os.PathLike[str], *, name: str | None = None,
                progress: bool | ProgressCallback = True, part_size: int | None = None,
@@ -80,12 +51,16 @@ class MaterialsResource(Resource):
 
         >>> m = client.materials.upload("talk.mp4", concurrency=8)
         """
-        upload = Upload(self._client, path, name=name, part_size=part_size,
-                        concurrency=concurrency, multipart_threshold=multipart_threshold,
-                        resume=resume, state_dir=state_dir)     # bad input stops here
-        upload.on_progress = _progress_display(progress, upload.name)
+        upload = Upload(self._transport, path, find_by_hash=self._record_by_hash, name=name,
+                        part_size=part_size, concurrency=concurrency,
+                        multipart_threshold=multipart_threshold, resume=resume,
+                        state_dir=state_dir)     # bad input stops here
+        if callable(progress):
+            upload.on_progress = progress
+        elif progress and self._progress_display is not None:
+            upload.on_progress = self._progress_display(upload.name)
         record = upload.run()
-        return self._seen(Material.model_validate(record))
+        return self._seen(Material.model_validate(record)).hold_thumbnail(self._transport)
 
     def list(self, *, limit: int | None = None, page_size: int = 100) -> MaterialList:
         """Every registered material of this key, newest first (``limit`` caps the count)."""
@@ -93,7 +68,9 @@ class MaterialsResource(Resource):
 
     def iterate(self, *, limit: int | None = None, page_size: int = 100) -> Iterator[Material]:
         def fetch(page: int, size: int) -> dict[str, Any]:
-            return self._client.call("materials.list", {"currentPage": page, "pageSize": size})
+            answer: dict[str, Any] = self._transport.call(
+                "materials.list", {"current_page": page, "page_size": size})
+            return answer
         for record in iterate_pages(fetch, page_size, limit):
             yield self._seen(Material.model_validate(record))
 
@@ -102,23 +79,24 @@ class MaterialsResource(Resource):
         found = next((m for m in self.iterate() if m.material_id == material_id), None)
         if found is None:
             raise NotFoundError(f"no registered material {material_id!r} for this key", code=404)
-        return found
+        return found.hold_thumbnail(self._transport)
 
     def find_by_hash(self, file_hash: str) -> Material | None:
         """The registered material with these bytes (MD5 hex), if any."""
         return next((m for m in self.iterate() if (m.file_hash or "").lower()
                      == file_hash.lower()), None)
 
-    def delete(self, material: "Material | str") -> None:
+    def delete(self, material: Material | str) -> None:
         """Delete a material (soft: it leaves lists and cannot feed new tasks)."""
         material_id = material.material_id if isinstance(material, Material) else material
-        self._client.call("materials.delete", {"materialId": material_id})
-        self._registered.discard(material_id)
+        self._transport.call("materials.delete", {"material_id": material_id})
+        self._registered.discard(material_id or "")
 
     def abort(self, path: str | os.PathLike[str], *,
               state_dir: str | os.PathLike[str] | None = None) -> bool:
         """Abort the interrupted upload of ``path``; False if none was pending."""
-        return Upload(self._client, path, state_dir=state_dir).abort_pending()
+        return Upload(self._transport, path, find_by_hash=self._record_by_hash,
+                      state_dir=state_dir).abort_pending()
 
     def is_registered(self, material_id: str) -> bool:
         """True if ``material_id`` is a live registered material (asks the service if unsure)."""
@@ -126,37 +104,58 @@ class MaterialsResource(Resource):
             return True
         return any(m.material_id == material_id for m in self.iterate())
 
-    def _seen(self, material: Material) -> Material:
-        self._registered.add(material.material_id)
+    def require_registered(self, material: Material | str,
+                           field: str = "source.materialId") -> str:
+        """The id of a registered material, or ValidationError naming ``field`` before any task.
+
+        A :class:`Material` is registered by construction; a string is checked against the ids
+        this client has seen registered, then against the service's material list.
+
+        >>> client.materials.require_registered(material)             # -> 'mat_…'
+        >>> client.materials.require_registered("mat_from_initiate")  # ValidationError
+        """
+        if isinstance(material, Material) and material.material_id:
+            return material.material_id
+        if not isinstance(material, str) or not material.strip():
+            raise ValidationError(field, f"expected a Material or a material id, got "
+                                         f"{material!r}")
+        if not self.is_registered(material):
+            raise ValidationError(field, f"{material!r} is not a registered material of this "
+                                         f"key: use an id from client.materials.upload() or "
+                                         f"client.materials.list(); an id from gen-upload-url "
+                                         f"or multipart initiate only identifies an "
+                                         f"unfinished upload")
         return material
 
+    def audio_url(self, recording: Any, field: str) -> str:
+        """An http(s) URL for a recording (a reference voice, an emotion reference): URLs
+        pass, Materials give their audio URL, local files are uploaded as materials first
+        (checked before any request: missing, empty, text).
 
-def require_registered(client: "Client", material: "Material | str",
-                       field: str = "source.materialId") -> str:
-    """The id of a registered material, or ValidationError naming ``field`` before any task.
+        >>> client.materials.audio_url("voice.wav", "refAudio")   # 'http://…/mat_…/voice.wav'
+        """
+        if isinstance(recording, Material):
+            url = recording.audio_url or recording.address_url
+            if not url:
+                raise ValidationError(field, f"material {recording.material_id} has no audio "
+                                             f"URL")
+            return url
+        if recording is None or (isinstance(recording, str) and not recording.strip()):
+            raise ValidationError(field, "is required: a local audio file, an http(s) URL or "
+                                         "a Material")
+        if isinstance(recording, str) and recording.startswith(("http://", "https://")):
+            return recording
+        if not isinstance(recording, (str, os.PathLike)):
+            raise ValidationError(field, f"expected a local audio file, an http(s) URL or a "
+                                         f"Material, got {type(recording).__name__}")
+        check_media_file(recording, field)
+        return self.audio_url(self.upload(recording, progress=False), field)
 
-    A :class:`Material` is registered by construction; a string is checked against the ids
-    this client has seen registered, then against the service's material list.
+    def _record_by_hash(self, file_hash: str) -> dict[str, Any] | None:
+        found = self.find_by_hash(file_hash)
+        return found.to_wire() if found is not None else None
 
-    >>> require_registered(client, material)             # -> 'mat_…'
-    >>> require_registered(client, "mat_from_initiate")  # ValidationError: not registered
-    """
-    if isinstance(material, Material):
-        return material.material_id
-    if not isinstance(material, str) or not material.strip():
-        raise ValidationError(field, f"expected a Material or a material id, got {material!r}")
-    if not client.materials.is_registered(material):
-        raise ValidationError(field, f"{material!r} is not a registered material of this key: "
-                                     f"use an id from client.materials.upload() or "
-                                     f"client.materials.list(); an id from gen-upload-url or "
-                                     f"multipart initiate only identifies an unfinished upload")
-    return material
-
-
-def _progress_display(progress: bool | ProgressCallback, name: str) -> ProgressCallback | None:
-    if callable(progress):
-        return progress
-    if not progress:
-        return None
-    from ..widgets.uploads import UploadProgressBar, in_notebook, terminal_progress
-    return UploadProgressBar(name).show() if in_notebook() else terminal_progress(name)
+    def _seen(self, material: Material) -> Material:
+        if material.material_id:
+            self._registered.add(material.material_id)
+        return material

@@ -4,11 +4,10 @@
 >>> client.voices.presets(search="ava", limit=5)          # a table with a play control a voice
 >>> client.voices.clones(search="narrator")
 >>> client.voices.rename("cv_…", "Narrator (warm)"); client.voices.delete("cv_…")
->>> client.voices.browser()                               # filters, table, audition panel
->>> client.voices.audition("Welcome aboard!", ["sv_…", "sv_…", "cv_…"])   # side by side
 
 Every listing pages through the service for you (``limit`` caps the count) and remembers
-each voice's provider, which ``client.tts`` uses to keep one provider per request.
+each voice's provider, which ``client.tts`` and ``client.media`` use to check voices before
+anything is sent.
 
 A voice id the key's preset catalogue and clone library do not have is a
 :class:`~dubkit.ValidationError` naming the argument it came in (:func:`unknown_voice`),
@@ -17,23 +16,14 @@ wherever it is passed: looked up in the service's own lists before anything is s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
-
-import pandas as pd
+from typing import Any, Sequence, TypeVar
 
 from ..errors import ValidationError
+from ..results import VoiceList
 from ..schema import ClonedVoice, PresetVoice
-from ._base import Resource, as_list, iterate_pages
+from ._base import Resource, iterate_pages
 
-if TYPE_CHECKING:
-    from ..client import Client
-    from ..widgets.voices import Audition, VoiceBrowser
-    from .tasks import Task
-
-PRESET_COLUMNS = ["voice_id", "display_name", "locale", "gender", "age", "provider", "style",
-                  "is_hd", "is_preferred", "score", "audio"]
-CLONE_COLUMNS = ["voice_id", "name", "provider", "example_language", "content", "audio",
-                 "create_time"]
+V = TypeVar("V", PresetVoice, ClonedVoice)
 LISTING_HINT = "find ids with client.voices.presets() or client.voices.clones()"
 
 
@@ -55,40 +45,11 @@ def unknown_voice(field: str, voice_id: Any, *, presets_only: bool = False) -> V
                                   f"this key; {LISTING_HINT}")
 
 
-class VoiceList(list):
-    """Voices from a listing; ``.to_frame()`` for a table, a play control a voice in notebooks.
-
-    ``total`` is what the service counted for the query (may exceed ``len`` with ``limit``).
-    """
-
-    def __init__(self, voices: Iterable[PresetVoice | ClonedVoice] = (), total: int | None = None
-                 ) -> None:
-        super().__init__(voices)
-        self.total = len(self) if total is None else total
-
-    @property
-    def ids(self) -> list[str]:
-        return [v.voice_id for v in self]
-
-    def to_frame(self) -> pd.DataFrame:
-        clones = bool(self) and isinstance(self[0], ClonedVoice)
-        columns = CLONE_COLUMNS if clones else PRESET_COLUMNS
-        rows = [{c: v.model_dump().get(c) for c in columns} for v in self]
-        return pd.DataFrame(rows, columns=columns)
-
-    def __repr__(self) -> str:
-        return f"VoiceList({len(self)} voice{'' if len(self) == 1 else 's'} of {self.total})"
-
-    def _repr_html_(self) -> str:
-        from ..widgets.voices import voice_table_html
-        return voice_table_html(self)
-
-
 class VoicesResource(Resource):
     """``client.voices``: the preset catalogue and this key's cloned voices."""
 
-    def __init__(self, client: "Client") -> None:
-        super().__init__(client)
+    def __init__(self, transport: Any) -> None:
+        super().__init__(transport)
         self._providers: dict[str, str] = {}
 
     # ----------------------------------------------------------------- presets
@@ -107,15 +68,16 @@ class VoicesResource(Resource):
         ``order_by``: voiceId, score, create_time, update_time, is_preferred; ``order``: asc,
         desc. Other wire fields pass through ``**wire``.
         """
-        query = {"voiceId": voice_id, "searchName": search, "locale": locale, "age": age,
+        query = {"voice_id": voice_id, "search_name": search, "locale": locale, "age": age,
                  "gender": gender, "quality": quality, "category": category,
-                 "emotionPrompt": emotion_prompt,
-                 "topIds": list(top_ids) if top_ids is not None else None,
-                 "orderBy": order_by, "order": order, **wire}
+                 "emotion_prompt": emotion_prompt,
+                 "top_ids": list(top_ids) if top_ids is not None else None,
+                 "order_by": order_by, "order": order, **wire}
         return self._list("voices.presets", PresetVoice, query, limit, page_size)
 
     def presets_page(self, page: int = 1, page_size: int = 10, **filters: Any) -> VoiceList:
-        """One page of presets (for paged views); ``total`` counts every match."""
+        """One page of presets (for paged views; filters as :meth:`presets`); ``total``
+        counts every match."""
         return self._page("voices.presets", PresetVoice, page, page_size, filters)
 
     def preset(self, voice_id: str) -> PresetVoice:
@@ -128,7 +90,8 @@ class VoicesResource(Resource):
         found = self.presets(voice_id=voice_id, limit=1)
         if not found:
             raise unknown_voice("voice_id", voice_id, presets_only=True)
-        return found[0]
+        voice: PresetVoice = found[0]
+        return voice
 
     # ----------------------------------------------------------------- clones
 
@@ -137,32 +100,22 @@ class VoicesResource(Resource):
                order: str | None = None, limit: int | None = None, page_size: int = 50,
                **wire: Any) -> VoiceList:
         """This key's cloned voices, all pages. ``order_by``: voiceId, name, create_time,
-        update_time; ``order``: asc, desc."""
-        query = {"voiceId": voice_id, "searchName": search,
-                 "voiceIds": list(voice_ids) if voice_ids is not None else None,
-                 "orderBy": order_by, "order": order, **wire}
+        update_time; ``order``: asc, desc. Make new ones with ``client.clones``."""
+        query = {"voice_id": voice_id, "search_name": search,
+                 "voice_ids": list(voice_ids) if voice_ids is not None else None,
+                 "order_by": order_by, "order": order, **wire}
         return self._list("voices.clones", ClonedVoice, query, limit, page_size)
-
-    def clone(self, source: Any, **options: Any) -> Any:
-        """Clone a voice from a recording (a local file or URL); see ``dubkit.resources.clone``."""
-        from .clone import clone_voice
-        return clone_voice(self._client, source, **options)
-
-    def clone_async(self, source: Any, **options: Any) -> "Task":
-        """Like :meth:`clone`, returning a :class:`Task` at once."""
-        from .clone import clone_voice_async
-        return clone_voice_async(self._client, source, **options)
 
     def rename(self, voice_id: str, name: str) -> None:
         """Give a cloned voice a new display name."""
-        self._client.call("voices.rename", {"voiceId": voice_id, "voiceName": name})
+        self._transport.call("voices.rename", {"voice_id": voice_id, "voice_name": name})
 
     def delete(self, voice_id: str) -> None:
         """Delete a cloned voice (it disappears from lists and TTS)."""
-        self._client.call("voices.delete", {"voiceId": voice_id})
+        self._transport.call("voices.delete", {"voice_id": voice_id})
         self._providers.pop(voice_id, None)
 
-    # ----------------------------------------------------------------- providers, views
+    # ----------------------------------------------------------------- providers
 
     def provider_of(self, voice_id: str) -> str | None:
         """The provider (S1…, V1…) the service gave for a voice seen in a listing, else None.
@@ -192,58 +145,39 @@ class VoicesResource(Resource):
             providers.append(provider)
         return providers
 
-    def remember(self, voice_id: str, provider: str | None) -> None:
-        """Note a voice's provider (clone results call this for new clones)."""
-        if provider:
+    def remember(self, voice_id: str | None, provider: str | None) -> None:
+        """Note a voice's provider (new clones are noted as they are made)."""
+        if voice_id and provider:
             self._providers[voice_id] = provider
-
-    def browser(self, **filters: Any) -> "VoiceBrowser":
-        """A widget: filters, a table with a play control a voice, an audition panel."""
-        from ..widgets.voices import VoiceBrowser
-        return VoiceBrowser(self._client, **filters)
-
-    def audition(self, text: str, voice_ids: Sequence[str], **options: Any) -> "Audition":
-        """Say ``text`` with each voice and show them side by side (any providers mixed)."""
-        from ..widgets.voices import Audition
-        voice_ids = as_list(voice_ids)
-        # Checked here so an unknown id is named as the caller passed it (voice_ids[i]).
-        self.require(voice_ids, [f"voice_ids[{i}]" for i in range(len(voice_ids))])
-        speech = self._client.tts.batch([{"text": text, "voice_id": v} for v in voice_ids],
-                                        progress=False, **options)
-        return Audition(text, voice_ids, speech)
 
     # ----------------------------------------------------------------- paging
 
-    def _list(self, op: str, model: type, query: dict[str, Any], limit: int | None,
+    def _list(self, op: str, model: type[V], query: dict[str, Any], limit: int | None,
               page_size: int) -> VoiceList:
         totals: list[int] = []
 
         def fetch(page: int, size: int) -> dict[str, Any]:
-            answer = self._client.call(op, _clean({**query, "currentPage": page,
-                                                   "pageSize": size}))
+            answer: dict[str, Any] = self._transport.call(
+                op, _clean({**query, "current_page": page, "page_size": size}))
             totals.append(int(answer.get("total") or 0))
             return answer
         voices = [self._seen(model.model_validate(r))
                   for r in iterate_pages(fetch, page_size, limit)]
         return VoiceList(voices, totals[0] if totals else 0)
 
-    def _page(self, op: str, model: type, page: int, page_size: int,
+    def _page(self, op: str, model: type[V], page: int, page_size: int,
               filters: dict[str, Any]) -> VoiceList:
-        wire = {_WIRE_NAMES.get(k, k): v for k, v in filters.items()}
-        answer = self._client.call(op, _clean({**wire, "currentPage": page,
-                                               "pageSize": page_size}))
+        names = {"search": "search_name"}     # the friendly name of presets()'s filter
+        query = {names.get(k, k): v for k, v in filters.items()}
+        answer = self._transport.call(op, _clean({**query, "current_page": page,
+                                                  "page_size": page_size}))
         return VoiceList([self._seen(model.model_validate(r)) for r in answer["records"]],
                          int(answer.get("total") or 0))
 
-    def _seen(self, voice: Any) -> Any:
+    def _seen(self, voice: V) -> V:
         self.remember(voice.voice_id, voice.provider)
         return voice
 
 
-_WIRE_NAMES = {"voice_id": "voiceId", "search": "searchName", "emotion_prompt": "emotionPrompt",
-               "top_ids": "topIds", "order_by": "orderBy", "voice_ids": "voiceIds"}
-
-
 def _clean(query: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in query.items() if v is not None and v != ""}
-

@@ -28,7 +28,7 @@ do not put real secrets in it.
 
 For a class: run ``dubkit sandbox --host 0.0.0.0 --port 8765`` (add ``--allow-host NAME`` for
 the name students use), keep the admin token to yourself, and give each student a key of their
-own: ``SandboxHandle("http://HOST:8765", admin_token=...).create_key("ana")``. Students set
+own: ``dubkit.SandboxHandle("http://HOST:8765", admin_token=...).create_key("ana")``. Students set
 ``DUBKIT_API_KEY`` and ``DUBKIT_BASE_URL`` and never see each other's work.
 """
 
@@ -40,11 +40,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .server import SandboxHandle, start
+from .admin_token import ADMIN_HEADER, TOKEN_ENV, read_admin_token
+from .server import RunningSandbox, start
 
-__all__ = ["SandboxHandle", "start", "embedded", "default_data_dir"]
+__all__ = ["RunningSandbox", "start", "embedded", "default_data_dir", "read_admin_token",
+           "ADMIN_HEADER", "TOKEN_ENV"]
 
-_embedded: SandboxHandle | None = None
+_embedded: RunningSandbox | None = None
 _embedded_lock = threading.Lock()
 _dir_lock_file = None
 
@@ -55,7 +57,7 @@ def default_data_dir() -> Path:
                 or Path.home() / ".cache" / "dubkit" / "sandbox")
 
 
-def embedded() -> tuple[SandboxHandle, str]:
+def embedded() -> tuple[RunningSandbox, str]:
     """This process's sandbox, started on first use; returns it and a one-line note.
 
     It keeps its state in :func:`default_data_dir` so tasks survive a kernel restart. When
@@ -68,9 +70,10 @@ def embedded() -> tuple[SandboxHandle, str]:
         # make sense when opened elsewhere (client.sandbox has both).
         if _embedded is not None:
             return _embedded, "reusing this kernel's local sandbox"
-        data_dir: Path | None = default_data_dir()
-        data_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-        lock = open(data_dir / "lock", "w")  # type: ignore[operator]
+        folder = default_data_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / "lock", "w")
+        data_dir: Path | None = folder
         if _try_lock(lock):
             _dir_lock_file = lock
         else:

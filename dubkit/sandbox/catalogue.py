@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .. import locales
-from .engines import speech
+from ..media import speech
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ limits that hold while the bytes arrive.
 * **Admin token.** Every route under ``/_sandbox`` (but the public contract document) needs
   the data dir's admin token in the ``X-Sandbox-Admin-Token`` header, else 401. The token is
   made once per data dir, in ``<data dir>/admin-token`` (mode 0600): whoever may read the data
-  dir may steer the sandbox, nobody else. :class:`~dubkit.sandbox.SandboxHandle` reads it.
+  dir may steer the sandbox, nobody else. :class:`dubkit.SandboxHandle` reads it.
 * **Cross-site.** A state-changing admin call (any method but GET/HEAD) is also refused (403)
   when it comes from a web page: a form or text content type (what a page can send without a
   CORS preflight), an ``Origin`` that is not the sandbox's own, or a ``Host`` that is not one of

@@ -1,8 +1,7 @@
 """Run the sandbox: in a background thread of this process, or standalone (``dubkit sandbox``).
 
 >>> box = dubkit.sandbox.start()          # ephemeral data dir, free port
->>> box.url, box.api_key                  # talk to it with dubkit.Client(box.api_key, box.url)
->>> box.set_faults(dropAfterCommit=0.3)   # admin helpers for tests and demos
+>>> box.url, box.admin_token              # the client's SandboxHandle(box.url, server=box)
 >>> box.stop()
 """
 
@@ -17,11 +16,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-import requests
 import uvicorn
 
 from .._util.masking import mask_key
-from .admin_token import ADMIN_HEADER, TOKEN_ENV, TOKEN_FILE, read_admin_token
+from .admin_token import ADMIN_HEADER, TOKEN_ENV, TOKEN_FILE
 from .app import create_app
 from .backend import Backend
 from .contract_log import LOG_ENV, ContractLog, strict_from_env
@@ -36,156 +34,42 @@ class _QuietDrops(logging.Filter):
         return "without completing response" not in record.getMessage()
 
 
-class Credentials(dict):
-    """An admin answer that holds a key or secret: readable by index, masked when shown.
+class RunningSandbox:
+    """A sandbox this process runs: its ``url`` and ``admin_token``; :meth:`stop` ends it.
 
-    Returned by :meth:`SandboxHandle.info` and :meth:`SandboxHandle.set_webhook`, so leaving
-    one as a cell's last line never saves a credential into the notebook.
+    The client's :class:`dubkit.sandbox_handle.SandboxHandle` wraps one for admin calls over
+    HTTP. ``backend`` and ``deliverer`` are the live objects, for white-box tests.
     """
 
-    _SECRET_FIELDS = ("apiKey", "webhookSecret", "secret", "previousSecret")
-
-    def _masked(self) -> dict[str, Any]:
-        return {k: mask_key(v) if k in self._SECRET_FIELDS and v else v
-                for k, v in self.items()}
-
-    def __repr__(self) -> str:
-        return repr(self._masked())
-
-    __str__ = __repr__
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
-
-
-class SandboxHandle:
-    """A running sandbox: its ``url``, default ``api_key`` and ``webhook_secret``, and admin calls.
-
-    The key and secret are real credentials for this sandbox, so the repr masks them. Admin
-    calls carry the sandbox's admin token: this process's own sandbox knows it; for another one
-    it comes from ``admin_token=``, ``$DUBKIT_SANDBOX_ADMIN_TOKEN``, or the default data dir's
-    ``admin-token`` file (a ``dubkit sandbox`` of the same user).
-    """
-
-    def __init__(self, url: str, backend: Backend | None = None,
-                 server: uvicorn.Server | None = None, thread: threading.Thread | None = None,
-                 deliverer: Deliverer | None = None, tmp: tempfile.TemporaryDirectory | None = None,
-                 *, admin_token: str | None = None) -> None:
-        self.url = url
-        self._backend, self._server, self._thread = backend, server, thread
-        self._deliverer, self._tmp = deliverer, tmp
-        self._admin = requests.Session()
-        self._admin.trust_env = False       # the token goes to this sandbox, never to a proxy
-        token = admin_token or (backend.admin_token if backend else _known_admin_token())
-        if token:
-            self._admin.headers[ADMIN_HEADER] = token
+    def __init__(self, url: str, backend: Backend, server: uvicorn.Server,
+                 thread: threading.Thread, deliverer: Deliverer,
+                 tmp: tempfile.TemporaryDirectory[str] | None) -> None:
+        self.url, self.backend, self.deliverer = url, backend, deliverer
+        self._server: uvicorn.Server | None = server
+        self._thread, self._tmp = thread, tmp
 
     def __repr__(self) -> str:
-        return f"SandboxHandle(url={self.url!r}, api_key={mask_key(self.api_key)!r})"
-
-    # -- facts
-    def info(self) -> Credentials:
-        return Credentials(self.admin("GET", "/info"))
+        return f"RunningSandbox(url={self.url!r})"
 
     @property
-    def api_key(self) -> str:
-        return self.info()["apiKey"]
+    def admin_token(self) -> str:
+        return self.backend.admin_token
 
     @property
-    def webhook_secret(self) -> str:
-        return self.info()["webhookSecret"]
+    def running(self) -> bool:
+        return self._server is not None and self._thread.is_alive()
 
-    @property
-    def data_dir(self) -> Path:
-        return Path(self.info()["dataDir"])
-
-    # -- admin helpers (thin wrappers over /_sandbox, see dubkit.sandbox.admin)
-    def admin(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-              **body: Any) -> Any:
-        # Never redirected: the token goes to this sandbox and nowhere else.
-        answer = self._admin.request(method, f"{self.url}/_sandbox{path}", params=params,
-                                     json=body if method != "GET" else None, timeout=30,
-                                     allow_redirects=False)
-        answer.raise_for_status()
-        return answer.json()
-
-    def reset(self) -> dict[str, Any]:
-        return self.admin("POST", "/reset")
-
-    def create_key(self, name: str = "extra", credits: float = 1_000_000, *,
-                   api_key: str | None = None) -> str:
-        body = {"name": name, "credits": credits, **({"apiKey": api_key} if api_key else {})}
-        return self.admin("POST", "/keys", **body)["apiKey"]
-
-    def credits(self, api_key: str | None = None) -> float:
-        """The credits left on ``api_key`` (default: the sandbox's default key)."""
-        return self.admin("GET", "/credits", params={"apiKey": api_key} if api_key else None
-                          )["credits"]
-
-    def set_credits(self, credits: float, api_key: str | None = None) -> None:
-        self.admin("POST", "/credits", credits=credits, apiKey=api_key)
-
-    def set_webhook(self, url: str | None, *, api_key: str | None = None,
-                    rotate_secret: bool = False, overlap_seconds: float = 3600) -> Credentials:
-        return Credentials(self.admin("POST", "/webhook", url=url, apiKey=api_key,
-                                      rotateSecret=rotate_secret,
-                                      overlapSeconds=overlap_seconds))
-
-    def set_timing(self, mode: str = "immediate", value: float = 0) -> None:
-        self.admin("POST", "/timing", mode=mode, value=value)
-
-    def set_faults(self, **faults: Any) -> None:
-        """e.g. ``set_faults(dropAfterCommit=0.3, latencyMs=200, paths=["/task/"])``; none clears."""
-        self.admin("POST", "/faults", **faults)
-
-    def set_limits(self, **limits: Any) -> None:
-        self.admin("POST", "/limits", **limits)
-
-    def set_delivery(self, **schedule: Any) -> None:
-        self.admin("POST", "/delivery", **schedule)
-
-    def deliveries(self, *, task_id: str | None = None, state: str | None = None,
-                   api_key: str | None = None) -> dict[str, Any]:
-        query = {k: v for k, v in (("taskId", task_id), ("state", state),
-                                   ("apiKey", api_key)) if v}
-        return self.admin("GET", "/deliveries", params=query)
-
-    def contract_mismatches(self) -> list[dict[str, Any]]:
-        """What strict contract mode recorded (empty when strict mode is off)."""
-        return self.admin("GET", "/contract")["mismatches"]
-
-    def redeliver(self, task_id: str) -> dict[str, Any]:
-        """Send a task's webhook again with the same body: what a replay looks like."""
-        return self.admin("POST", "/deliveries/redeliver", taskId=task_id)
-
-    # -- lifecycle
     def stop(self) -> None:
-        """Stop the server and its threads (in-process sandboxes only)."""
+        """Stop the server and its threads; a temporary data dir is removed."""
         if self._server is None:
             return
         self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._deliverer is not None:
-            self._deliverer.stop()
-        if self._backend is not None:
-            self._backend.stop()
+        self._thread.join(timeout=10)
+        self.deliverer.stop()
+        self.backend.stop()
         if self._tmp is not None:
             self._tmp.cleanup()
         self._server = None
-
-    def __enter__(self) -> "SandboxHandle":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-
-def _known_admin_token() -> str | None:
-    """The token for a sandbox this process did not start: the environment, else the default
-    data dir's file (the same user's ``dubkit sandbox``)."""
-    from . import default_data_dir
-    return os.environ.get(TOKEN_ENV) or read_admin_token(default_data_dir())
 
 
 def _serve_config(backend: Backend, sock: socket.socket, log_level: str,
@@ -219,10 +103,10 @@ def _bind_preferred(host: str, port: int | None, remembered: int | None) -> sock
 
 def start(data_dir: str | Path | None = None, *, port: int | None = None,
           host: str = "127.0.0.1", log_level: str = "warning",
-          strict: bool | None = None, allow_hosts: Sequence[str] = ()) -> SandboxHandle:
+          strict: bool | None = None, allow_hosts: Sequence[str] = ()) -> RunningSandbox:
     """Start a sandbox in a background thread and return once it answers.
 
-    ``data_dir=None`` uses a temporary directory removed on :meth:`SandboxHandle.stop`; give a
+    ``data_dir=None`` uses a temporary directory removed on :meth:`RunningSandbox.stop`; give a
     directory to keep keys, tasks and files across restarts. ``port=None`` reuses the port this
     data dir served on last time when it is free (so file URLs stored in its records, like a
     CDN's, keep working after a restart), else any free port. ``strict`` turns on strict
@@ -251,30 +135,29 @@ def start(data_dir: str | Path | None = None, *, port: int | None = None,
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the sandbox server did not start")
         time.sleep(0.01)
-    return SandboxHandle(url, backend, server, thread, deliverer, tmp)
+    return RunningSandbox(url, backend, server, thread, deliverer, tmp)
 
 
 def serve_forever(data_dir: str | Path, *, port: int, host: str = "127.0.0.1",
                   log_level: str = "info", strict: bool | None = None,
                   allow_hosts: Sequence[str] = ()) -> None:
     """Run in the foreground until interrupted (the ``dubkit sandbox`` command)."""
-    handle = start(data_dir, port=port, host=host, log_level=log_level, strict=strict,
-                   allow_hosts=allow_hosts)
-    info = handle.info()
+    box = start(data_dir, port=port, host=host, log_level=log_level, strict=strict,
+                allow_hosts=allow_hosts)
     # The credentials stay off the terminal (and out of logs): the admin token is a file only
     # this user can read; dubkit.connect() with DUBKIT_BASE_URL finds it there.
-    token_file = Path(info["dataDir"]) / TOKEN_FILE
-    print(f"dubkit sandbox listening on {handle.url}\n"
-          f"  API key (default):  {mask_key(info['apiKey'])}\n"
-          f"  data dir:           {info['dataDir']}\n"
+    token_file = box.backend.data_dir / TOKEN_FILE
+    print(f"dubkit sandbox listening on {box.url}\n"
+          f"  API key (default):  {mask_key(box.backend.default_key)}\n"
+          f"  data dir:           {box.backend.data_dir}\n"
           f"  admin token:        in {token_file} (readable by you only); send it as "
           f"{ADMIN_HEADER}, or set {TOKEN_ENV} for another account\n"
-          f"  connect with:       DUBKIT_BASE_URL={handle.url} python -c 'import dubkit; dubkit.connect()'",
+          f"  connect with:       DUBKIT_BASE_URL={box.url} python -c 'import dubkit; dubkit.connect()'",
           flush=True)
     try:
-        while handle._thread is not None and handle._thread.is_alive():
+        while box.running:
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
-        handle.stop()
+        box.stop()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypeVar
+from typing import Any, Mapping, Optional, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -74,6 +74,35 @@ class WireError(ValueError):
         self.field, self.problem, self.rule = field, problem, rule
 
 
+def renamed(model: type[Wire], payload: Mapping[str, Any], *, wire: bool) -> dict[str, Any]:
+    """``payload`` with every key that names a field of ``model`` (by its wire name or its
+    Python name) given as the wire name (``wire=True``: ``voiceId``) or the Python name
+    (``voice_id``), in nested objects and lists of objects too; other keys kept as they are."""
+    fields = model.model_fields
+    names = {f.alias or n: n for n, f in fields.items()}
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        name = names.get(key, key)
+        field = fields.get(name)
+        if field is not None:
+            inner = _wire_model(field.annotation)
+            if inner is not None and isinstance(value, Mapping):
+                value = renamed(inner, value, wire=wire)
+            elif inner is not None and isinstance(value, list):
+                value = [renamed(inner, v, wire=wire) if isinstance(v, Mapping) else v
+                         for v in value]
+            key = (field.alias or name) if wire else name
+        out[key] = value
+    return out
+
+
+def _wire_model(annotation: Any) -> type[Wire] | None:
+    """The Wire model inside ``Optional[X]`` / ``list[X]`` / ``X``, if there is one."""
+    if isinstance(annotation, type) and issubclass(annotation, Wire):
+        return annotation
+    return next((m for m in map(_wire_model, get_args(annotation)) if m is not None), None)
+
+
 def parse(model: type[W], payload: Any) -> W:
     """Validate ``payload`` (wire dict, snake_case dict or model) into ``model``.
 
@@ -85,6 +114,8 @@ def parse(model: type[W], payload: Any) -> W:
         return payload
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_none=True)
+    elif isinstance(payload, Mapping):
+        payload = renamed(model, payload, wire=True)     # so errors name wire fields
     try:
         return model.model_validate(payload)
     except PydanticError as exc:

@@ -15,7 +15,7 @@ or show it in any notebook:
 ...                        selected_voices=studio.shortlist.to_selected_voices())
 
 It composes what the client already does: ``client.voices.presets`` picks the voices,
-``client.voices.audition`` and ``client.tts.batch`` say the line, :mod:`dubkit.media.loudness`
+``client.tts.audition`` and ``client.tts.batch`` say the line, :mod:`dubkit.media.loudness`
 matches the takes, the clone panel (:class:`~dubkit.widgets.clone.ClonePanel`) makes clones.
 
 Modules: ``app`` (the screen), ``takes`` (a take and its card HTML), ``cards`` (live cards and

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..client import Client
-    from ..resources.clone import Clone
-    from ..widgets.voices import Audition
+    from ..results import Clone
+    from ..results import Audition
 
 MAX_VOICES = 6
 DEFAULT_TEXT = "Welcome aboard! Tonight we sail past the lighthouse."
@@ -163,7 +163,7 @@ class AuditionStudio(widgets.VBox):
                                       f" ({html.escape(self._gender.value)}); try another "
                                       "locale or gender</i>")
                 return None
-            audition = self._client.voices.audition(text, voice_ids,
+            audition = self._client.tts.audition(text, voice_ids,
                                                     language=self._locale.value)
             self._status.value = "<i>matching loudness…</i>"
             takes = make_takes(audition.speech, self.voices, text=text,

@@ -12,8 +12,8 @@ from typing import Callable
 
 import ipywidgets as widgets
 
-from ..widgets.buttons import download_button_html, download_row_html
-from ..widgets.sources import data_uri
+from ..views.buttons import download_button_html, download_row_html
+from ..views.sources import data_uri
 from .shortlist import Shortlist
 from .takes import Take
 

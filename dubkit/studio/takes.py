@@ -18,13 +18,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..media import loudness
-from ..media.audio import mime_type, waveform_svg
-from ..widgets.audio import line_source, player_html
-from ..widgets.buttons import download_button_html
+from ..media.audio import waveform_svg
+from ..media.mime import mime_type
+from ..views.players import line_source, player_html
+from ..views.buttons import download_button_html
 from .voices import VoiceInfo
 
 if TYPE_CHECKING:
-    from ..resources.tts import SpeechLine
+    from ..results import SpeechLine
 
 NEUTRAL = "neutral"
 _ERROR = "<span class='dubkit-error' style='color:#cf222e'>{}</span>"

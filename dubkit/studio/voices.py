@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..resources.clone import Clone
+    from ..results import Clone
     from ..schema import ClonedVoice, PresetVoice
 
 

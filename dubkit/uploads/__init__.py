@@ -17,8 +17,9 @@ What happens:
    only the missing parts are sent. When the upload cannot finish (the service refuses a
    part, the bytes are not media, the file changed) it is aborted and the state removed.
 
-Presigned PUTs go through a session of their own, without the API key: storage URLs may
-point at another host, which must never see the key.
+Presigned PUTs go through the client's transport (its retries and errors) without the API
+key: the key is attached only to requests below ``base_url``'s API path, and storage URLs may
+point at another host, which must never see it.
 """
 
 from .files import (DEFAULT_PART_SIZE, MAX_PARTS, MIN_PART_SIZE, MiB, check_media_file,

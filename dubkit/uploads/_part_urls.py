@@ -6,6 +6,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..schema import PresignParts, PresignPartsAnswer
 from .state import UploadState
 
 PRESIGN_BATCH = 100
@@ -18,7 +19,7 @@ class PartUrls:
     answer); ``missing`` is the order in which parts will be sent.
     """
 
-    def __init__(self, call: Callable[[str, dict[str, Any]], Any], state: UploadState,
+    def __init__(self, call: Callable[[str, Any], Any], state: UploadState,
                  missing: list[int]) -> None:
         self._call, self._state, self._order = call, state, missing
         self._urls: dict[int, tuple[str, float]] = {}
@@ -31,14 +32,14 @@ class PartUrls:
                 return url
             start = self._order.index(number)
             batch = self._order[start:start + PRESIGN_BATCH]
-            ref = {k: self._state.data[k] for k in ("materialId", "uploadId", "fileHash",
-                                                   "fileName")}
-            answer = self._call("materials.multipart_presign", {**ref, "partNumbers": batch})
+            request = PresignParts(**self._state.ref().model_dump(), part_numbers=batch)
+            answer = PresignPartsAnswer.model_validate(
+                self._call("materials.multipart_presign", request))
             # Renew a little before the service's expiry, never after it.
-            lifetime = float(answer.get("expiresInSeconds") or 3600)
-            expires = time.monotonic() + lifetime * 0.9
-            for item in answer.get("urls", []):
-                self._urls[int(item["partNumber"])] = (item["url"], expires)
+            expires = time.monotonic() + float(answer.expires_in_seconds or 3600) * 0.9
+            for item in answer.urls:
+                if item.part_number is not None and item.url:
+                    self._urls[item.part_number] = (item.url, expires)
             return self._urls[number][0]
 
     def forget(self, number: int) -> None:

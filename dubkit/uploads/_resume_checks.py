@@ -15,13 +15,10 @@ Both questions come from a run that stopped at the wrong moment:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from .files import range_digest
 from .state import UploadState
-
-if TYPE_CHECKING:
-    from ..client import Client
 
 
 def first_changed_part(path: Path, state: UploadState, size: int,
@@ -46,8 +43,8 @@ def first_changed_part(path: Path, state: UploadState, size: int,
     return None
 
 
-def registered_by_last_run(client: "Client", state: UploadState,
-                           size: int) -> dict[str, Any] | None:
+def registered_by_last_run(find_by_hash: Callable[[str], dict[str, Any] | None],
+                           state: UploadState, size: int) -> dict[str, Any] | None:
     """The material of this upload's bytes if the last run sent every part (so it may have
     completed the upload and died before clearing its state); else None.
 
@@ -60,5 +57,4 @@ def registered_by_last_run(client: "Client", state: UploadState,
     parts_total = -(-size // int(state.data["partSize"]))
     if not set(range(1, parts_total + 1)) <= set(state.etags):
         return None
-    found = client.materials.find_by_hash(state.data["fileHash"])
-    return found.to_wire() if found is not None else None
+    return find_by_hash(state.data["fileHash"])

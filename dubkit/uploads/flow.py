@@ -8,20 +8,17 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-import requests
-from requests.adapters import HTTPAdapter
-
+from .._transport import Transport
 from ..errors import (APIConnectionError, APIError, DubkitError, IdempotencyConflictError,
-                      NotFoundError, ValidationError, error_class_for)
+                      NotFoundError, ServerError, ValidationError)
+from ..schema import (GenUploadUrlAnswer, Material, MultipartComplete,
+                      MultipartInitiateAnswer, UploadComplete, UploadStart)
 from ._part_urls import PartUrls
 from ._resume_checks import first_changed_part, registered_by_last_run
 from .files import FileSlice, check_media_file, file_md5, part_size_for
 from .state import UploadState
-
-if TYPE_CHECKING:
-    from ..client import Client
 
 MULTIPART_THRESHOLD = 32 * 1024 * 1024
 _REPORT_EVERY = 0.2              # seconds between progress reports
@@ -76,23 +73,29 @@ class _SessionGone(UploadError):
     """The service no longer knows the multipart session (aborted, or another sandbox)."""
 
 
-class _Refused(Exception):
-    """Storage refused a PUT for a reason a retry cannot fix."""
+# Storage failures a later run can get past (the transport already retried them): resumable.
+_TRANSIENT = (APIConnectionError, ServerError)
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+
+class _Refused(Exception):
+    """Storage refused a PUT for a reason a retry cannot fix; ``error`` says why."""
+
+    def __init__(self, error: APIError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class Upload:
     """One file's way to a registered material; :meth:`run` does it all (see module docs)."""
 
-    def __init__(self, client: "Client", path: str | os.PathLike[str], *,
+    def __init__(self, transport: Transport, path: str | os.PathLike[str], *,
+                 find_by_hash: Callable[[str], dict[str, Any] | None],
                  name: str | None = None, progress: ProgressCallback | None = None,
                  part_size: int | None = None, concurrency: int = 4,
                  multipart_threshold: int = MULTIPART_THRESHOLD, resume: bool = True,
                  state_dir: str | os.PathLike[str] | None = None) -> None:
-        self.client = client
+        self.transport = transport
+        self.find_by_hash = find_by_hash     # the registered material of these bytes, if any
         self.path = check_media_file(path)
         self.name = name or self.path.name
         if part_size is not None:
@@ -103,41 +106,31 @@ class Upload:
         self.threshold, self.resume = multipart_threshold, resume
         self.size = self.path.stat().st_size
         self.state_file = UploadState.location(Path(state_dir) if state_dir else None,
-                                               client.transport.account_id, self.path)
+                                               transport.account_id, self.path)
         self.progress = UploadProgress(self.name, self.size)
         self.on_progress = progress      # called from the caller's thread only
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._last_report = 0.0
-        self._storage = requests.Session()
-        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=concurrency)
-        self._storage.mount("http://", adapter)
-        self._storage.mount("https://", adapter)
 
     # -- public
     def run(self) -> dict[str, Any]:
         """Upload and register; return the material record (wire dict)."""
-        try:
-            state = UploadState.load(self.state_file) if self.resume else None
-            if state is not None and not state.matches(self.path):
-                self._abort(state)
-                state = None
-            if state is not None:
-                return self._resume(state)
-            return self._fresh()
-        finally:
-            self._storage.close()
+        state = UploadState.load(self.state_file) if self.resume else None
+        if state is not None and not state.matches(self.path):
+            self._abort(state)
+            state = None
+        if state is not None:
+            return self._resume(state)
+        return self._fresh()
 
     def abort_pending(self) -> bool:
         """Abort this file's interrupted upload, if one is pending; True if there was one."""
-        try:
-            state = UploadState.load(self.state_file)
-            if state is None:
-                return False
-            self._abort(state)
-            return True
-        finally:
-            self._storage.close()
+        state = UploadState.load(self.state_file)
+        if state is None:
+            return False
+        self._abort(state)
+        return True
 
     # -- flows
     def _fresh(self) -> dict[str, Any]:
@@ -148,23 +141,24 @@ class Upload:
             self._abort(stale)
         file_hash = file_md5(self.path, self._hashed)
         self._phase("uploading")
+        start = UploadStart(file_hash=file_hash, file_name=self.name)
         if self.size < self.threshold:
-            answer = self._call("materials.gen_upload_url", {"fileHash": file_hash,
-                                                             "fileName": self.name})
-            if answer.get("material"):
+            answer = GenUploadUrlAnswer.model_validate(
+                self._call("materials.gen_upload_url", start))
+            if answer.material is not None:
                 self.progress.duplicate = True
-                return self._done(answer["material"])
-            return self._single(file_hash, answer)
+                return self._done(answer.material.to_wire())
+            return self._single(start, answer)
         # Only gen-upload-url reports duplicates, and it opens a single-PUT session as it
         # does; a large file would leave that session unused on the service. The material
         # list carries every material's fileHash, so a duplicate is found there instead.
-        known = self.client.materials.find_by_hash(file_hash)
+        known = self.find_by_hash(file_hash)
         if known is not None:
             self.progress.duplicate = True
-            return self._done(known.to_wire())
-        started = self._call("materials.multipart_initiate", {"fileHash": file_hash,
-                                                              "fileName": self.name})
-        part_size = part_size_for(self.size, started.get("recommendedPartSize"), self.part_size)
+            return self._done(known)
+        started = MultipartInitiateAnswer.model_validate(
+            self._call("materials.multipart_initiate", start))
+        part_size = part_size_for(self.size, started.recommended_part_size, self.part_size)
         return self._multipart(UploadState.begin(self.state_file, self.path, file_hash,
                                                  self.name, started, part_size))
 
@@ -182,7 +176,7 @@ class Upload:
         if first_changed_part(self.path, state, self.size, self._verified) is not None:
             self._abort(state)
             return self._fresh()
-        registered = registered_by_last_run(self.client, state, self.size)
+        registered = registered_by_last_run(self.find_by_hash, state, self.size)
         if registered is not None:
             state.delete()     # no abort: the service refuses one of a completed upload
             self.progress.sent = self.progress.resumed_bytes = self.size
@@ -196,28 +190,27 @@ class Upload:
         state.delete()
         return self._fresh()
 
-    def _single(self, file_hash: str, answer: dict[str, Any]) -> dict[str, Any]:
+    def _single(self, start: UploadStart, answer: GenUploadUrlAnswer) -> dict[str, Any]:
         self.progress.parts_total = 1
-        start = {"fileHash": file_hash, "fileName": self.name}
         current = [answer]
 
         def renew() -> None:         # the single URL expired: a new session, a new URL
-            current[0] = self._call("materials.gen_upload_url", start)
+            current[0] = GenUploadUrlAnswer.model_validate(
+                self._call("materials.gen_upload_url", start))
 
         try:
-            self._put_retrying(lambda: current[0]["uploadUrl"], renew, 0, self.size)
-        except _Refused as exc:
-            raise error_class_for(exc.status)(f"storage refused {self.name!r} ({exc})",
-                                              code=exc.status, http_status=exc.status) from None
-        except requests.RequestException as exc:
+            self._put_retrying(lambda: current[0].upload_url or "", renew, 0, self.size)
+        except _TRANSIENT as exc:
             raise UploadError(f"upload of {self.name!r} failed ({type(exc).__name__}); try "
                               f"again", resumable=False) from None
+        except _Refused as exc:
+            raise _reworded(exc.error, f"storage refused {self.name!r}") from None
         self.progress.parts_done = 1
         self._phase("registering")
         answer = current[0]
-        return self._done(self._register("materials.complete", {
-            "s3Uri": answer["s3Uri"], "fileName": self.name, "materialId": answer["materialId"],
-            "fileHash": file_hash}, file_hash))
+        return self._done(self._register("materials.complete", UploadComplete(
+            **start.model_dump(), s3_uri=answer.s3_uri, material_id=answer.material_id),
+            start.file_hash))
 
     def _multipart(self, state: UploadState) -> dict[str, Any]:
         size = state.data["partSize"]
@@ -231,23 +224,22 @@ class Upload:
             self._send_parts(state, missing, size)
         except (NotFoundError, _Refused) as exc:
             self._abort(state)
-            if isinstance(exc, NotFoundError) or exc.status == 404:
+            refusal = exc.error if isinstance(exc, _Refused) else exc
+            if isinstance(refusal, NotFoundError):
                 raise _SessionGone(f"the upload session of {self.name!r} is no longer open",
                                    resumable=False) from None
-            raise error_class_for(exc.status)(
-                f"storage refused a part of {self.name!r} ({exc}); the upload was aborted",
-                code=exc.status, http_status=exc.status) from None
-        except (requests.RequestException, APIConnectionError) as exc:
+            raise _reworded(refusal, f"storage refused a part of {self.name!r}",
+                            "; the upload was aborted") from None
+        except _TRANSIENT as exc:
             raise UploadError(
                 f"upload of {self.name!r} interrupted after {self.progress.parts_done} of "
                 f"{total} parts ({type(exc).__name__}); call upload() again to resume",
                 resumable=True, state_file=state.file) from None
         self._phase("registering")
-        parts = [{"partNumber": n, "eTag": tag} for n, tag in sorted(state.etags.items())]
-        ref = {k: state.data[k] for k in ("materialId", "uploadId", "fileHash", "fileName")}
+        parts = [{"part_number": n, "e_tag": tag} for n, tag in sorted(state.etags.items())]
         try:
-            record = self._register("materials.multipart_complete", {**ref, "parts": parts},
-                                    state.data["fileHash"])
+            record = self._register("materials.multipart_complete", MultipartComplete(
+                **state.ref().model_dump(), parts=parts), state.data["fileHash"])
         except APIError as exc:
             if exc.code in (400, 404, 413, 422):     # cannot finish: never leave it half done
                 self._abort(state)
@@ -285,74 +277,77 @@ class Upload:
 
     def _put_retrying(self, url: Callable[[], str], renew: Callable[[], None], offset: int,
                       length: int) -> tuple[str, str] | None:
-        """PUT a slice with the client's retry policy; 403 (expired URL) renews the URL.
+        """PUT a slice; 403 (an expired presigned URL) renews the URL and tries again.
 
-        None if the upload is stopping (another part failed, or the caller interrupted).
+        The transport retries connection failures, 5xx and throttling itself. None if the
+        upload is stopping (another part failed, or the caller interrupted).
         """
-        retry = self.client.transport.retry
-        for attempt in range(retry.max_retries + 1):
+        for attempt in range(self.transport.retry.max_retries + 1):
             if self._stop.is_set():
                 return None
             try:
                 return self._put(url(), offset, length)
             except _Refused as exc:
-                if exc.status != 403 or attempt == retry.max_retries:
+                if exc.error.http_status != 403 or attempt == self.transport.retry.max_retries:
                     raise
                 renew()
-            except requests.RequestException:
-                if attempt == retry.max_retries:
-                    raise
-                time.sleep(retry.delay(attempt))
         return None
 
     def _put(self, url: str, offset: int, length: int) -> tuple[str, str]:
-        """PUT one slice; (ETag, digest of the bytes sent). Retryable failures: requests errors."""
-        body = FileSlice(self.path, offset, length, self._sent)
+        """PUT one slice through the transport (a fresh read of the slice per attempt, the
+        bytes of a failed attempt taken back from the progress); (ETag, digest of the bytes
+        sent). A refusal a retry cannot fix is :class:`_Refused`."""
+        slices: list[FileSlice] = []
+
+        def body() -> FileSlice:
+            if slices:
+                self._sent(-slices[-1].sent)
+                slices[-1].close()
+            slices.append(FileSlice(self.path, offset, length, self._sent))
+            return slices[-1]
+
         try:
-            answer = self._storage.put(url, data=body, timeout=(
-                self.client.transport.timeout.connect, self.client.transport.timeout.read))
-        except requests.RequestException:
-            self._sent(-body.sent)
-            raise
+            answer = self.transport.send("PUT", url, data=body)
+        except DubkitError as exc:
+            if slices:
+                self._sent(-slices[-1].sent)
+            if isinstance(exc, _TRANSIENT) or not isinstance(exc, APIError):
+                raise
+            raise _Refused(exc) from None
         finally:
-            body.close()
-        if answer.status_code in (429, 500, 502, 503, 504):
-            self._sent(-body.sent)
-            raise requests.ConnectionError(f"storage answered HTTP {answer.status_code}")
-        if not 200 <= answer.status_code < 300:
-            self._sent(-body.sent)
-            raise _Refused(answer.status_code, _storage_message(answer))
-        return answer.headers.get("ETag", "").strip().strip('"'), body.digest
+            if slices:
+                slices[-1].close()
+        return answer.headers.get("ETag", "").strip().strip('"'), slices[-1].digest
 
     # -- API calls
-    def _call(self, op: str, payload: dict[str, Any]) -> Any:
+    def _call(self, op: str, payload: Any) -> Any:
         """Send a call that only opens or describes a session: a lost answer is asked again."""
         try:
-            return self.client.call(op, payload)
+            return self.transport.call(op, payload)
         except IdempotencyConflictError as exc:
             if not exc.first_attempt_accepted:
                 raise
-            return self.client.call(op, payload)
+            return self.transport.call(op, payload)
 
-    def _register(self, op: str, payload: dict[str, Any], file_hash: str) -> dict[str, Any]:
+    def _register(self, op: str, payload: Any, file_hash: str) -> dict[str, Any]:
         """Complete the upload; if the answer was lost, find the material it registered."""
         try:
-            return self.client.call(op, payload)
+            record: dict[str, Any] = self.transport.call(op, payload)
+            return record
         except (IdempotencyConflictError, APIConnectionError) as exc:
             if isinstance(exc, IdempotencyConflictError) and not exc.first_attempt_accepted:
                 raise
-            found = self.client.materials.find_by_hash(file_hash)
+            found = self.find_by_hash(file_hash)
             if found is None:
                 raise UploadError(f"registering {self.name!r} failed ({exc.message}); call "
                                   f"upload() again to finish", resumable=True,
                                   state_file=self.state_file) from None
-            return found.to_wire()
+            return found
 
     def _abort(self, state: UploadState) -> None:
         """Best effort: tell the service to drop the session; forget it locally either way."""
-        ref = {k: state.data.get(k) for k in ("materialId", "uploadId", "fileHash", "fileName")}
         try:
-            self.client.call("materials.multipart_abort", ref)
+            self.transport.call("materials.multipart_abort", state.ref())
         except DubkitError:
             pass   # gone already, or unreachable: the session just expires there
         state.delete()
@@ -379,7 +374,7 @@ class Upload:
         self._tick(force=True)
 
     def _done(self, record: dict[str, Any]) -> dict[str, Any]:
-        self.progress.material_id = record.get("materialId")
+        self.progress.material_id = Material.model_validate(record).material_id
         self.progress.ended = time.monotonic()
         self._phase("done")
         return record
@@ -392,9 +387,8 @@ class Upload:
             self.on_progress(self.progress)
 
 
-def _storage_message(answer: requests.Response) -> str:
-    try:
-        message = answer.json().get("message")
-    except ValueError:
-        message = None
-    return f"HTTP {answer.status_code}: {message or answer.text[:200] or answer.reason}"
+def _reworded(error: APIError, what: str, after: str = "") -> APIError:
+    """``error`` (same class and codes) saying what was refused: ``what (HTTP 4xx: …)after``."""
+    error.message = f"{what} ({error.message}){after}"
+    error.args = (error.message,)
+    return error

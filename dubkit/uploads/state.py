@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..schema import MultipartInitiateAnswer, MultipartRef
+
 
 def default_state_dir() -> Path:
     """Where resume states live: ``$DUBKIT_UPLOAD_STATE_DIR``; else, when the sandbox's data is
@@ -51,13 +53,13 @@ class UploadState:
 
     @classmethod
     def begin(cls, file: Path, path: Path, file_hash: str, file_name: str,
-              started: dict[str, Any], part_size: int) -> "UploadState":
+              started: MultipartInitiateAnswer, part_size: int) -> "UploadState":
         """The state of a session ``multipart/initiate`` just ``started``, saved."""
         stat = path.stat()
         state = cls(file, {
             "version": cls.VERSION, "path": str(path.resolve()), "size": stat.st_size,
             "mtimeNs": stat.st_mtime_ns, "fileHash": file_hash, "fileName": file_name,
-            "materialId": started["materialId"], "uploadId": started["uploadId"],
+            "materialId": started.material_id, "uploadId": started.upload_id,
             "partSize": part_size, "parts": {}, "partDigests": {}})
         state.save()
         return state
@@ -74,6 +76,12 @@ class UploadState:
         stat = path.stat()
         return (self.data.get("size"), self.data.get("mtimeNs")) == (stat.st_size,
                                                                      stat.st_mtime_ns)
+
+    def ref(self) -> MultipartRef:
+        """What names the session in the service's multipart calls."""
+        data = self.data
+        return MultipartRef(material_id=data.get("materialId"), upload_id=data.get("uploadId"),
+                            file_hash=data.get("fileHash"), file_name=data.get("fileName"))
 
     @property
     def etags(self) -> dict[int, str]:

@@ -6,7 +6,7 @@ In a notebook::
     receiver.on("openapi-translate", lambda event: print(event.result.items))
     client.sandbox.set_webhook(receiver.serve(port=8787))
     task = client.translate.create_async(["Hello"], source="en-US", target="fr-FR")
-    task.monitor()            # this cell now updates the instant the event arrives
+    dubkit.monitor(task)      # this cell now updates the instant the event arrives
 
 In your own web framework, verify and parse yourself (always the raw bytes, verify first)::
 

@@ -1,0 +1,32 @@
+"""Interactive views for notebooks (ipywidgets); each shows static HTML in saved notebooks.
+
+``TaskMonitor`` (:func:`monitor`) a task cell that refreshes itself until the task ends
+``VoiceBrowser``  filters, a page of voices with previews, an audition panel
+``ClonePanel``    pick a recording, clone it, hear reference against clone
+``DubbingView``   one dub, or the original beside several (:func:`compare`)
+``UploadProgressBar`` an upload's progress; ``EventLog`` what a webhook receiver got
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..results import Task
+from .clone import ClonePanel
+from .events import EventLog
+from .media import DubbingView, compare
+from .tasks import TaskMonitor
+from .uploads import UploadProgressBar
+from .voices import VoiceBrowser
+
+
+def monitor(tasks: Task | Iterable[Task], **options: Any) -> TaskMonitor:
+    """A cell that refreshes itself until every task ends (see :class:`TaskMonitor`).
+
+    >>> dubkit.monitor(client.media.translate("talk.mp4", target="fr-FR"))
+    """
+    return TaskMonitor(tasks, **options)
+
+
+__all__ = ["ClonePanel", "DubbingView", "EventLog", "TaskMonitor", "UploadProgressBar",
+           "VoiceBrowser", "compare", "monitor"]

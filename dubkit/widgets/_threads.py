@@ -1,8 +1,10 @@
-"""Background threads that may update widgets and print into the cell that started them.
+"""Running code for a cell from another thread: background refreshes, webhook workers.
 
 ipykernel 7 no longer routes a thread's messages to the cell that was running when the thread
-started: the thread has no parent header, so JupyterLab drops its output. Capturing the parent
-in the starting cell and setting it again inside the thread restores the old behaviour.
+started: the thread has no parent header, so JupyterLab drops its output and widget updates.
+A :class:`CellContext` captures the cell's parent header where it is made and sets it again
+around code run from any other thread. Every widget update off the cell's thread goes
+through it.
 """
 
 from __future__ import annotations
@@ -19,16 +21,24 @@ def _shell() -> Any:
     return get_ipython()
 
 
-def start_cell_thread(target: Callable[[], None], *, name: str) -> threading.Thread:
-    """Start a daemon thread that runs ``target`` under the current cell's parent header."""
-    shell = _shell()
-    parent = shell.get_parent() if shell is not None and hasattr(shell, "get_parent") else None
+class CellContext:
+    """The cell running where this is made; :meth:`run` runs code as that cell, from any
+    thread (outside a kernel it just runs it)."""
 
-    def run() -> None:
-        if parent and shell is not None and hasattr(shell, "set_parent"):
-            shell.set_parent(parent)
+    def __init__(self) -> None:
+        self._shell = _shell()
+        self._parent = (self._shell.get_parent() if self._shell is not None
+                        and hasattr(self._shell, "get_parent") else None)
+
+    def run(self, target: Callable[[], None]) -> None:
+        if self._parent and hasattr(self._shell, "set_parent"):
+            self._shell.set_parent(self._parent)
         target()
 
-    thread = threading.Thread(target=run, name=name, daemon=True)
+
+def start_cell_thread(target: Callable[[], None], *, name: str) -> threading.Thread:
+    """Start a daemon thread that runs ``target`` under the current cell's parent header."""
+    cell = CellContext()
+    thread = threading.Thread(target=lambda: cell.run(target), name=name, daemon=True)
     thread.start()
     return thread

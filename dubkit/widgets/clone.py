@@ -2,7 +2,7 @@
 
 >>> ClonePanel(client)                          # pick a file, Clone, then A/B players
 >>> panel.clone_from("me.wav")                  # the same without the file picker
->>> ab(client, clone, "Any text at all.")       # A/B players for a clone you already have
+>>> client.clones.ab(clone, "Any text at all.") # A/B players for a clone you already have
 
 The A/B view plays the reference (A) and the clone saying the same text (B): give the
 reference's transcript as ``text`` so both say the same words. Players never autoplay or
@@ -14,62 +14,31 @@ from __future__ import annotations
 import html
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, get_args
 
 import ipywidgets as widgets
 
-from ..media.audio import format_of, mime_type
 from ..errors import DubkitError
-from .audio import player_html
-from .sources import embedded_or_url
-
-if TYPE_CHECKING:
-    from ..client import Client
-    from ..resources.clone import Clone
-
-DEFAULT_TEXT = "Hello! This is my voice, cloned from a short recording."
-_PROVIDERS = [("auto", ""), ("V1 simple", "V1"), ("V2 drama", "V2"), ("V3 English", "V3"),
-              ("V4 emotion", "V4"), ("V5 multilingual", "V5")]
+from ..resources.clone import DEFAULT_TEXT, CloneResource
+from ..results import ABPlayers, Clone
+from ..schema import CloneProvider
 
 
-class ABPlayers:
-    """The reference and the clone, side by side, saying ``text``."""
+class CloningClient(Protocol):
+    """What the panel uses of a :class:`dubkit.Client`."""
 
-    def __init__(self, clone: "Clone", clone_uri: str, text: str) -> None:
-        self.clone, self.clone_uri, self.text = clone, clone_uri, text
+    clones: CloneResource
 
-    def __repr__(self) -> str:
-        return f"ABPlayers(reference vs {self.clone.voice_id}, text={self.text!r:.60})"
-
-    def _repr_html_(self) -> str:
-        def cell(title: str, url: str | None) -> str:
-            mime = mime_type(format_of(url or ""))
-            player = player_html(embedded_or_url(url, mime), mime) if url else "<i>none</i>"
-            return (f"<td style='padding:4px 12px'><b>{html.escape(title)}</b><br>{player}"
-                    f"</td>")
-        return (f"<table class='dubkit-ab'><tr>{cell('A: reference', self.clone.ref_audio)}"
-                f"{cell(f'B: clone {self.clone.name or self.clone.voice_id}', self.clone_uri)}"
-                f"</tr>"
-                f"<tr><td colspan='2' style='padding:4px 12px'><small>text: "
-                f"{html.escape(self.text)}</small></td></tr></table>")
-
-
-def ab(client: "Client", clone: "Clone", text: str | None = None, **tts: Any) -> ABPlayers:
-    """Speak ``text`` (default: the clone's transcript) with the clone; A/B it with the reference.
-
-    ``tts`` options go to ``client.tts.speak`` (e.g. ``language="en-US"``).
-    """
-    words = text or clone.text or DEFAULT_TEXT
-    line = client.tts.speak(words, clone.voice_id, **tts)
-    if not line.ok:
-        raise DubkitError(f"the clone could not speak: {line.error_message}")
-    return ABPlayers(clone, line.uri or "", words)
+# What each engine suits (interface §6.3), for the picker; the engines are the schema's.
+_SUITS = {"V1": "simple", "V2": "drama", "V3": "English", "V4": "emotion", "V5": "multilingual"}
+_PROVIDERS = [("auto", ""), *((f"{p} {_SUITS.get(p, '')}".strip(), p)
+                              for p in get_args(CloneProvider))]
 
 
 class ClonePanel(widgets.VBox):
     """Pick a recording (FileUpload), clone it, then A/B the reference and the clone."""
 
-    def __init__(self, client: "Client", *, text: str = DEFAULT_TEXT,
+    def __init__(self, client: CloningClient, *, text: str = DEFAULT_TEXT,
                  language: str = "en-US") -> None:
         self._client = client
         self.file = widgets.FileUpload(accept="audio/*,video/*", multiple=False,
@@ -84,22 +53,22 @@ class ClonePanel(widgets.VBox):
         self.status = widgets.HTML("<small>Pick a short recording of one voice, write what it "
                                    "says, then Clone.</small>")
         self.players = widgets.HTML()
-        self.clone: "Clone | None" = None
+        self.clone: Clone | None = None
         self.result: ABPlayers | None = None
         self.button.on_click(lambda _: self._clone_picked())
         super().__init__([widgets.HBox([self.file, self.name, self.provider]), self.language,
                           self.text, self.button, self.status, self.players])
 
-    def clone_from(self, source: Any) -> "Clone":
+    def clone_from(self, source: Any) -> Clone:
         """Clone ``source`` (a path, an http(s) URL or a Material) with the panel's settings."""
-        from ..resources.clone import clone_voice
         self.status.value = "<small>cloning…</small>"
         words = self.text.value.strip() or None
-        clone = clone_voice(self._client, source, name=self.name.value.strip() or None,
-                            provider=self.provider.value or None,
-                            language=self.language.value.strip() or None, text=words)
+        clone = self._client.clones.create(source, name=self.name.value.strip() or None,
+                                           provider=self.provider.value or None,
+                                           language=self.language.value.strip() or None,
+                                           text=words)
         self.clone = clone
-        self.result = ab(self._client, clone, words)
+        self.result = self._client.clones.ab(clone, words)
         self.players.value = self.result._repr_html_()
         self.status.value = (f"<small>cloned as <code>{html.escape(clone.voice_id or '')}"
                              f"</code> ({html.escape(clone.provider or '')})</small>")

@@ -1,7 +1,7 @@
 """Task cells that refresh themselves until every task has ended.
 
->>> task.monitor()                        # one task
->>> TaskMonitor([t1, t2, t3])             # several, one row each
+>>> dubkit.monitor(task)                  # one task
+>>> dubkit.monitor([t1, t2, t3])          # several, one row each
 
 A background thread polls with backoff (0.5 s growing to 5 s) and stops at a terminal state or
 after ``timeout``. While a :class:`dubkit.webhooks.Receiver` runs in this process, events it
@@ -12,54 +12,19 @@ the static HTML table that travels in the same output (``text/html`` next to the
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import ipywidgets as widgets
 
+from ..results import Task
+from ..views.tasks import task_table_html
 from ..webhooks import push
-from ._threads import start_cell_thread
+from ._threads import CellContext, start_cell_thread
 
 if TYPE_CHECKING:
-    from ..resources.tasks import Task
     from ..webhooks import WebhookEvent
-
-_COLOURS = {"finished": "#1a7f37", "failed": "#cf222e", "running": "#9a6700"}
-
-
-def task_table_html(tasks: Iterable["Task"], *, note: str = "",
-                    via: Mapping[str, str] | None = None) -> str:
-    """A static table of tasks: id, type, status, elapsed, the result or error.
-
-    ``via`` (task id -> ``webhook`` or ``poll``) adds a column saying how each end was learnt.
-    """
-    rows = []
-    detail = ""
-    tasks = list(tasks)
-    for task in tasks:
-        status = task.status or "unknown"
-        colour = _COLOURS.get(status, "#57606a")
-        outcome = html.escape(task.error_message or "")
-        if task.status == "finished":
-            outcome = "result ready" if task.raw_result is not None else ""
-        learnt = f"<td>{html.escape(via.get(task.task_id, ''))}</td>" if via is not None else ""
-        rows.append(
-            f"<tr><td><code>{html.escape(task.task_id)}</code></td>"
-            f"<td>{html.escape(task.task_type or '')}</td>"
-            f"<td><b style='color:{colour}'>{html.escape(status)}</b></td>"
-            f"<td>{task.elapsed:.1f} s</td><td>{outcome}</td>{learnt}</tr>")
-    if len(tasks) == 1 and tasks[0].status == "finished":
-        result = tasks[0].result
-        if hasattr(result, "_repr_html_"):
-            detail = result._repr_html_()
-    note_html = f"<div style='color:#57606a;font-size:90%'>{html.escape(note)}</div>" \
-        if note else ""
-    via_head = "<th>seen via</th>" if via is not None else ""
-    return ("<table class='dubkit-tasks'><thead><tr><th>task</th><th>type</th><th>status</th>"
-            f"<th>elapsed</th><th>outcome</th>{via_head}</tr></thead><tbody>" + "".join(rows) +
-            "</tbody></table>" + note_html + detail)
 
 
 class TaskMonitor(widgets.VBox):
@@ -68,7 +33,8 @@ class TaskMonitor(widgets.VBox):
     def __init__(self, tasks: "Task | Iterable[Task]", *, poll_interval: float = 0.5,
                  max_interval: float = 5.0, push_interval: float = 30.0,
                  timeout: float = 3600, start: bool = True) -> None:
-        self.tasks = [tasks] if hasattr(tasks, "task_id") else list(tasks)  # type: ignore
+        self.tasks = [tasks] if isinstance(tasks, Task) else list(tasks)
+        self._cell = CellContext()        # where renders from other threads are sent
         self._by_id = {t.task_id: t for t in self.tasks}
         self.via: dict[str, str] = {}     # task id -> how its end was learnt
         self._view = widgets.HTML(self._table())
@@ -117,7 +83,8 @@ class TaskMonitor(widgets.VBox):
                     self.via[task_id] = via
         self._wake.set()        # the monitor's own thread renders (it owns the cell)
         if self._thread is None or not self._thread.is_alive():
-            self._render()
+            # Its thread has ended: render from this one (a webhook worker) as the cell.
+            self._cell.run(self._render_ended)
         return True
 
     def _on_event(self, event: "WebhookEvent") -> None:
@@ -136,7 +103,7 @@ class TaskMonitor(widgets.VBox):
                     pushed = push.active()
                     next_poll = time.monotonic() + (self.push_interval if pushed else interval)
                     interval = min(self.max_interval, interval * 1.5)
-                self._render()
+                self._render_ended()
                 if self.done:
                     break
                 self._wake.wait(max(0.0, min(next_poll, deadline) - time.monotonic()))
@@ -144,13 +111,13 @@ class TaskMonitor(widgets.VBox):
         finally:
             unsubscribe()
             self._timed_out = not self.done and not self._stop.is_set()
-            self._render()
+            self._render_ended()
 
     def _poll_once(self) -> None:
         for task in [t for t in self.tasks if not t.done]:
             try:
                 # A fresh copy, applied only if no pushed event ended the task meanwhile.
-                fresh = task._client.tasks.detail(task.task_id)
+                fresh = task.fresh()
                 self.last_error = None
             except Exception as exc:   # keep watching through a flaky connection
                 self.last_error = f"{type(exc).__name__}: {exc}"
@@ -163,7 +130,7 @@ class TaskMonitor(widgets.VBox):
 
     def _note(self) -> str:
         if self._timed_out and not self.done:
-            return f"stopped watching after {self.timeout:g} s; call .monitor() again"
+            return f"stopped watching after {self.timeout:g} s; call dubkit.monitor() again"
         if self.last_error:
             return f"last poll failed: {self.last_error}"
         if not self.done and push.active():
@@ -174,6 +141,17 @@ class TaskMonitor(widgets.VBox):
     def _render(self) -> None:
         with self._lock:
             self._view.value = self._table(self._note())
+
+    def _render_ended(self) -> None:
+        """Render, first making the results of tasks that finished (fetching what they embed
+        here, off the display path: a view never fetches)."""
+        for task in self.tasks:
+            if task.status == "finished" and task.result_if_made() is None:
+                try:
+                    task.result      # noqa: B018
+                except Exception as exc:     # the row still shows the task finished
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+        self._render()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         self._render()   # the fallback a saved notebook shows: the table as it is now

@@ -1,30 +1,33 @@
 """Voice browsing and auditioning in a notebook.
 
->>> browser = client.voices.browser(locale="en-US")   # filters, table, audition panel
+>>> browser = VoiceBrowser(client, locale="en-US")      # filters, table, audition panel
 >>> browser.set_filters(gender="female", quality="high")
 >>> browser.tick(browser.voice_ids[:3]); browser.audition("Welcome aboard!")
->>> client.voices.audition("Welcome aboard!", ids)     # side-by-side players, no widget
+>>> client.tts.audition("Welcome aboard!", ids)        # side-by-side players, no widget
 
-Each voice row has a play control for the catalogue's preview (played from its URL, loaded
-only when pressed). Saved notebooks and nbval see the static HTML travelling with the widget.
+Each voice row has a play control for the catalogue's preview (played from a URL the browser
+can reach, loaded only when pressed). Saved notebooks and nbval see the static HTML travelling
+with the widget.
 """
 
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Protocol
 
 import ipywidgets as widgets
 
 from .. import locales
-from ..media.audio import format_of, mime_type
-from .audio import line_cells, player_html
-from .sources import browser_url
+from ..resources import TTSResource, VoicesResource
+from ..results import Audition
+from ..views.voices import voice_row_html, voice_table_html
 
-if TYPE_CHECKING:
-    from ..client import Client
-    from ..resources.tts import Speech
-    from ..schema import ClonedVoice, PresetVoice
+
+class VoiceClient(Protocol):
+    """What the browser uses of a :class:`dubkit.Client`."""
+
+    voices: VoicesResource
+    tts: TTSResource
 
 _ANY = "any"
 GENDERS = (_ANY, "female", "male")
@@ -32,69 +35,11 @@ AGES = (_ANY, "young", "adult", "senior")
 QUALITIES = (_ANY, "high")
 
 
-def _preview(url: str | None) -> str:
-    return player_html(url, mime_type(format_of(url))) if url else ""
-
-
-def voice_row_html(voice: "PresetVoice | ClonedVoice") -> str:
-    """The cells of one voice: name, id, locale, who, tier, preview player."""
-    record = voice.model_dump()
-    name = record.get("display_name") or record.get("name") or voice.voice_id
-    cover = (f"<img src='{html.escape(browser_url(record['cover']))}' width='24' height='24' "
-             f"style='vertical-align:middle' alt=''> ") if record.get("cover") else ""
-    who = " ".join(str(record[k]) for k in ("gender", "age", "style") if record.get(k))
-    hd = " <b title='HD voice'>HD</b>" if record.get("is_hd") else ""
-    return (f"<td style='text-align:left'>{cover}{html.escape(name)}</td>"
-            f"<td><code>{html.escape(voice.voice_id)}</code></td>"
-            f"<td>{html.escape(record.get('locale') or record.get('example_language') or '')}</td>"
-            f"<td>{html.escape(who)}</td>"
-            f"<td>{html.escape(record.get('provider') or '')}{hd}</td>"
-            f"<td>{_preview(record.get('audio'))}</td>")
-
-
-def voice_table_html(voices: Iterable["PresetVoice | ClonedVoice"], *, limit: int = 50) -> str:
-    """A table of voices with a play control each (first ``limit`` rows)."""
-    voices = list(voices)
-    rows = "".join(f"<tr>{voice_row_html(v)}</tr>" for v in voices[:limit])
-    more = (f"<p><small>showing {limit} of {len(voices)} voices; use .to_frame() for "
-            f"all</small></p>") if len(voices) > limit else ""
-    return ("<table class='dubkit-voices'><thead><tr><th>name</th><th>voice id</th>"
-            "<th>locale</th><th>voice</th><th>provider</th><th>preview</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{more}")
-
-
-class Audition:
-    """One text said by several voices, shown side by side."""
-
-    def __init__(self, text: str, voice_ids: Sequence[str], speech: "Speech") -> None:
-        self.text, self.voice_ids, self.speech = text, list(voice_ids), speech
-
-    def __repr__(self) -> str:
-        return (f"Audition({self.text!r:.40}, {len(self.voice_ids)} "
-                f"voice{'' if len(self.voice_ids) == 1 else 's'})")
-
-    def _repr_html_(self) -> str:
-        return self.html()
-
-    def html(self, *, embed: bool = True) -> str:
-        """Cards side by side; ``embed=False`` plays from URLs (for live widgets)."""
-        cards = []
-        for line in self.speech:
-            duration, picture, player = line_cells(line, embed=embed)
-            cards.append("<div style='border:1px solid #d0d7de;border-radius:6px;padding:6px;"
-                         "min-width:200px'>"
-                         f"<div><code>{html.escape(line.voice_id or '')}</code></div>"
-                         f"<div>{duration}</div><div>{picture}</div><div>{player}</div></div>")
-        return (f"<div><p>&ldquo;{html.escape(self.text)}&rdquo;</p>"
-                "<div class='dubkit-audition' style='display:flex;flex-wrap:wrap;gap:8px'>"
-                + "".join(cards) + "</div></div>")
-
-
 class VoiceBrowser(widgets.VBox):
     """Filters (locale, gender, age, quality, name), a page of voices with previews and a
     tick box each, and an audition panel that says a sentence with every ticked voice."""
 
-    def __init__(self, client: "Client", *, locale: str | None = None, gender: str | None = None,
+    def __init__(self, client: VoiceClient, *, locale: str | None = None, gender: str | None = None,
                  age: str | None = None, quality: str | None = None, search: str = "",
                  page_size: int = 10, text: str = "Hello! This is how I sound.") -> None:
         self._client = client
@@ -181,7 +126,7 @@ class VoiceBrowser(widgets.VBox):
             return None
         self._result.value = f"<i>speaking with {len(self._ticked)} voices…</i>"
         try:
-            self.last_audition = self._client.voices.audition(text, self._ticked)
+            self.last_audition = self._client.tts.audition(text, self._ticked)
         except Exception as exc:     # show it in the panel; the widget stays usable
             self._result.value = (f"<span style='color:#cf222e'>{html.escape(type(exc).__name__)}"
                                   f": {html.escape(str(exc))}</span>")

@@ -126,7 +126,7 @@ def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, 
     # Each take shows the level it came at, which is the take's own level ...
     levels = texts(page, f"{CARDS} .dubkit-loudness")
     assert len(levels) == 3 and all(LEVEL.match(t) for t in levels), levels
-    spoken = client.voices.audition(LINE, voices.ids, language="en-GB").speech
+    spoken = client.tts.audition(LINE, voices.ids, language="en-GB").speech
     for shown, line in zip(levels, spoken):
         own = loudness.measure(line.audio, line.sample_rate)
         assert float(LEVEL.match(shown).group(1)) == pytest.approx(own, abs=0.5), (shown, own)

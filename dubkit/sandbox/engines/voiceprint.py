@@ -6,7 +6,7 @@ stand at least ``_DIP_DB`` above the dip separating them from the previous peak,
 fall on voiced frames. It is divided by the time spent speaking, i.e. the total length of
 the ``vad.segment_speech`` segments, so pauses between sentences do not slow it down.
 
->>> from dubkit.sandbox.engines import speech
+>>> from dubkit.media import speech
 >>> ref = speech.synthesize("Clone me if you can.", variant="f2")
 >>> speech.Prosody() != derive_prosody(measure(ref, speech.SAMPLE_RATE))
 True
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import speech, vad
+from ...media import speech
+from . import vad
 
 __all__ = ["Voiceprint", "derive_prosody", "measure"]
 
@@ -162,7 +163,7 @@ def measure(samples: np.ndarray, sample_rate: int) -> Voiceprint:
 
     Raises ``ValueError`` ("... not speech ...") when there is no voiced audio.
 
-    >>> from dubkit.sandbox.engines import speech
+    >>> from dubkit.media import speech
     >>> vp = measure(speech.synthesize("This is a test.", variant="f2"), speech.SAMPLE_RATE)
     >>> vp.gender
     'female'

@@ -34,8 +34,8 @@ import numpy as np
 
 from ..backend import ServiceError
 from ...media import av, mixing
-from ..engines import speech
-from ..engines.speech import SpeechError
+from ...media import speech
+from ...media.speech import SpeechError
 from . import dubbing, render
 from .casting import Casting, Voice, VoiceLibrary
 from .outputs import Outputs

@@ -32,7 +32,8 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from ..catalogue import SpeakingVoice, speaking_voice_from_audio
-from ..engines import speech, voiceprint
+from ...media import speech
+from ..engines import voiceprint
 from ..engines.voiceprint import Voiceprint
 from .settings import Settings
 from .transcript import Line, measure_speech, slice_of, speaker_audio

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...media import av, mixing
-from ..engines import speech
+from ...media import speech
 from ..engines import translate as engine
 from .settings import Settings
 from .transcript import Line

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...media import av, mixing
-from ..engines import speech
+from ...media import speech
 from ...media.subtitles import Cue, to_srt, to_vtt
 from .dubbing import resample
 from .outputs import Outputs

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..engines import speech
+from ...media import speech
 from ..engines import translate as translation_engine
 from .render import DUCK_DB
 from .settings import Settings

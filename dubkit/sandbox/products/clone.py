@@ -51,7 +51,8 @@ from ...schema import CloneAsyncRequest, CloneRequest, CloneResult
 from ..backend import Backend, ServiceError, now_iso
 from ..call import Call
 from ..catalogue import speaking_voice_from_audio
-from ..engines import speech, voiceprint
+from ...media import speech
+from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
 from .common import Work, accepted, check_locale, run_sync, start_async
 from .voices import StoredClone, insert_clone

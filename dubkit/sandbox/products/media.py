@@ -31,7 +31,7 @@ from ..backend import Backend, ServiceError
 from ..call import Call
 from ..catalogue import preset as find_preset
 from ..catalogue import presets as all_presets
-from ..engines import speech
+from ...media import speech
 from .common import Work, check_locale, start_async
 from .materials import find_material, material_path
 from .voices import served_preset, find_clone

@@ -49,7 +49,8 @@ from ...schema import TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResult
 from ..backend import Backend, ServiceError
 from ..call import Call
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
-from ..engines import speech, voiceprint
+from ...media import speech
+from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
 from ..store import Store
 from .common import Work, accepted, check_locale, run_sync, start_async

@@ -47,7 +47,7 @@ from ...schema import (ClonedVoice, ClonedVoicePage, CloneRename, CloneVoiceQuer
 from ..backend import Backend, ServiceError, new_id, now_iso
 from ..call import Call
 from ..catalogue import TIERS, Preset, SpeakingVoice, presets
-from ..engines import speech
+from ...media import speech
 from ..store import Store
 from .common import check_locale, page, page_rows
 

@@ -1,13 +1,9 @@
-"""Inline audio players for speech results: text, duration, a small waveform, one player a line.
+"""Audio players, waveforms and the speech table.
 
-Players never autoplay and never loop. Short clips are embedded (base64 ``data:`` URI) so a
-remote browser plays them and a saved notebook still does after the service's URL expired or
-the sandbox stopped; longer clips play from a URL the browser can reach
-(:mod:`dubkit.widgets.sources`).
-
->>> speech = client.tts.create(["Hello", "Goodbye"], voice="sv_s1_en_us_clear_f")
->>> speech                      # the table below, one player per line
->>> speech[0]                   # one line: text, duration, waveform, player
+Players never autoplay and never loop. Short clips the result holds are embedded (base64
+``data:`` URI) so a remote browser plays them and a saved notebook still does after the
+service's URL expired or the sandbox stopped; other clips play from a URL the browser can reach
+(:mod:`dubkit.views.sources`). Waveforms are drawn from bytes the result already holds.
 """
 
 from __future__ import annotations
@@ -15,18 +11,19 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Iterable
 
-from ..media.audio import mime_type, waveform_svg
-from .sources import EMBED_LIMIT, browser_url, data_uri
+from ..media.audio import decode, waveform_svg
+from ..media.mime import mime_type
+from .sources import browser_url, embedded
 
 if TYPE_CHECKING:
-    from ..resources.tts import SpeechLine
+    from ..results.speech import SpeechLine
 
 SHOWN_LINES = 20           # a table of a large batch shows its first lines only
 
 
 def player_html(src: str, mime: str) -> str:
     """An ``<audio>`` element: controls on, autoplay and loop off; a URL is one the browser
-    can reach from wherever it is (:func:`dubkit.widgets.sources.browser_url`)."""
+    can reach from wherever it is (:func:`dubkit.views.sources.browser_url`)."""
     src = browser_url(src)
     fallback = "audio" if src.startswith("data:") else f"<a href='{html.escape(src)}'>audio</a>"
     return (f"<audio controls preload='none' style='height:32px;max-width:260px'>"
@@ -35,10 +32,7 @@ def player_html(src: str, mime: str) -> str:
 
 def line_source(line: "SpeechLine", embed: bool = True) -> str:
     """What a player plays: the embedded bytes when small and already fetched, else the URL."""
-    data = line.data_if_loaded() if embed else None
-    if data is not None and len(data) <= EMBED_LIMIT:
-        return data_uri(data, mime_type(line.format))
-    return browser_url(line.uri or "")
+    return embedded(line.data_if_loaded() if embed else None, mime_type(line.format), line.uri)
 
 
 def line_cells(line: "SpeechLine", *, waveform: bool = True,
@@ -48,10 +42,11 @@ def line_cells(line: "SpeechLine", *, waveform: bool = True,
         error = f"<span style='color:#cf222e'>{html.escape(line.error_message or '')}</span>"
         return "", "", error
     picture = ""
-    if waveform:
+    data = line.data_if_loaded()
+    if waveform and data is not None:
         try:
-            picture = waveform_svg(line.audio)
-        except Exception as exc:      # a view must render even if one clip cannot be fetched
+            picture = waveform_svg(decode(data, line.format)[0])
+        except Exception as exc:      # a view must render even if one clip cannot be decoded
             picture = f"<small>no waveform ({html.escape(type(exc).__name__)})</small>"
     duration = f"<span class='dubkit-dur'>{line.duration or 0:.1f} s</span>"
     return duration, picture, player_html(line_source(line, embed), mime_type(line.format))

@@ -5,8 +5,8 @@ On Binder, JupyterHub or any remote Jupyter the browser is on another machine an
 that address. Per kind of media:
 
 * **Service URLs** (https, a CDN) are used as they are: every browser reaches them.
-* **Short audio a view holds** (a TTS line, a dubbed line, a take, a reference recording up to
-  :data:`EMBED_LIMIT` bytes) is embedded as a ``data:`` URI. It plays in any browser, and a
+* **Short audio a result holds** (a TTS line, a dubbed line, a take, a reference recording up to
+  :data:`EMBED_LIMIT` bytes, fetched when the result was made) is embedded as a ``data:`` URI. It plays in any browser, and a
   saved notebook still plays it on GitHub or nbviewer with no kernel and no sandbox.
 * **Everything else on loopback** (video, long audio, catalogue previews that load only when
   played) goes through the Jupyter server that serves the notebook: jupyter-server-proxy's
@@ -69,15 +69,11 @@ def data_uri(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
-def embedded_or_url(url: str, mime: str) -> str:
-    """A loopback file small enough to embed, as a ``data:`` URI; anything else as a URL the
-    browser can reach. (Service URLs are not fetched: the browser reaches them itself.)"""
-    if is_loopback(url):
-        from ..media.audio import download
-        try:
-            data = download(url)
-        except Exception:        # a view must render even if one file cannot be fetched
-            return browser_url(url)
-        if len(data) <= EMBED_LIMIT:
-            return data_uri(data, mime)
-    return browser_url(url)
+def embedded(data: bytes | None, mime: str, url: str | None) -> str:
+    """Bytes a result already holds, embedded when small; else ``url`` made reachable.
+
+    Views never fetch: a result that wants its media embedded fetches it when it is made.
+    """
+    if data is not None and len(data) <= EMBED_LIMIT:
+        return data_uri(data, mime)
+    return browser_url(url or "")

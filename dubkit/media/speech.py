@@ -1,4 +1,5 @@
-"""Real text to speech for the sandbox: libespeak-ng driven through ctypes.
+"""Real text to speech, offline: libespeak-ng driven through ctypes. The sandbox speaks with it;
+:mod:`dubkit.samples` makes its sample recordings with it.
 
 The library and its voice data come from the ``espeakng-loader`` wheel, so nothing is
 downloaded at run time. libespeak-ng keeps one global state (current voice, parameters,
@@ -7,7 +8,7 @@ on first use, never at import.
 
 Example::
 
-    >>> from dubkit.sandbox.engines import speech
+    >>> from dubkit.media import speech
     >>> audio = speech.synthesize("Hello there.", speech.voice_for_locale("en-US"))
     >>> audio.dtype, audio.ndim
     (dtype('float32'), 1)

@@ -1,0 +1,17 @@
+"""What calls return: typed results that render themselves through :mod:`dubkit.views`.
+
+A result holds plain data and, where it needs the network (downloading a clip, reading a
+subtitle file), the transport it came through. It never imports a resource or a widget.
+"""
+
+from .clone import ABPlayers, Clone
+from .dubbing import DubbingResult, MediaFile, Script, ScriptLine, Subtitles
+from .materials import Material, MaterialList
+from .speech import Speech, SpeechLine
+from .task import RESULT_TYPES, Task, TaskList, canonical_status
+from .translation import Translation
+from .voices import Audition, VoiceList
+
+__all__ = ["ABPlayers", "Audition", "Clone", "DubbingResult", "Material", "MaterialList",
+           "MediaFile", "RESULT_TYPES", "Script", "ScriptLine", "Speech", "SpeechLine",
+           "Subtitles", "Task", "TaskList", "Translation", "VoiceList", "canonical_status"]

@@ -1,0 +1,56 @@
+"""A new cloned voice, and the reference played against it (A/B)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .._transport import Transport
+from ..schema import CloneResult
+from ..views.clone import ab_html, clone_html
+from ._held import fetch_held
+
+
+class Clone:
+    """A new cloned voice: ``voice_id`` for TTS, and what it was cloned from."""
+
+    def __init__(self, result: CloneResult, context: Mapping[str, Any]) -> None:
+        extra = result.model_extra or {}
+        self.voice_id = result.voice_id
+        self.task_id = result.task_id
+        self.created_at = result.created_at
+        self.provider: str | None = extra.get("provider") or context.get("provider")
+        self.measured: dict[str, Any] | None = extra.get("measured")   # sandbox extra
+        self.name: str | None = context.get("name")
+        self.language: str | None = context.get("language")
+        self.text: str | None = context.get("text")
+        self.ref_audio: str | None = context.get("refAudio")
+
+    @classmethod
+    def from_task(cls, transport: Transport, raw: dict[str, Any],
+                  context: dict[str, Any]) -> "Clone":
+        return cls(CloneResult.model_validate(raw), context)
+
+    def __repr__(self) -> str:
+        return f"Clone({self.voice_id!r}, name={self.name!r}, provider={self.provider!r})"
+
+    def _repr_html_(self) -> str:
+        return clone_html(self)
+
+
+class ABPlayers:
+    """The reference (A) and the clone saying ``text`` (B), side by side.
+
+    The local sandbox's recordings are fetched when this is made, so the players embed them.
+    """
+
+    def __init__(self, transport: Transport, clone: Clone, clone_uri: str, text: str) -> None:
+        self.clone, self.clone_uri, self.text = clone, clone_uri, text
+        held = fetch_held(transport, [clone.ref_audio, clone_uri])
+        self.reference_bytes = held.get(clone.ref_audio or "")
+        self.clone_bytes = held.get(clone_uri)
+
+    def __repr__(self) -> str:
+        return f"ABPlayers(reference vs {self.clone.voice_id}, text={self.text!r:.60})"
+
+    def _repr_html_(self) -> str:
+        return ab_html(self)

@@ -1,0 +1,193 @@
+"""A finished media translation (interface §3.6): the dub, its subtitles, script and voices.
+
+>>> dub = task.wait().result
+>>> dub.video.url, dub.subtitles.text("srt")
+>>> dub.script.to_frame()                    # start, end, speaker, source, translation
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .._transport import Transport
+from .. import schema
+from ..media.audio import decode
+from ..media.mime import format_of
+from ..views.dubbing import dubbing_html
+from ._held import fetch_held
+
+
+@dataclass(frozen=True)
+class MediaFile:
+    """A file the service made: ``url``, ``duration`` (s), ``size`` (bytes), picture facts."""
+
+    url: str
+    duration: float | None = None
+    size: int | None = None
+    width: int | None = None
+    height: int | None = None
+    fps: int | None = None
+
+    @classmethod
+    def of(cls, file: "schema.MediaFile | schema.AudioFile | None") -> "MediaFile | None":
+        if file is None or not file.url:
+            return None
+        size = getattr(file, "resolution", None)
+        return cls(file.url, file.duration, file.size, size.width if size else None,
+                   size.height if size else None, file.fps)
+
+
+class Subtitles:
+    """The dub's subtitle files (URLs); :meth:`text` fetches one."""
+
+    def __init__(self, transport: Transport, srt: str | None, vtt: str | None,
+                 language: str | None) -> None:
+        self._transport = transport
+        self.srt, self.vtt, self.language = srt, vtt, language
+
+    def __repr__(self) -> str:
+        return f"Subtitles(srt={self.srt!r}, vtt={self.vtt!r}, language={self.language!r})"
+
+    def text(self, fmt: Literal["srt", "vtt"] = "srt") -> str:
+        url = self.srt if fmt == "srt" else self.vtt
+        if not url:
+            raise ValueError(f"this result has no {fmt} subtitles")
+        return self._transport.download(url).decode("utf-8")
+
+
+@dataclass(frozen=True)
+class ScriptLine:
+    """One dubbed line: where it sits, who said what, what the dub says, and its audio URL."""
+
+    id: str
+    start: float
+    end: float
+    speaker: str
+    source_text: str
+    translation: str
+    voice_id: str
+    provider: str
+    voice_name: str
+    audio_url: str | None
+    duration_ms: int | None
+    _load: Callable[[str], bytes] | None = field(default=None, repr=False, compare=False)
+
+    def audio(self) -> tuple[np.ndarray, int]:
+        """This line's dubbed speech, fetched (once, by its result) and decoded: float32
+        samples and their rate.
+
+        >>> samples, rate = dub.script[0].audio()
+        """
+        if not self.audio_url or self._load is None:
+            raise ValueError(f"line {self.id} has no dubbed audio")
+        return decode(self._load(self.audio_url), format_of(self.audio_url))
+
+
+class Script(list):
+    """The dubbed lines in time order; ``.to_frame()`` for a table."""
+
+    COLUMNS = ["start", "end", "speaker", "source_text", "translation", "voice_id",
+               "provider", "audio_url"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{name: getattr(line, name) for name in self.COLUMNS}
+                             for line in self], columns=self.COLUMNS)
+
+
+class DubbingResult:
+    """A finished media translation: dubbed video/audio, subtitles, script, voices.
+
+    Parsed from the §3.6 answer models (:class:`dubkit.schema.MediaTranslationResult`); the
+    raw wire dict stays in ``raw``. The local sandbox's poster frame and first dubbed lines
+    are fetched when the result is made, so its views embed them.
+    """
+
+    def __init__(self, transport: Transport, raw: Mapping[str, Any],
+                 context: Mapping[str, Any] | None = None) -> None:
+        self._transport = transport
+        self.raw = dict(raw)
+        context = context or {}
+        result = schema.MediaTranslationResult.model_validate(self.raw)
+        extra = result.model_extra or {}
+        self.task_id: str | None = extra.get("taskId")
+        build = result.build or schema.Build()
+        self.video = MediaFile.of(build.video)
+        self.audio = MediaFile.of(build.audio)
+        self.compressed = {name: MediaFile.of(f) for name, f in result.compress.items()}
+        subtitles = (build.model_extra or {}).get("subtitles") or {}
+        self.subtitles = Subtitles(transport, subtitles.get("srt"), subtitles.get("vtt"),
+                                   subtitles.get("language") or context.get("target"))
+        asr = result.asr_scripts or schema.AsrScripts()
+        language = asr.language or schema.LanguagePair()
+        self.source_language = language.source or context.get("source")
+        self.target_language = language.target or context.get("target")
+        self.category = asr.category
+        self.voices: list[dict[str, Any]] = [v.to_wire() for v in result.voice_match]
+        self.notices: list[str] = list(extra.get("notices") or [])
+        self.timings: dict[str, float] = dict(extra.get("timings") or {})
+        scripts = result.translated_scripts or schema.TranslatedScripts()
+        self.engine = str((scripts.model_extra or {}).get("engine") or "")
+        self.poster_url = next((image.url for image in build.images if image.url), None)
+        self.original = _original(result, extra.get("source") or {},
+                                  context.get("material") or {})
+        self.script = _script(result, self._bytes)
+        self._held = fetch_held(transport, [self.poster_url,
+                                            *(line.audio_url for line in self.script)])
+
+    @classmethod
+    def from_task(cls, transport: Transport, raw: dict[str, Any],
+                  context: dict[str, Any]) -> "DubbingResult":
+        return cls(transport, raw, context)
+
+    def held(self, url: str | None) -> bytes | None:
+        """The bytes of ``url`` if this result fetched them when it was made."""
+        return self._held.get(url or "")
+
+    def _bytes(self, url: str) -> bytes:
+        return self.held(url) or self._transport.download(url)
+
+    def __repr__(self) -> str:
+        kind = "video" if self.video else "audio"
+        return (f"DubbingResult({kind}, {self.source_language}->{self.target_language}, "
+                f"{len(self.script)} line{'' if len(self.script) == 1 else 's'}, "
+                f"{len(self.voices)} "
+                f"voice{'' if len(self.voices) == 1 else 's'})")
+
+    def _repr_html_(self) -> str:
+        return dubbing_html(self)
+
+
+def _original(result: schema.MediaTranslationResult, source: Mapping[str, Any],
+              material: Mapping[str, Any]) -> MediaFile | None:
+    """The media that was dubbed: the sandbox's ``source`` extra, the material's address, or
+    the alignment's video track; picture facts from the material's record when known."""
+    url = source.get("url") or material.get("addressUrl")
+    if not url:
+        tracks = result.alignment.video if result.alignment else []
+        url = tracks[0].file if tracks else None
+    if not url:
+        return None
+    width, _, height = (material.get("resolution") or "").partition("x")
+    return MediaFile(url, source.get("duration"), material.get("filesize"),
+                     int(width) if width.isdigit() else None,
+                     int(height) if height.isdigit() else None)
+
+
+def _script(result: schema.MediaTranslationResult,
+            load: Callable[[str], bytes]) -> Script:
+    audio = {line.id: line for line in (result.tts.result if result.tts else [])}
+    lines = Script()
+    for row in result.translated_scripts.result if result.translated_scripts else []:
+        tts = audio.get(row.id)
+        lines.append(ScriptLine(
+            id=str(row.id), start=row.start or 0.0, end=row.end or 0.0,
+            speaker=row.speaker or "", source_text=row.source_text or "",
+            translation=row.text or "", voice_id=row.voice_id or "",
+            provider=row.provider or "", voice_name=row.speaker_display_name or "",
+            audio_url=tts.tts_file if tts else None, duration_ms=tts.duration if tts else None,
+            _load=load))
+    return lines

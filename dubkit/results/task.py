@@ -1,0 +1,198 @@
+"""A task the service is (or was) running: poll it, wait for it, read its typed result.
+
+>>> task = client.translate.create_async(["Hello"], source="en-US", target="fr-FR")
+>>> task.wait(timeout=60).result.to_frame()
+>>> dubkit.monitor(task)                # a cell that refreshes itself until the task ends
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import pandas as pd
+
+from .._transport import Transport
+from ..errors import APITimeoutError, TaskFailedError, TaskTimeoutError
+from ..schema import KNOWN_STATUSES, STATUS_SYNONYMS, TERMINAL_STATUSES, TaskDetail
+from ..views.tasks import task_table_html
+from .clone import Clone
+from .dubbing import DubbingResult
+from .speech import Speech
+from .translation import Translation
+
+Converter = Callable[[Transport, dict[str, Any], dict[str, Any]], Any]
+# Task type -> how its raw ``result`` becomes a typed object. ``context`` is what the creating
+# call knew (e.g. the source texts) that the result lacks.
+RESULT_TYPES: dict[str, Converter] = {
+    "tts": Speech.from_task,
+    "textTranslation": Translation.from_task,
+    "cloneVoice": Clone.from_task,
+    "vt": DubbingResult.from_task,
+    "at": DubbingResult.from_task,
+}
+
+
+class Task:
+    """A task the service is (or was) running. Cheap to hold; :meth:`refresh` asks again."""
+
+    def __init__(self, transport: Transport, task_id: str, *, task_type: str | None = None,
+                 status: str | None = None, created_at: str | None = None,
+                 idempotency_key: str | None = None,
+                 context: dict[str, Any] | None = None) -> None:
+        self._transport = transport
+        self.context = context or {}
+        self.task_id = task_id
+        self.task_type = task_type
+        self.status = status
+        self.created_at = created_at
+        self.idempotency_key = idempotency_key
+        self.raw_result: dict[str, Any] | None = None
+        self._result: Any = None
+        self._started = _parse_time(created_at) or time.time()
+        self._ended: float | None = None
+
+    def __repr__(self) -> str:
+        return f"Task({self.task_id!r}, type={self.task_type!r}, status={self.status!r})"
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since creation, frozen once the task is seen ended."""
+        return (self._ended or time.time()) - self._started
+
+    @property
+    def result(self) -> Any:
+        """The typed result once finished (``None`` before); raw dict for unknown types.
+
+        Made once: a result that embeds its media fetches them here, never when shown.
+        """
+        if self.raw_result is None or self.status != "finished":
+            return None
+        if self._result is None:
+            convert = RESULT_TYPES.get(self.task_type or "")
+            self._result = (convert(self._transport, self.raw_result, self.context) if convert
+                            else self.raw_result)
+        return self._result
+
+    def result_if_made(self) -> Any:
+        """The typed result if it was made already (views never fetch), else None."""
+        return self._result
+
+    @property
+    def error_message(self) -> str | None:
+        if self.status == "failed" and self.raw_result:
+            return self.raw_result.get("errorMessage") or str(self.raw_result)
+        return None
+
+    def refresh(self, *, deadline: float | None = None) -> "Task":
+        detail = TaskDetail.model_validate(
+            self._transport.call("tasks.detail", {"taskId": self.task_id}, deadline=deadline))
+        self.apply(detail.task_type, detail.status, detail.result)
+        return self
+
+    def fresh(self) -> "Task":
+        """A new copy as the service sees the task now (this one is left as it is)."""
+        return Task(self._transport, self.task_id, task_type=self.task_type,
+                    created_at=self.created_at, context=self.context).refresh()
+
+    def apply(self, task_type: str | None, status: str | None,
+              result: dict[str, Any] | None) -> None:
+        """Take a newer state (from a poll or a webhook event).
+
+        An end once seen is final: a late poll answered before a pushed event cannot move a
+        finished or failed task back to running.
+        """
+        self.task_type = task_type or self.task_type
+        if not self.done:
+            self.status = canonical_status(status) or self.status
+        if result is not None and self.raw_result is None:
+            self.raw_result = result
+        if self.done and self._ended is None:
+            self._ended = time.time()
+
+    def wait(self, timeout: float = 600, *, poll_interval: float = 0.5,
+             max_interval: float = 5.0) -> "Task":
+        """Poll with backoff until the task ends; raise if it failed or the deadline passed."""
+        deadline = time.monotonic() + timeout
+        interval = poll_interval
+        while True:
+            try:
+                self.refresh(deadline=deadline)
+            except APITimeoutError:
+                if time.monotonic() < deadline:
+                    raise
+                raise TaskTimeoutError(
+                    f"task {self.task_id} ({self.task_type}) did not answer before the "
+                    f"{timeout:g}s deadline; last seen {self.status!r}", task=self,
+                    last_status=self.status) from None
+            if self.status == "failed":
+                raise TaskFailedError(f"task {self.task_id} ({self.task_type}) failed: "
+                                      f"{self.error_message}", task=self)
+            if self.done:
+                self.result    # noqa: B018  (made here, where waiting is expected, not in a view)
+                return self
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TaskTimeoutError(
+                    f"task {self.task_id} ({self.task_type}) was still {self.status!r} after "
+                    f"{timeout:g}s; call .wait() again or dubkit.monitor(task) to keep watching",
+                    task=self, last_status=self.status)
+            time.sleep(min(interval, left))
+            interval = min(max_interval, interval * 1.5)
+
+    def delete(self) -> None:
+        self._transport.call("tasks.delete", {"taskId": self.task_id})
+
+    def _repr_html_(self) -> str:
+        return task_table_html([self])
+
+
+class TaskList(list):
+    """Task records (:class:`dubkit.schema.TaskSummary`) from ``client.tasks.list``;
+    ``.to_frame()`` for a table."""
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([t.model_dump() for t in self],
+                            columns=["task_id", "task_type", "status", "created_at",
+                                     "updated_at"])
+
+    def _repr_html_(self) -> str:
+        return self.to_frame()._repr_html_()  # type: ignore[operator]
+
+
+_unknown_seen: set[str] = set()
+
+
+def canonical_status(status: str | None) -> str | None:
+    """The status as dubkit reasons about it: ``complete`` means ``finished``.
+
+    A status the interface does not name is kept as it is and treated as not yet final (a
+    newer service may add ``queued`` or ``processing``); dubkit warns once per such name.
+    """
+    if status is None:
+        return None
+    status = STATUS_SYNONYMS.get(status, status)
+    if status not in KNOWN_STATUSES and status not in _unknown_seen:
+        _unknown_seen.add(status)
+        warnings.warn(f"the service reported task status {status!r}, which dubkit does not "
+                      f"know; treating it as not yet final", stacklevel=3)
+    return status
+
+
+def _parse_time(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(
+            timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+__all__ = ["Task", "TaskList", "RESULT_TYPES", "canonical_status"]

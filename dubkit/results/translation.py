@@ -1,0 +1,63 @@
+"""A translation result, aligned with its source segments."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+
+from .._transport import Transport
+from ..schema import TranslateItem, TranslateResult
+from ..views.translation import translation_html
+
+
+class Translation:
+    """A translation result, aligned with its source segments."""
+
+    def __init__(self, result: TranslateResult, sources: Sequence[str | None] | None = None,
+                 *, pseudo: bool = False) -> None:
+        self.raw = result
+        self.task_id = result.task_id
+        self.items: list[TranslateItem] = result.items
+        self.sources = list(sources) if sources is not None else [None] * len(self.items)
+        # The sandbox labels its results; trust the label, not where the client points.
+        self.pseudo = pseudo or is_pseudo(result)
+
+    @classmethod
+    def from_task(cls, transport: Transport, raw: dict[str, Any],
+                  context: dict[str, Any]) -> "Translation":
+        return cls(TranslateResult.model_validate(raw), context.get("sources"))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def texts(self) -> list[str | None]:
+        return [item.text for item in self.items]
+
+    @property
+    def errors(self) -> dict[int, str]:
+        """Index -> error message of every segment that failed."""
+        return {i: item.error_message for i, item in enumerate(self.items) if item.error_message}
+
+    def to_frame(self) -> pd.DataFrame:
+        """source | translation | error; ``error`` is None for a segment that succeeded."""
+        # object dtype: pandas would infer a string column and show "no error" as NaN
+        # wherever another segment failed, and as None where none did.
+        return pd.DataFrame({"source": self.sources, "translation": self.texts,
+                             "error": pd.Series([item.error_message for item in self.items],
+                                                dtype=object)})
+
+    def __repr__(self) -> str:
+        label = ", pseudo" if self.pseudo else ""
+        count = len(self)
+        return (f"Translation({count} segment{'' if count == 1 else 's'}, "
+                f"{len(self.errors)} failed{label})")
+
+    def _repr_html_(self) -> str:
+        return translation_html(self.to_frame(), pseudo=self.pseudo)
+
+
+def is_pseudo(result: TranslateResult) -> bool:
+    """Whether the sandbox made this result (it labels its engine ``sandbox-…``)."""
+    return str((result.model_extra or {}).get("engine", "")).startswith("sandbox")

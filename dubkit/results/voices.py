@@ -1,0 +1,62 @@
+"""Voice listings as results, and one text said by several voices (an audition)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from ..schema import ClonedVoice, PresetVoice
+from ..views.voices import audition_html, voice_table_html
+from .speech import Speech
+
+PRESET_COLUMNS = ["voice_id", "display_name", "locale", "gender", "age", "provider", "style",
+                  "is_hd", "is_preferred", "score", "audio"]
+CLONE_COLUMNS = ["voice_id", "name", "provider", "example_language", "content", "audio",
+                 "create_time"]
+
+
+class VoiceList(list):
+    """Voices from a listing; ``.to_frame()`` for a table, a play control a voice in notebooks.
+
+    ``total`` is what the service counted for the query (may exceed ``len`` with ``limit``).
+    """
+
+    def __init__(self, voices: Iterable[PresetVoice | ClonedVoice] = (),
+                 total: int | None = None) -> None:
+        super().__init__(voices)
+        self.total = len(self) if total is None else total
+
+    @property
+    def ids(self) -> list[str]:
+        return [v.voice_id for v in self]
+
+    def to_frame(self) -> pd.DataFrame:
+        clones = bool(self) and isinstance(self[0], ClonedVoice)
+        columns = CLONE_COLUMNS if clones else PRESET_COLUMNS
+        rows = [{c: v.model_dump().get(c) for c in columns} for v in self]
+        return pd.DataFrame(rows, columns=columns)
+
+    def __repr__(self) -> str:
+        return f"VoiceList({len(self)} voice{'' if len(self) == 1 else 's'} of {self.total})"
+
+    def _repr_html_(self) -> str:
+        return voice_table_html(self)
+
+
+class Audition:
+    """One text said by several voices, shown side by side."""
+
+    def __init__(self, text: str, voice_ids: Sequence[str], speech: Speech) -> None:
+        self.text, self.voice_ids, self.speech = text, list(voice_ids), speech
+
+    def __repr__(self) -> str:
+        return (f"Audition({self.text!r:.40}, {len(self.voice_ids)} "
+                f"voice{'' if len(self.voice_ids) == 1 else 's'})")
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def html(self, *, embed: bool = True) -> str:
+        """Cards side by side; ``embed=False`` plays from URLs (for live widgets)."""
+        return audition_html(self.text, self.speech, embed=embed)

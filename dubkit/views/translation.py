@@ -1,0 +1,15 @@
+"""A translation as a table: source, translation, error; the sandbox's label when it applies."""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+PSEUDO_NOTE = ("Sandbox pseudo-translation: made-up words, stable per word and language; "
+               "not a real translation.")
+
+
+def translation_html(frame: pd.DataFrame, *, pseudo: bool) -> str:
+    note = f"<p><em>{html.escape(PSEUDO_NOTE)}</em></p>" if pseudo else ""
+    return note + frame.to_html(na_rep="", escape=True)
