@@ -37,7 +37,8 @@ SCENARIOS = [
 
 def warned(err: dubkit.DubkitError) -> bool:
     return bool(getattr(err, "maybe_committed", False)) or (
-        isinstance(err, dubkit.IdempotencyConflictError) and err.first_attempt_accepted)
+        isinstance(err, dubkit.IdempotencyConflictError) and err.first_attempt_accepted
+    )
 
 
 def tasks_per_key(db: Path, api_key: str) -> Counter:
@@ -58,8 +59,9 @@ def settle(db: Path, api_key: str) -> Counter:
     return tasks_per_key(db, api_key)
 
 
-def run(box, db: Path, index: int, name: str, n: int, faults: dict,
-        timeout: dubkit.Timeout) -> dict:
+def run(
+    box, db: Path, index: int, name: str, n: int, faults: dict, timeout: dubkit.Timeout
+) -> dict:
     api_key = box.create_key(f"bench-{index}")
     errors: list[tuple[str, dubkit.DubkitError]] = []
     box.set_faults(paths=["/task/"], seed=index, **faults)
@@ -68,8 +70,9 @@ def run(box, db: Path, index: int, name: str, n: int, faults: dict,
         for i in range(n):
             key = f"bench-{index}-{i}"
             try:
-                client.translate.create_async(["x"], source="en-US", target="fr-FR",
-                                              idempotency_key=key)
+                client.translate.create_async(
+                    ["x"], source="en-US", target="fr-FR", idempotency_key=key
+                )
             except dubkit.DubkitError as err:
                 errors.append((key, err))
     seconds = time.perf_counter() - started
@@ -77,7 +80,10 @@ def run(box, db: Path, index: int, name: str, n: int, faults: dict,
     tasks = settle(db, api_key)
     committed = [(k, e) for k, e in errors if tasks[k] >= 1]
     return {
-        "name": name, "calls": n, "seconds": seconds, "errors": len(errors),
+        "name": name,
+        "calls": n,
+        "seconds": seconds,
+        "errors": len(errors),
         "classes": Counter(type(e).__name__ for _, e in errors),
         "warned": sum(warned(e) for _, e in errors),
         "task exists": len(committed),
@@ -96,20 +102,26 @@ def main() -> None:
         results = [run(box, db, i, *s) for i, s in enumerate(SCENARIOS, 1)]
     finally:
         box.stop()
-    head = (f"{'scenario':18} {'calls':>5} {'errors':>6} {'warned':>6} {'task exists':>11} "
-            f"{'HID A CHARGE':>12} {'warned,no task':>14} {'dup keys':>8} {'tasks':>5} {'s':>5}")
+    head = (
+        f"{'scenario':18} {'calls':>5} {'errors':>6} {'warned':>6} {'task exists':>11} "
+        f"{'HID A CHARGE':>12} {'warned,no task':>14} {'dup keys':>8} {'tasks':>5} {'s':>5}"
+    )
     print(head)
     for r in results:
-        print(f"{r['name']:18} {r['calls']:5} {r['errors']:6} {r['warned']:6} "
-              f"{r['task exists']:11} {r['hid']:12} {r['warned, no task']:14} "
-              f"{r['duplicates']:8} {r['tasks']:5} {r['seconds']:5.1f}")
+        print(
+            f"{r['name']:18} {r['calls']:5} {r['errors']:6} {r['warned']:6} "
+            f"{r['task exists']:11} {r['hid']:12} {r['warned, no task']:14} "
+            f"{r['duplicates']:8} {r['tasks']:5} {r['seconds']:5.1f}"
+        )
     for r in results:
         print(f"  {r['name']}: errors by class {dict(r['classes'])}")
     hid = sum(r["hid"] for r in results)
-    print(f"errors that hid a possible charge: {hid} of "
-          f"{sum(r['task exists'] for r in results)} errors whose task exists "
-          f"(target 0); keys with more than one task: "
-          f"{sum(r['duplicates'] for r in results)} (target 0)")
+    print(
+        f"errors that hid a possible charge: {hid} of "
+        f"{sum(r['task exists'] for r in results)} errors whose task exists "
+        f"(target 0); keys with more than one task: "
+        f"{sum(r['duplicates'] for r in results)} (target 0)"
+    )
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ def duplicates(n: int) -> dict:
     import dubkit
     from dubkit import start_sandbox as start
     from dubkit.sandbox.delivery import RECOVERY_INTERVAL
+
     got: Counter[str] = Counter()
     lock = threading.Lock()
 
@@ -83,8 +84,9 @@ def duplicates(n: int) -> dict:
         def create(share: int) -> None:
             with dubkit.Client(key, box.url) as client:
                 for i in range(share):
-                    task = client.translate.create_async([f"line {i}"], source="en-US",
-                                                         target="fr-FR")
+                    task = client.translate.create_async(
+                        [f"line {i}"], source="en-US", target="fr-FR"
+                    )
                     created.append(task.task_id)
 
         pollers = [threading.Thread(target=poll, daemon=True) for _ in range(3)]
@@ -102,19 +104,24 @@ def duplicates(n: int) -> dict:
                 break
             time.sleep(0.5)
         done.set()
-        time.sleep(RECOVERY_INTERVAL + 1)      # a late recovery pass would add rows now
+        time.sleep(RECOVERY_INTERVAL + 1)  # a late recovery pass would add rows now
         while box.deliveries(api_key=key, state="pending")["deliveries"]:
             time.sleep(0.5)
         rows = box.deliveries(api_key=key)["deliveries"]
         per_task = Counter(r["taskId"] for r in rows)
         with lock:
             received = dict(got)
-        return {"n": n, "created_in_s": round(created_in, 1),
-                "total_s": round(time.perf_counter() - started, 1),
-                "tasks": len(per_task), "outbox_rows": len(rows),
-                "tasks_with_extra_rows": sum(c > 1 for c in per_task.values()),
-                "posts": sum(received.values()), "distinct_pipeline_keys": len(received),
-                "pipeline_keys_received_twice_or_more": sum(c > 1 for c in received.values())}
+        return {
+            "n": n,
+            "created_in_s": round(created_in, 1),
+            "total_s": round(time.perf_counter() - started, 1),
+            "tasks": len(per_task),
+            "outbox_rows": len(rows),
+            "tasks_with_extra_rows": sum(c > 1 for c in per_task.values()),
+            "posts": sum(received.values()),
+            "distinct_pipeline_keys": len(received),
+            "pipeline_keys_received_twice_or_more": sum(c > 1 for c in received.values()),
+        }
     finally:
         box.stop()
         server.shutdown()
@@ -123,6 +130,7 @@ def duplicates(n: int) -> dict:
 def hanging(queued: int = 20) -> dict:
     import dubkit
     from dubkit import start_sandbox as start
+
     held = threading.Event()
     release = threading.Event()
     arrived = threading.Event()
@@ -150,11 +158,13 @@ def hanging(queued: int = 20) -> dict:
             if row["state"] == "delivered":
                 break
             time.sleep(0.05)
-        a_finished = sum(len(r["log"]) for r in
-                         box.deliveries(api_key=key_a)["deliveries"])
-        return {"a_queued": queued, "timeout_s": box.admin("GET", "/delivery")["timeout"],
-                "b_waited_s": round(row["deliveredAt"] - row["createdAt"], 3),
-                "a_attempts_finished_before_b": a_finished}
+        a_finished = sum(len(r["log"]) for r in box.deliveries(api_key=key_a)["deliveries"])
+        return {
+            "a_queued": queued,
+            "timeout_s": box.admin("GET", "/delivery")["timeout"],
+            "b_waited_s": round(row["deliveredAt"] - row["createdAt"], 3),
+            "a_attempts_finished_before_b": a_finished,
+        }
     finally:
         release.set()
         box.set_webhook(None, api_key=key_a)
@@ -165,8 +175,14 @@ def hanging(queued: int = 20) -> dict:
 
 def run_in(tree: Path, part: str, *args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, __file__, "--part", part, *args], env=env,
-                         capture_output=True, text=True, cwd=tree, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, "--part", part, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        check=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -184,8 +200,9 @@ def main() -> None:
     trees = [("new", HERE.parent)] + ([("old", options.old)] if options.old else [])
     for n in options.sizes:
         for name, tree in trees:
-            print(f"duplicates  {name}: {json.dumps(run_in(tree, 'duplicates', str(n)))}",
-                  flush=True)
+            print(
+                f"duplicates  {name}: {json.dumps(run_in(tree, 'duplicates', str(n)))}", flush=True
+            )
     for name, tree in trees:
         print(f"hanging     {name}: {json.dumps(run_in(tree, 'hanging'))}", flush=True)
 

@@ -26,20 +26,22 @@ from dubkit import start_sandbox as start
 from dubkit.media import av
 
 TARGET_SECONDS = 30.0
-STORY = ("The harbour wakes before the sun. Fishing boats slide out past the lighthouse, "
-         "their engines low and steady. Gulls follow every wake, hoping for an easy meal. "
-         "By seven the market stalls are open and the first crates of fish arrive on ice. "
-         "Traders call out prices while the town slowly fills with voices. At noon the "
-         "wind turns and the sea grows rough, so the smaller boats come home early. In the "
-         "afternoon the nets are mended on the quay, knot by knot, by hands that have done "
-         "it for forty years. When the light fades the lighthouse takes over again.")
+STORY = (
+    "The harbour wakes before the sun. Fishing boats slide out past the lighthouse, "
+    "their engines low and steady. Gulls follow every wake, hoping for an easy meal. "
+    "By seven the market stalls are open and the first crates of fish arrive on ice. "
+    "Traders call out prices while the town slowly fills with voices. At noon the "
+    "wind turns and the sea grows rough, so the smaller boats come home early. In the "
+    "afternoon the nets are mended on the quay, knot by knot, by hands that have done "
+    "it for forty years. When the light fades the lighthouse takes over again."
+)
 
 
 def make_clip(path: Path, seconds: float) -> tuple[Path, int]:
     """A narrated 720p clip of about ``seconds`` (within 5 %): lines of the story, cycled,
     their count corrected from the length of a first try. Returns the clip and its lines."""
     sentences = [s.strip() + "." for s in STORY.split(".") if s.strip()]
-    count = max(1, round(seconds / 4))          # a first guess: ~4 s a line with its pause
+    count = max(1, round(seconds / 4))  # a first guess: ~4 s a line with its pause
     for _ in range(4):
         script = [sentences[i % len(sentences)] for i in range(count)]
         clip = samples.narrated_clip(path, script, width=1280, height=720)
@@ -59,17 +61,23 @@ def dub(client: dubkit.Client, material, **options) -> tuple[float, dict]:
 
 def report(name: str, wall: float, raw: dict, seconds: float) -> None:
     timings = raw["timings"]
-    print(f"\n{name}: {wall:.1f} s submit->finished for {seconds:.1f} s of 720p video "
-          f"({len(raw['translatedScripts']['result'])} lines, "
-          f"{raw['asrScripts']['speakerNum']} speakers)")
-    print(f"  vs target {TARGET_SECONDS:.0f} s: {wall / TARGET_SECONDS:.2f}x "
-          f"({'within' if wall <= TARGET_SECONDS else 'OVER'} target); "
-          f"real-time factor {wall / seconds:.2f}")
+    print(
+        f"\n{name}: {wall:.1f} s submit->finished for {seconds:.1f} s of 720p video "
+        f"({len(raw['translatedScripts']['result'])} lines, "
+        f"{raw['asrScripts']['speakerNum']} speakers)"
+    )
+    print(
+        f"  vs target {TARGET_SECONDS:.0f} s: {wall / TARGET_SECONDS:.2f}x "
+        f"({'within' if wall <= TARGET_SECONDS else 'OVER'} target); "
+        f"real-time factor {wall / seconds:.2f}"
+    )
     for stage, spent in timings.items():
         if stage != "total":
             print(f"  {stage:<11} {spent:6.2f} s  {spent / timings['total']:5.1%}")
-    print(f"  {'total':<11} {timings['total']:6.2f} s  (pipeline wall time; the rest of the "
-          f"{wall:.1f} s is queueing and polling)")
+    print(
+        f"  {'total':<11} {timings['total']:6.2f} s  (pipeline wall time; the rest of the "
+        f"{wall:.1f} s is queueing and polling)"
+    )
 
 
 def main() -> None:
@@ -84,8 +92,10 @@ def main() -> None:
             client = dubkit.Client(box.api_key, box.url, sandbox=box)
             material = client.materials.upload(clip, progress=False)
             seconds = material.duration / 1000
-            print(f"clip: {seconds:.1f} s, {material.resolution}, {lines} narrated "
-                  f"lines, {clip.stat().st_size / 1e6:.1f} MB")
+            print(
+                f"clip: {seconds:.1f} s, {material.resolution}, {lines} narrated "
+                f"lines, {clip.stat().st_size / 1e6:.1f} MB"
+            )
             runs = [("default options", {})]
             if not args.no_burn:
                 runs.append(("burned subtitles", {"text": {"burn": True}}))

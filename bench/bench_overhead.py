@@ -31,8 +31,11 @@ def main() -> None:
         client = dubkit.Client(box.api_key, box.url)
         session = requests.Session()
         session.headers["Authorization"] = f"Bearer {box.api_key}"
-        task_id = client.translate.create_async(["bench"], source="en-US",
-                                                target="fr-FR").wait(10).task_id
+        task_id = (
+            client.translate.create_async(["bench"], source="en-US", target="fr-FR")
+            .wait(10)
+            .task_id
+        )
         detail_url = f"{box.url}/openapi/v1/tasks/detail"
         create_url = f"{box.url}/openapi/v1/task/translate/create"
         body = {"language": {"source": "en-US", "target": "fr-FR"}, "segments": [{"text": "hi"}]}
@@ -42,20 +45,21 @@ def main() -> None:
             assert answer["code"] == 200
 
         def raw_post() -> None:
-            answer = session.post(create_url, json=body,
-                                  headers={"X-Idempotency-Key": uuid.uuid4().hex}).json()
+            answer = session.post(
+                create_url, json=body, headers={"X-Idempotency-Key": uuid.uuid4().hex}
+            ).json()
             assert answer["code"] == 200
 
         cases = {
-            "GET tasks/detail": (raw_get,
-                                 lambda: client.call("tasks.detail", {"taskId": task_id})),
-            "POST translate/create": (raw_post,
-                                      lambda: client.translate.create(
-                                          ["hi"], source="en-US", target="fr-FR")),
+            "GET tasks/detail": (raw_get, lambda: client.call("tasks.detail", {"taskId": task_id})),
+            "POST translate/create": (
+                raw_post,
+                lambda: client.translate.create(["hi"], source="en-US", target="fr-FR"),
+            ),
         }
         print(f"{'endpoint':24} {'raw ms':>8} {'dubkit ms':>10} {'ratio':>7}")
         for name, (raw, ours) in cases.items():
-            for _ in range(50):          # warm both connection pools
+            for _ in range(50):  # warm both connection pools
                 raw(), ours()
             raw_times, our_times = [], []
             for _ in range(ROUNDS):
@@ -63,8 +67,10 @@ def main() -> None:
                 our_times.append(timed(ours))
             raw_ms = statistics.median(raw_times) * 1000
             our_ms = statistics.median(our_times) * 1000
-            print(f"{name:24} {raw_ms:8.3f} {our_ms:10.3f} {our_ms / raw_ms:7.3f}  "
-                  f"(median of {ROUNDS}; target <= 1.10)")
+            print(
+                f"{name:24} {raw_ms:8.3f} {our_ms:10.3f} {our_ms / raw_ms:7.3f}  "
+                f"(median of {ROUNDS}; target <= 1.10)"
+            )
     finally:
         box.stop()
 

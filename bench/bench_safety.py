@@ -27,11 +27,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import requests
-
 import dubkit
-from dubkit import samples
-from dubkit import SandboxHandle
+from dubkit import SandboxHandle, samples
 
 MiB = 1024 * 1024
 
@@ -39,17 +36,31 @@ MiB = 1024 * 1024
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-safety-") as tmp:
         data_dir, port = Path(tmp) / "box", _free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "dubkit.cli", "sandbox", "--port",
-                                 str(port), "--data-dir", str(data_dir)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dubkit.cli",
+                "sandbox",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
-            for line in proc.stdout:                          # type: ignore[union-attr]
+            for line in proc.stdout:  # type: ignore[union-attr]
                 if "listening on" in line:
                     break
             threading.Thread(target=proc.stdout.read, daemon=True).start()  # type: ignore
             token_file = data_dir / "admin-token"
-            box = SandboxHandle(f"http://127.0.0.1:{port}", admin_token=(
-                token_file.read_text() if token_file.exists() else None))
+            box = SandboxHandle(
+                f"http://127.0.0.1:{port}",
+                admin_token=(token_file.read_text() if token_file.exists() else None),
+            )
             client = dubkit.Client(box.api_key, box.url)
             chunked_body(box, proc.pid)
             same_bytes(client, Path(tmp))
@@ -62,10 +73,14 @@ def main() -> None:
 def chunked_body(box: SandboxHandle, pid: int) -> None:
     peak_before = _memory(pid)["VmHWM"]
     sock = socket.create_connection(("127.0.0.1", int(box.url.rsplit(":", 1)[1])), timeout=120)
-    sock.sendall((f"POST /openapi/v1/task/translate/create HTTP/1.1\r\nHost: {box.url[7:]}\r\n"
-                  f"Authorization: Bearer {box.api_key}\r\nX-Idempotency-Key: "
-                  f"{uuid.uuid4().hex}\r\nContent-Type: application/json\r\n"
-                  f"Transfer-Encoding: chunked\r\n\r\n").encode())
+    sock.sendall(
+        (
+            f"POST /openapi/v1/task/translate/create HTTP/1.1\r\nHost: {box.url[7:]}\r\n"
+            f"Authorization: Bearer {box.api_key}\r\nX-Idempotency-Key: "
+            f"{uuid.uuid4().hex}\r\nContent-Type: application/json\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n"
+        ).encode()
+    )
     chunk, sent = b"%x\r\n%s\r\n" % (MiB, b" " * MiB), 0
     try:
         while sent < 512 * MiB and not select.select([sock], [], [], 0)[0]:
@@ -78,18 +93,27 @@ def chunked_body(box: SandboxHandle, pid: int) -> None:
     status = sock.recv(4096).split(b"\r\n", 1)[0].decode(errors="replace")
     sock.close()
     time.sleep(1)
-    print(f"512 MB chunked body: {sent / MiB:.0f} MiB taken before the answer "
-          f"'{status}'; sandbox peak RSS {peak_before / 1024:.0f} MB before, "
-          f"{_memory(pid)['VmHWM'] / 1024:.0f} MB after")
+    print(
+        f"512 MB chunked body: {sent / MiB:.0f} MiB taken before the answer "
+        f"'{status}'; sandbox peak RSS {peak_before / 1024:.0f} MB before, "
+        f"{_memory(pid)['VmHWM'] / 1024:.0f} MB after"
+    )
 
 
 def same_bytes(client: dubkit.Client, tmp: Path) -> None:
     path = samples.speech_recording(tmp / "same.wav", "Eight uploads of the same bytes.")
     with ThreadPoolExecutor(8) as pool:
-        made = list(pool.map(lambda i: client.materials.upload(
-            path, progress=False, state_dir=tmp / f"state{i}"), range(8)))
-    print(f"8 concurrent uploads of the same bytes: {len({m.material_id for m in made})} "
-          f"material(s)")
+        made = list(
+            pool.map(
+                lambda i: client.materials.upload(
+                    path, progress=False, state_dir=tmp / f"state{i}"
+                ),
+                range(8),
+            )
+        )
+    print(
+        f"8 concurrent uploads of the same bytes: {len({m.material_id for m in made})} material(s)"
+    )
 
 
 def task_list_growth(client: dubkit.Client) -> None:
@@ -103,15 +127,21 @@ def task_list_growth(client: dubkit.Client) -> None:
 
     def add(count: int) -> None:
         with ThreadPoolExecutor(4) as pool:
-            list(pool.map(lambda i: client.translate.create(["Hi"], source="en-US",
-                                                            target="fr-FR"), range(count)))
+            list(
+                pool.map(
+                    lambda i: client.translate.create(["Hi"], source="en-US", target="fr-FR"),
+                    range(count),
+                )
+            )
 
     add(20)
     small = page_ms()
     add(20_000 - 20)
     large = page_ms()
-    print(f"tasks/list page of 20: {small:.1f} ms at 20 tasks, {large:.1f} ms at 20,000 "
-          f"({large / small:.2f}x)")
+    print(
+        f"tasks/list page of 20: {small:.1f} ms at 20 tasks, {large:.1f} ms at 20,000 "
+        f"({large / small:.2f}x)"
+    )
 
 
 def _memory(pid: int) -> dict[str, int]:

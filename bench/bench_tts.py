@@ -51,38 +51,48 @@ def main() -> None:
         lines = script("rehearsal")
 
         def batch(texts: list[str]) -> dubkit.Speech:
-            return client.tts.batch(texts, voice=VOICE, output_format="wav",
-                                    concurrency=CONCURRENCY, progress=False)
+            return client.tts.batch(
+                texts, voice=VOICE, output_format="wav", concurrency=CONCURRENCY, progress=False
+            )
 
         warm_s, warm = timed(lambda: batch(lines))
         assert not warm.errors, warm.errors
         audio_s = warm.duration
-        print(f"sandbox synthesis: {audio_s:.0f} s of audio for {LINES} lines in {warm_s:.2f} s "
-              f"= {audio_s / warm_s:.0f} s of audio per second (espeak-ng, WAV, HTTP, no "
-              f"latency)")
+        print(
+            f"sandbox synthesis: {audio_s:.0f} s of audio for {LINES} lines in {warm_s:.2f} s "
+            f"= {audio_s / warm_s:.0f} s of audio per second (espeak-ng, WAV, HTTP, no "
+            f"latency)"
+        )
 
         box.set_faults(latencyMs=LATENCY * 1000, paths=["/task/tts/"])
         batches = math.ceil(LINES / 50)
         ideal = math.ceil(batches / CONCURRENCY) * LATENCY
         ours_s, ours = timed(lambda: batch(lines))
-        assert not ours.errors and [l.uri for l in ours] == [l.uri for l in warm]
+        assert not ours.errors and [ln.uri for ln in ours] == [ln.uri for ln in warm]
 
         def loop() -> list[dubkit.SpeechLine]:
             return [client.tts.speak(text, VOICE, output_format="wav") for text in lines]
+
         loop_s, looped = timed(loop)
         assert all(line.ok for line in looped)
         cold_s, cold = timed(lambda: batch(script("premiere")))
         assert not cold.errors
 
-        print(f"latency {LATENCY * 1000:.0f} ms, {LINES} lines, {batches} batches of 50, "
-              f"concurrency {CONCURRENCY}; ideal = {ideal:.2f} s")
+        print(
+            f"latency {LATENCY * 1000:.0f} ms, {LINES} lines, {batches} batches of 50, "
+            f"concurrency {CONCURRENCY}; ideal = {ideal:.2f} s"
+        )
         print(f"  one line per call (loop):      {loop_s:8.2f} s")
-        print(f"  client.tts.batch (cached):     {ours_s:8.2f} s   "
-              f"{loop_s / ours_s:6.1f}x faster than the loop (target >= 15x), "
-              f"{ours_s / ideal:.2f}x the ideal (target <= 1.3x)")
-        print(f"  client.tts.batch (new lines):  {cold_s:8.2f} s   "
-              f"{loop_s / cold_s:6.1f}x faster than the loop, {cold_s / ideal:.2f}x the ideal "
-              f"(synthesis included)")
+        print(
+            f"  client.tts.batch (cached):     {ours_s:8.2f} s   "
+            f"{loop_s / ours_s:6.1f}x faster than the loop (target >= 15x), "
+            f"{ours_s / ideal:.2f}x the ideal (target <= 1.3x)"
+        )
+        print(
+            f"  client.tts.batch (new lines):  {cold_s:8.2f} s   "
+            f"{loop_s / cold_s:6.1f}x faster than the loop, {cold_s / ideal:.2f}x the ideal "
+            f"(synthesis included)"
+        )
     finally:
         box.stop()
 

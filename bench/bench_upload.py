@@ -76,18 +76,21 @@ def baseline(box, path: Path) -> tuple[float, float, str]:
         file_hash = out.split()[0]
     else:
         import hashlib
+
         started = time.perf_counter()
         with open(path, "rb") as f:
             file_hash = hashlib.file_digest(f, "md5").hexdigest()
         md5_seconds = time.perf_counter() - started
     # Another key, so the client's own upload of the same bytes is not answered as a duplicate.
     other = dubkit.Client(box.create_key("bench-baseline"), box.url)
-    url = other.call("materials.gen_upload_url", {"fileHash": file_hash,
-                                                  "fileName": path.name})["uploadUrl"]
+    url = other.call("materials.gen_upload_url", {"fileHash": file_hash, "fileName": path.name})[
+        "uploadUrl"
+    ]
     if shutil.which("curl"):
         tool = "curl -T"
-        put_seconds, status = timed(["curl", "-sS", "-T", str(path), "-o", "/dev/null",
-                                     "-w", "%{http_code}", url])
+        put_seconds, status = timed(
+            ["curl", "-sS", "-T", str(path), "-o", "/dev/null", "-w", "%{http_code}", url]
+        )
     else:
         tool = "python http.client (curl not found)"
         put_seconds, status = timed([sys.executable, "-c", PUT_FALLBACK, url, str(path)])
@@ -97,8 +100,12 @@ def baseline(box, path: Path) -> tuple[float, float, str]:
 
 
 def client_upload(box, path: Path, state_dir: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", CLIENT, box.api_key, box.url, str(path),
-                          str(state_dir)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CLIENT, box.api_key, box.url, str(path), str(state_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -121,20 +128,28 @@ def main() -> None:
         mine = client_upload(box, big, work / "state")
         small_run = client_upload(box, small, work / "state")
         floor = md5_s + put_s
-        print(f"file: {args.size_mib} MiB WAV; machine: {os.cpu_count()} cores; "
-              f"sandbox in this process, client in a subprocess")
+        print(
+            f"file: {args.size_mib} MiB WAV; machine: {os.cpu_count()} cores; "
+            f"sandbox in this process, client in a subprocess"
+        )
         print(f"baseline: md5sum {md5_s:.2f} s + {tool} PUT {put_s:.2f} s = {floor:.2f} s")
-        print(f"dubkit:   client.materials.upload {mine['seconds']:.2f} s "
-              f"(MD5, dedup check, multipart, complete with server-side MD5 and probe)")
+        print(
+            f"dubkit:   client.materials.upload {mine['seconds']:.2f} s "
+            f"(MD5, dedup check, multipart, complete with server-side MD5 and probe)"
+        )
         marks = mine["marks"]
-        print(f"          = MD5 {marks['uploading']:.2f} s + parts "
-              f"{marks['registering'] - marks['uploading']:.2f} s + complete "
-              f"{mine['seconds'] - marks['registering']:.2f} s")
+        print(
+            f"          = MD5 {marks['uploading']:.2f} s + parts "
+            f"{marks['registering'] - marks['uploading']:.2f} s + complete "
+            f"{mine['seconds'] - marks['registering']:.2f} s"
+        )
         print(f"ratio dubkit / baseline: {mine['seconds'] / floor:.2f}  (target <= 1.5)")
         big_mb, small_mb = mine["maxrss_kb"] / 1024, small_run["maxrss_kb"] / 1024
-        print(f"client peak RSS: {small_mb:.1f} MB for {args.small_mib} MiB, {big_mb:.1f} MB "
-              f"for {args.size_mib} MiB; growth {big_mb - small_mb:+.1f} MB "
-              f"(target <= 150 MB and flat)")
+        print(
+            f"client peak RSS: {small_mb:.1f} MB for {args.small_mib} MiB, {big_mb:.1f} MB "
+            f"for {args.size_mib} MiB; growth {big_mb - small_mb:+.1f} MB "
+            f"(target <= 150 MB and flat)"
+        )
         assert mine["filesize"] == big.stat().st_size
     finally:
         box.stop()

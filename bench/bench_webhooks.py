@@ -39,7 +39,7 @@ def serve(store: str) -> None:
     handle_times: list[float] = []
 
     class TimedReceiver(Receiver):
-        def handle(self, headers, body):   # type: ignore[override]
+        def handle(self, headers, body):  # type: ignore[override]
             started = time.perf_counter()
             answer = super().handle(headers, body)
             handle_times.append(time.perf_counter() - started)
@@ -65,17 +65,27 @@ def serve(store: str) -> None:
 
 
 def body_for(key: str) -> bytes:
-    return json.dumps({"code": 200, "version": "v1", "event": "openapi-translate",
-                       "pipelineKey": key, "message": "",
-                       "data": {"taskId": key, "items": [{"text": "bonjour"}]}},
-                      separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "code": 200,
+            "version": "v1",
+            "event": "openapi-translate",
+            "pipelineKey": key,
+            "message": "",
+            "data": {"taskId": key, "items": [{"text": "bonjour"}]},
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def deliver(host: str, port: int, body: bytes) -> tuple[int, float]:
     """POST one signed delivery; (status, seconds from send to answer read)."""
     timestamp = str(int(time.time() * 1000))
-    headers = {"Content-Type": "application/json", "X-Timestamp": timestamp,
-               "X-Signature": sign(SECRET, timestamp, body)}
+    headers = {
+        "Content-Type": "application/json",
+        "X-Timestamp": timestamp,
+        "X-Signature": sign(SECRET, timestamp, body),
+    }
     started = time.perf_counter()
     connection = http.client.HTTPConnection(host, port, timeout=30)
     try:
@@ -93,9 +103,12 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="dubkit-bench-webhooks-")
-    child = subprocess.Popen([sys.executable, __file__, "--serve",
-                              str(Path(tmp.name) / "events.sqlite3")],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(Path(tmp.name) / "events.sqlite3")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = urlsplit(child.stdout.readline().strip())
         host, port = url.hostname, url.port
@@ -115,31 +128,41 @@ def main() -> None:
             def paced(i: int) -> tuple[int, float]:
                 time.sleep(max(0.0, start + i / RATE - time.perf_counter()))
                 return deliver(host, port, body_for(f"rate-{i}"))
+
             results = list(pool.map(paced, range(RATE * SECONDS)))
             took = time.perf_counter() - start
             inside = report()["handle"]
             latencies = [seconds * 1000 for _, seconds in results]
             statuses = Counter(status for status, _ in results)
-            print(f"{RATE * SECONDS} deliveries in {took:.1f} s "
-                  f"({RATE * SECONDS / took:.0f}/s offered {RATE}/s); answers {dict(statuses)}")
-            print(f"time to 2xx      p50 {pct(latencies, 50):6.2f} ms   p99 "
-                  f"{pct(latencies, 99):6.2f} ms   max {max(latencies):6.2f} ms   "
-                  f"(target p99 <= 20 ms)")
+            print(
+                f"{RATE * SECONDS} deliveries in {took:.1f} s "
+                f"({RATE * SECONDS / took:.0f}/s offered {RATE}/s); answers {dict(statuses)}"
+            )
+            print(
+                f"time to 2xx      p50 {pct(latencies, 50):6.2f} ms   p99 "
+                f"{pct(latencies, 99):6.2f} ms   max {max(latencies):6.2f} ms   "
+                f"(target p99 <= 20 ms)"
+            )
             inside_ms = [s * 1000 for s in inside]
-            print(f"inside handle()  p50 {pct(inside_ms, 50):6.2f} ms   p99 "
-                  f"{pct(inside_ms, 99):6.2f} ms   (verify + parse + dedupe insert + enqueue)")
+            print(
+                f"inside handle()  p50 {pct(inside_ms, 50):6.2f} ms   p99 "
+                f"{pct(inside_ms, 99):6.2f} ms   (verify + parse + dedupe insert + enqueue)"
+            )
 
         # 2. every delivery COPIES times at once
         with ThreadPoolExecutor(max_workers=24) as pool:
             jobs = [f"storm-{i}" for i in range(STORM_EVENTS) for _ in range(COPIES)]
-            statuses = Counter(s for s, _ in pool.map(
-                lambda key: deliver(host, port, body_for(key)), jobs))
+            statuses = Counter(
+                s for s, _ in pool.map(lambda key: deliver(host, port, body_for(key)), jobs)
+            )
         runs = report()["runs"]
         duplicates = sum(n - 1 for n in runs.values() if n > 1)
         missing = STORM_EVENTS - len(runs)
-        print(f"{STORM_EVENTS} deliveries x {COPIES} concurrent copies: answers "
-              f"{dict(statuses)}; handler runs {sum(runs.values())}; duplicate side effects "
-              f"{duplicates}; events never handled {missing}   (target 0 and 0)")
+        print(
+            f"{STORM_EVENTS} deliveries x {COPIES} concurrent copies: answers "
+            f"{dict(statuses)}; handler runs {sum(runs.values())}; duplicate side effects "
+            f"{duplicates}; events never handled {missing}   (target 0 and 0)"
+        )
     finally:
         child.stdin.close()
         child.wait(timeout=60)

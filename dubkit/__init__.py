@@ -6,29 +6,83 @@
 >>> dubkit.monitor(client.translate.create_async(["Hi"], source="en-US", target="de-DE"))
 """
 
+from . import webhooks
 from ._transport import RetryPolicy, Timeout
 from ._version import __version__
 from .client import Client, connect
-from .errors import (APIConnectionError, APIError, APITimeoutError, AuthenticationError,
-                     BadRequestError, DubkitError, IdempotencyConflictError,
-                     InsufficientCreditsError, NotFoundError, PayloadTooLargeError, ServerError,
-                     TaskFailedError, TaskTimeoutError, UnprocessableError, UpstreamError,
-                     ValidationError, WebhookVerificationError)
-from . import webhooks
-from .results import (Audition, Clone, DubbingResult, Material, Speech, SpeechLine, Task,
-                      Translation, VoiceList)
+from .errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    DubkitError,
+    IdempotencyConflictError,
+    InsufficientCreditsError,
+    NotFoundError,
+    PayloadTooLargeError,
+    ServerError,
+    TaskFailedError,
+    TaskTimeoutError,
+    UnprocessableError,
+    UpstreamError,
+    ValidationError,
+    WebhookVerificationError,
+)
+from .results import (
+    Audition,
+    Clone,
+    DubbingResult,
+    Material,
+    Speech,
+    SpeechLine,
+    Task,
+    Translation,
+    VoiceList,
+)
 from .sandbox_handle import SandboxHandle
 from .sandbox_handle import start as start_sandbox
 from .widgets import ClonePanel, DubbingView, TaskMonitor, VoiceBrowser, compare, monitor
 
 __all__ = [
-    "__version__", "connect", "monitor", "compare", "start_sandbox", "webhooks", "Client",
-    "SandboxHandle", "RetryPolicy", "Timeout",
-    "Task", "Speech", "SpeechLine", "Translation", "Clone", "DubbingResult", "Material",
-    "VoiceList", "Audition", "TaskMonitor", "VoiceBrowser", "ClonePanel", "DubbingView",
-    "DubkitError", "ValidationError", "APIError", "BadRequestError", "AuthenticationError",
-    "InsufficientCreditsError", "NotFoundError", "IdempotencyConflictError",
-    "PayloadTooLargeError", "UnprocessableError", "ServerError", "UpstreamError",
-    "APIConnectionError", "APITimeoutError", "TaskFailedError", "TaskTimeoutError",
+    "__version__",
+    "connect",
+    "monitor",
+    "compare",
+    "start_sandbox",
+    "webhooks",
+    "Client",
+    "SandboxHandle",
+    "RetryPolicy",
+    "Timeout",
+    "Task",
+    "Speech",
+    "SpeechLine",
+    "Translation",
+    "Clone",
+    "DubbingResult",
+    "Material",
+    "VoiceList",
+    "Audition",
+    "TaskMonitor",
+    "VoiceBrowser",
+    "ClonePanel",
+    "DubbingView",
+    "DubkitError",
+    "ValidationError",
+    "APIError",
+    "BadRequestError",
+    "AuthenticationError",
+    "InsufficientCreditsError",
+    "NotFoundError",
+    "IdempotencyConflictError",
+    "PayloadTooLargeError",
+    "UnprocessableError",
+    "ServerError",
+    "UpstreamError",
+    "APIConnectionError",
+    "APITimeoutError",
+    "TaskFailedError",
+    "TaskTimeoutError",
     "WebhookVerificationError",
 ]

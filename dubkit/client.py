@@ -8,14 +8,22 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from ._transport import RetryPolicy, Timeout, Transport, is_read
 from ._util.masking import mask_key
 from .errors import APIConnectionError, DubkitError, ValidationError, origin_of
-from .resources import (CloneResource, MaterialsResource, MediaResource, TasksResource,
-                        TranslateResource, TTSResource, VoicesResource)
+from .resources import (
+    CloneResource,
+    MaterialsResource,
+    MediaResource,
+    TasksResource,
+    TranslateResource,
+    TTSResource,
+    VoicesResource,
+)
 from .sandbox_handle import SandboxHandle, embedded
 from .schema import OPERATIONS_BY_PATH
 from .widgets.uploads import upload_progress
@@ -29,12 +37,17 @@ class Client:
     character (a newline read from a file) is refused with a ValidationError that omits it.
     """
 
-    def __init__(self, api_key: str, base_url: str, *, timeout: Timeout | None = None,
-                 retry: RetryPolicy | None = None, sandbox: SandboxHandle | None = None
-                 ) -> None:
-        transport = self._transport = Transport(api_key, base_url, timeout=timeout,
-                                                retry=retry)
-        self.sandbox = sandbox   # the SandboxHandle when this client talks to the sandbox
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str,
+        *,
+        timeout: Timeout | None = None,
+        retry: RetryPolicy | None = None,
+        sandbox: SandboxHandle | None = None,
+    ) -> None:
+        transport = self._transport = Transport(api_key, base_url, timeout=timeout, retry=retry)
+        self.sandbox = sandbox  # the SandboxHandle when this client talks to the sandbox
         # Each resource gets the siblings it uses, so none of them needs the client.
         self.tasks = TasksResource(transport)
         self.voices = VoicesResource(transport)
@@ -47,10 +60,11 @@ class Client:
     def __repr__(self) -> str:
         # A sandbox on this machine is not named by its loopback address: a repr printed
         # into a notebook must still make sense opened elsewhere (base_url has it).
-        where = ("sandbox on this machine" if self.is_sandbox and
-                 urlsplit(self.base_url).hostname in ("127.0.0.1", "localhost")
-                 else f"{'sandbox' if self.is_sandbox else 'service'}, "
-                      f"base_url={self.base_url!r}")
+        where = (
+            "sandbox on this machine"
+            if self.is_sandbox and urlsplit(self.base_url).hostname in ("127.0.0.1", "localhost")
+            else f"{'sandbox' if self.is_sandbox else 'service'}, base_url={self.base_url!r}"
+        )
         return f"Client({where}, api_key={self._transport.masked_key!r})"
 
     @property
@@ -65,37 +79,57 @@ class Client:
     def transport(self) -> Transport:
         return self._transport
 
-    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
-                json: Any = None, idempotency_key: str | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Any:
         """Send any call as is and return the envelope's ``data`` (errors still typed).
 
         A path of the operation table is retried like that operation (a read-only POST like a
         GET); any other POST is treated as a change that may be charged.
         """
         op = OPERATIONS_BY_PATH.get((method.upper(), self._transport.api_path(path)))
-        return self._transport.request(method, path, params=params, body=json,
-                                       idempotency_key=idempotency_key,
-                                       read=is_read(op) if op else None)
+        return self._transport.request(
+            method,
+            path,
+            params=params,
+            body=json,
+            idempotency_key=idempotency_key,
+            read=is_read(op) if op else None,
+        )
 
-    def call(self, name: str, payload: Any = None, *, idempotency_key: str | None = None,
-             deadline: float | None = None) -> Any:
+    def call(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Any:
         """Validate ``payload`` against operation ``name`` and send it (see
         :meth:`Transport.call`); ``deadline`` (``time.monotonic()`` value) bounds the call."""
-        return self._transport.call(name, payload, idempotency_key=idempotency_key,
-                                    deadline=deadline)
+        return self._transport.call(
+            name, payload, idempotency_key=idempotency_key, deadline=deadline
+        )
 
     def close(self) -> None:
         self._transport.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def connect(api_key: str | None = None, base_url: str | None = None, *, quiet: bool = False,
-            **options: Any) -> Client:
+def connect(
+    api_key: str | None = None, base_url: str | None = None, *, quiet: bool = False, **options: Any
+) -> Client:
     """A ready Client: the real service with a key, else the embedded sandbox.
 
     * ``DUBKIT_API_KEY`` (or ``api_key=``) set: the service at ``DUBKIT_BASE_URL``/``base_url``.
@@ -116,14 +150,17 @@ def connect(api_key: str | None = None, base_url: str | None = None, *, quiet: b
         base_url = _checked_url(base_url, url_field)
     if api_key:
         if not base_url:
-            raise ValidationError("DUBKIT_BASE_URL", "is required with an API key (or pass "
-                                                     "base_url=): the service's host is "
-                                                     "configuration")
+            raise ValidationError(
+                "DUBKIT_BASE_URL",
+                "is required with an API key (or pass "
+                "base_url=): the service's host is "
+                "configuration",
+            )
         return Client(api_key, base_url, **options)
     if base_url:
         handle = SandboxHandle(base_url)
         key = _sandbox_key(handle, url_field)
-        note = f"using the dubkit sandbox at {origin_of(handle.url)}"   # no user info
+        note = f"using the dubkit sandbox at {origin_of(handle.url)}"  # no user info
     else:
         handle, note = embedded()
         key = handle.api_key
@@ -137,15 +174,19 @@ def _checked_url(url: str, field: str) -> str:
     user info may hold a secret)."""
     parts = urlsplit(url.strip()) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError(field, "must be an http(s) URL with a host, like "
-                                     "http://127.0.0.1:8765 (a dubkit sandbox) or the "
-                                     "service's https address")
+        raise ValidationError(
+            field,
+            "must be an http(s) URL with a host, like "
+            "http://127.0.0.1:8765 (a dubkit sandbox) or the "
+            "service's https address",
+        )
     try:
-        parts.port
+        _ = parts.port  # urlsplit checks the port only when asked
     except ValueError:
-        raise ValidationError(field, f"has a port that is not a number: "
-                                     f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"
-                              ) from None
+        raise ValidationError(
+            field,
+            f"has a port that is not a number: {parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}",
+        ) from None
     return url.strip().rstrip("/")
 
 
@@ -158,28 +199,39 @@ def _sandbox_key(handle: SandboxHandle, field: str) -> str:
         return handle.api_key
     except APIConnectionError:
         # Refused, unreachable, or no answer in time: nothing usable listens there.
-        raise APIConnectionError(f"cannot connect to {where} ({field}): nothing answered "
-                                 f"there. For a local sandbox, run `dubkit sandbox --port "
-                                 f"PORT` and point {field} at it; for the service, set "
-                                 f"DUBKIT_API_KEY too") from None
+        raise APIConnectionError(
+            f"cannot connect to {where} ({field}): nothing answered "
+            f"there. For a local sandbox, run `dubkit sandbox --port "
+            f"PORT` and point {field} at it; for the service, set "
+            f"DUBKIT_API_KEY too"
+        ) from None
     except (DubkitError, ValueError, KeyError, TypeError):
-        pass    # it answered, but not with a sandbox's default key: find out why below
+        pass  # it answered, but not with a sandbox's default key: find out why below
     if _is_sandbox(handle.url):
-        raise ValidationError(field, (
-            f"{no_key} at {where}: one answers there, but its admin token is not available "
-            f"here to read its default key. Set DUBKIT_SANDBOX_ADMIN_TOKEN to the contents "
-            f"of the admin-token file in its data dir (`dubkit sandbox` prints where), or "
-            f"set DUBKIT_API_KEY to one of its keys"))
-    raise ValidationError(field, (
-        f"{no_key} at {where}, but what answers there is not a dubkit sandbox. To use the "
-        f"service at that address, set DUBKIT_API_KEY; for a local sandbox, run "
-        f"`dubkit sandbox --port PORT` and point {field} at it"))
+        raise ValidationError(
+            field,
+            (
+                f"{no_key} at {where}: one answers there, but its admin token is not available "
+                f"here to read its default key. Set DUBKIT_SANDBOX_ADMIN_TOKEN to the contents "
+                f"of the admin-token file in its data dir (`dubkit sandbox` prints where), or "
+                f"set DUBKIT_API_KEY to one of its keys"
+            ),
+        )
+    raise ValidationError(
+        field,
+        (
+            f"{no_key} at {where}, but what answers there is not a dubkit sandbox. To use the "
+            f"service at that address, set DUBKIT_API_KEY; for a local sandbox, run "
+            f"`dubkit sandbox --port PORT` and point {field} at it"
+        ),
+    )
 
 
 def _is_sandbox(url: str) -> bool:
     """Whether a dubkit sandbox answers at ``url`` (its contract document needs no token)."""
-    probe = Transport(None, url, timeout=Timeout(connect=5, read=10),
-                      retry=RetryPolicy(max_retries=0))
+    probe = Transport(
+        None, url, timeout=Timeout(connect=5, read=10), retry=RetryPolicy(max_retries=0)
+    )
     try:
         return "openapi" in probe.send("GET", f"{url}/_sandbox/openapi.json").json()
     except (DubkitError, ValueError, TypeError):

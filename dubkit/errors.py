@@ -25,10 +25,10 @@ class DubkitError(Exception):
     """Base of every error dubkit raises."""
 
     code: int | None = None
-    retry_after: float | None = None   # seconds the service asked us to wait, if it said
+    retry_after: float | None = None  # seconds the service asked us to wait, if it said
     # True when the call may have been committed (and charged) although it ended in this error.
     maybe_committed: bool = False
-    idempotency_key: str | None = None   # the key every attempt of a changing call carried
+    idempotency_key: str | None = None  # the key every attempt of a changing call carried
 
     def __init__(
         self,
@@ -51,10 +51,12 @@ class DubkitError(Exception):
 
     def __str__(self) -> str:
         where = " ".join(p for p in (self.method, self.path) if p)
-        facts = [f"code {self.code}" if self.code is not None else None,
-                 f"HTTP {self.http_status}" if self.http_status is not None else None,
-                 where or None,
-                 f"req_id {self.req_id}" if self.req_id else None]
+        facts = [
+            f"code {self.code}" if self.code is not None else None,
+            f"HTTP {self.http_status}" if self.http_status is not None else None,
+            where or None,
+            f"req_id {self.req_id}" if self.req_id else None,
+        ]
         detail = ", ".join(f for f in facts if f)
         return f"{self.message} ({detail})" if detail else self.message
 
@@ -105,12 +107,19 @@ class IdempotencyConflictError(APIError):
 
     code = 409
 
-    def __init__(self, message: str, *, idempotency_key: str, first_attempt_accepted: bool,
-                 retry_after: float | None = None, **context: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        idempotency_key: str,
+        first_attempt_accepted: bool,
+        retry_after: float | None = None,
+        **context: Any,
+    ) -> None:
         super().__init__(message, **context)
         self.idempotency_key = idempotency_key
         self.first_attempt_accepted = first_attempt_accepted
-        self.maybe_committed = first_attempt_accepted   # accepted: committed exactly once
+        self.maybe_committed = first_attempt_accepted  # accepted: committed exactly once
         self.retry_after = retry_after
 
 
@@ -143,10 +152,11 @@ def origin_of(url: str) -> str:
     host = parts.hostname or "?"
     try:
         port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    except ValueError:   # not a number: the URL is refused elsewhere; name the host alone
+    except ValueError:  # not a number: the URL is refused elsewhere; name the host alone
         port = None
-    return (f"{parts.scheme}://" + (f"[{host}]" if ":" in host else host)
-            + (f":{port}" if port else ""))
+    return (
+        f"{parts.scheme}://" + (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+    )
 
 
 class APITimeoutError(APIConnectionError):
@@ -180,9 +190,17 @@ class WebhookVerificationError(DubkitError):
 
 _BY_CODE: dict[int, type[APIError]] = {
     cls.code: cls  # type: ignore[misc]
-    for cls in (BadRequestError, AuthenticationError, InsufficientCreditsError, NotFoundError,
-                IdempotencyConflictError, PayloadTooLargeError, UnprocessableError, ServerError,
-                UpstreamError)
+    for cls in (
+        BadRequestError,
+        AuthenticationError,
+        InsufficientCreditsError,
+        NotFoundError,
+        IdempotencyConflictError,
+        PayloadTooLargeError,
+        UnprocessableError,
+        ServerError,
+        UpstreamError,
+    )
 }
 
 
@@ -200,7 +218,8 @@ def possibly_committed(error: DubkitError, idempotency_key: str, why: str) -> Du
         f"idempotency_key={idempotency_key!r} (the service answers 409 if it was committed, "
         f"and does the work once if it was not); or wait for the webhook whose "
         f"extraData.dubkitIdempotencyKey is {idempotency_key!r} (async creates); or look in "
-        f"client.tasks.list()")
+        f"client.tasks.list()"
+    )
     error.args = (error.message,)
     return error
 

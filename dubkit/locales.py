@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 
-_COMMON: frozenset[str] = frozenset("""
+_COMMON: frozenset[str] = frozenset(
+    """
 af-ZA am-ET ar-AE ar-BH ar-DZ ar-EG ar-IQ ar-JO ar-KW ar-LB ar-LY ar-MA ar-OM ar-QA ar-SA
 ar-SY ar-TN ar-XA ar-YE az-AZ be-BY bg-BG bho-IN bn-BD bn-IN bs-BA ca-ES cs-CZ cy-GB da-DK
 de-AT de-CH de-DE el-GR en-AU en-CA en-GB en-HK en-IE en-IN en-KE en-NG en-NZ en-PH en-SG
@@ -20,12 +21,18 @@ ml-IN mn-MN mr-IN ms-MY mt-MT my-MM nan-CN nb-NO ne-NP nl-BE nl-NL pa-IN pl-PL p
 pt-PT ro-RO ru-RU si-LK sk-SK sl-SI so-SO sq-AL sr-Latn-RS sv-SE sw-KE sw-TZ ta-IN te-IN th-TH
 tr-TR ug-CN uk-UA ur-IN uz-UZ vi-VN wuu-CN yue-CN zh-CN zh-CN-shandong zh-CN-sichuan zh-HK
 zh-TW zu-ZA
-""".split())
+""".split()
+)
 
 SOURCE: frozenset[str] = _COMMON | {"ar-IL", "ar-PS", "en-GH", "it-CH", "or-IN", "ur-PK"}
-TARGET: frozenset[str] = _COMMON | {"kmr-Cyrl", "zh-CN-guangxi", "zh-CN-henan", "zh-CN-liaoning",
-                                    "zh-CN-shaanxi"}
-AUTO = "auto"   # media translation may detect the source language
+TARGET: frozenset[str] = _COMMON | {
+    "kmr-Cyrl",
+    "zh-CN-guangxi",
+    "zh-CN-henan",
+    "zh-CN-liaoning",
+    "zh-CN-shaanxi",
+}
+AUTO = "auto"  # media translation may detect the source language
 
 
 def closest(code: str, allowed: frozenset[str]) -> list[str]:

@@ -17,21 +17,27 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from .media import av
-from .media import speech
+from .media import av, speech
 from .media.subtitles import Cue
 
 PathLike = str | os.PathLike[str]
 
 
-def speech_recording(path: PathLike, text: str, *, locale: str = "en-US",
-                     variant: str | None = None, rate_wpm: int = 175, pitch: int = 50,
-                     pitch_range: int = 50) -> Path:
+def speech_recording(
+    path: PathLike,
+    text: str,
+    *,
+    locale: str = "en-US",
+    variant: str | None = None,
+    rate_wpm: int = 175,
+    pitch: int = 50,
+    pitch_range: int = 50,
+) -> Path:
     """A recording of ``text`` by a synthetic speaker, in the format of ``path``'s suffix.
 
     ``variant`` (an espeak variant such as ``m3`` or ``f2``), ``rate_wpm`` (80-450), ``pitch``
@@ -39,17 +45,30 @@ def speech_recording(path: PathLike, text: str, *, locale: str = "en-US",
     """
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower() or "wav"
-    audio = speech.synthesize(text, speech.voice_for_locale(locale), variant=variant,
-                              prosody=speech.Prosody(rate_wpm=rate_wpm, pitch=pitch,
-                                                     pitch_range=pitch_range))
+    audio = speech.synthesize(
+        text,
+        speech.voice_for_locale(locale),
+        variant=variant,
+        prosody=speech.Prosody(rate_wpm=rate_wpm, pitch=pitch, pitch_range=pitch_range),
+    )
     av.encode_audio(audio, speech.SAMPLE_RATE, fmt, target)
     return target
 
 
-def narrated_clip(path: PathLike, script: Sequence[str | tuple[str, str]], *,
-                  locale: str = "en-US", variant: str | None = None, rate_wpm: int = 160,
-                  pause: float = 0.5, bed_db: float | None = None, subtitles: bool = True,
-                  width: int = 640, height: int = 360, fps: int = 25) -> Path:
+def narrated_clip(
+    path: PathLike,
+    script: Sequence[str | tuple[str, str]],
+    *,
+    locale: str = "en-US",
+    variant: str | None = None,
+    rate_wpm: int = 160,
+    pause: float = 0.5,
+    bed_db: float | None = None,
+    subtitles: bool = True,
+    width: int = 640,
+    height: int = 360,
+    fps: int = 25,
+) -> Path:
     """An mp4 test card narrated line by line, with the lines as an embedded subtitle track.
 
     Each line is spoken, then ``pause`` seconds of silence; the clip starts and ends with
@@ -71,10 +90,12 @@ def narrated_clip(path: PathLike, script: Sequence[str | tuple[str, str]], *,
         elif isinstance(line, tuple) and len(line) == 2:
             text, line_variant = line
         else:
-            raise ValueError(f"script[{i}]: expected a line of text or a (text, variant) pair, "
-                             f"got {line!r}")
-        spoken = speech.synthesize(text, voice, variant=line_variant,
-                                   prosody=speech.Prosody(rate_wpm=rate_wpm))
+            raise ValueError(
+                f"script[{i}]: expected a line of text or a (text, variant) pair, got {line!r}"
+            )
+        spoken = speech.synthesize(
+            text, voice, variant=line_variant, prosody=speech.Prosody(rate_wpm=rate_wpm)
+        )
         length = len(spoken) / rate
         cues.append(Cue(round(clock, 3), round(clock + length, 3), text))
         audio += [spoken, gap]
@@ -84,8 +105,16 @@ def narrated_clip(path: PathLike, script: Sequence[str | tuple[str, str]], *,
         hum = np.sin(2 * np.pi * 110 * np.arange(len(track)) / rate).astype(np.float32)
         track += np.float32(10 ** (bed_db / 20)) * hum
     target = Path(path)
-    av.make_test_pattern(target, round(clock, 3), width, height, fps, audio=track,
-                            sample_rate=rate, subtitles=cues if subtitles else None)
+    av.make_test_pattern(
+        target,
+        round(clock, 3),
+        width,
+        height,
+        fps,
+        audio=track,
+        sample_rate=rate,
+        subtitles=cues if subtitles else None,
+    )
     return target
 
 
@@ -97,9 +126,14 @@ def noise_wav(path: PathLike, size: int, *, sample_rate: int = 48000) -> Path:
     if size < 44 + 4:
         raise ValueError("size: a WAV needs at least 48 bytes")
     data = (size - 44) // 4 * 4
-    header = (b"RIFF" + struct.pack("<I", 36 + data) + b"WAVEfmt " +
-              struct.pack("<IHHIIHH", 16, 1, 2, sample_rate, sample_rate * 4, 4, 16) +
-              b"data" + struct.pack("<I", data))
+    header = (
+        b"RIFF"
+        + struct.pack("<I", 36 + data)
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 2, sample_rate, sample_rate * 4, 4, 16)
+        + b"data"
+        + struct.pack("<I", data)
+    )
     target = Path(path)
     with open(target, "wb") as out:
         out.write(header)

@@ -61,15 +61,21 @@ class SandboxHandle:
     default data dir's ``admin-token`` file (a ``dubkit sandbox`` of the same user).
     """
 
-    def __init__(self, url: str, *, admin_token: str | None = None,
-                 server: Server | None = None) -> None:
+    def __init__(
+        self, url: str, *, admin_token: str | None = None, server: Server | None = None
+    ) -> None:
         self.url = url.rstrip("/")
         self.server = server
         token = admin_token or (server.admin_token if server else _known_admin_token())
         # One quick retry: a sandbox answers at once or is not there.
-        self._admin = Transport(token, self.url, header=ADMIN_HEADER, scheme="",
-                                scope="/_sandbox", retry=RetryPolicy(max_retries=1,
-                                                                     backoff=0.1))
+        self._admin = Transport(
+            token,
+            self.url,
+            header=ADMIN_HEADER,
+            scheme="",
+            scope="/_sandbox",
+            retry=RetryPolicy(max_retries=1, backoff=0.1),
+        )
 
     def __repr__(self) -> str:
         return f"SandboxHandle(url={self.url!r}, api_key={mask_key(self.api_key)!r})"
@@ -91,34 +97,56 @@ class SandboxHandle:
         return Path(self.info()["dataDir"])
 
     # -- admin helpers (thin wrappers over /_sandbox, see dubkit.sandbox.admin)
-    def admin(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-              **body: Any) -> Any:
+    def admin(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None, **body: Any
+    ) -> Any:
         """One admin call; the decoded JSON answer (errors are dubkit errors)."""
-        answer = self._admin.send(method, f"{self.url}/_sandbox{path}", params=params,
-                                  json=body if method.upper() != "GET" else None)
+        answer = self._admin.send(
+            method,
+            f"{self.url}/_sandbox{path}",
+            params=params,
+            json=body if method.upper() != "GET" else None,
+        )
         return answer.json()
 
     def reset(self) -> dict[str, Any]:
         return dict(self.admin("POST", "/reset"))
 
-    def create_key(self, name: str = "extra", credits: float = 1_000_000, *,
-                   api_key: str | None = None) -> str:
+    def create_key(
+        self, name: str = "extra", credits: float = 1_000_000, *, api_key: str | None = None
+    ) -> str:
         body = {"name": name, "credits": credits, **({"apiKey": api_key} if api_key else {})}
         return str(self.admin("POST", "/keys", **body)["apiKey"])
 
     def credits(self, api_key: str | None = None) -> float:
         """The credits left on ``api_key`` (default: the sandbox's default key)."""
-        return float(self.admin("GET", "/credits",
-                                params={"apiKey": api_key} if api_key else None)["credits"])
+        return float(
+            self.admin("GET", "/credits", params={"apiKey": api_key} if api_key else None)[
+                "credits"
+            ]
+        )
 
     def set_credits(self, credits: float, api_key: str | None = None) -> None:
         self.admin("POST", "/credits", credits=credits, apiKey=api_key)
 
-    def set_webhook(self, url: str | None, *, api_key: str | None = None,
-                    rotate_secret: bool = False, overlap_seconds: float = 3600) -> Credentials:
-        return Credentials(self.admin("POST", "/webhook", url=url, apiKey=api_key,
-                                      rotateSecret=rotate_secret,
-                                      overlapSeconds=overlap_seconds))
+    def set_webhook(
+        self,
+        url: str | None,
+        *,
+        api_key: str | None = None,
+        rotate_secret: bool = False,
+        overlap_seconds: float = 3600,
+    ) -> Credentials:
+        return Credentials(
+            self.admin(
+                "POST",
+                "/webhook",
+                url=url,
+                apiKey=api_key,
+                rotateSecret=rotate_secret,
+                overlapSeconds=overlap_seconds,
+            )
+        )
 
     def set_timing(self, mode: str = "immediate", value: float = 0) -> None:
         self.admin("POST", "/timing", mode=mode, value=value)
@@ -133,10 +161,10 @@ class SandboxHandle:
     def set_delivery(self, **schedule: Any) -> None:
         self.admin("POST", "/delivery", **schedule)
 
-    def deliveries(self, *, task_id: str | None = None, state: str | None = None,
-                   api_key: str | None = None) -> dict[str, Any]:
-        query = {k: v for k, v in (("taskId", task_id), ("state", state),
-                                   ("apiKey", api_key)) if v}
+    def deliveries(
+        self, *, task_id: str | None = None, state: str | None = None, api_key: str | None = None
+    ) -> dict[str, Any]:
+        query = {k: v for k, v in (("taskId", task_id), ("state", state), ("apiKey", api_key)) if v}
         return dict(self.admin("GET", "/deliveries", params=query))
 
     def contract_mismatches(self) -> list[dict[str, Any]]:
@@ -154,7 +182,7 @@ class SandboxHandle:
             self.server.stop()
         self._admin.close()
 
-    def __enter__(self) -> "SandboxHandle":
+    def __enter__(self) -> SandboxHandle:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -169,6 +197,7 @@ def start(data_dir: str | Path | None = None, **options: Any) -> SandboxHandle:
     ...     client = dubkit.Client(box.api_key, box.url)
     """
     from . import sandbox
+
     server = sandbox.start(data_dir, **options)
     return SandboxHandle(server.url, server=server)
 
@@ -176,6 +205,7 @@ def start(data_dir: str | Path | None = None, **options: Any) -> SandboxHandle:
 def embedded() -> tuple[SandboxHandle, str]:
     """This process's sandbox (started on first use) and a one-line note for the banner."""
     from . import sandbox
+
     server, note = sandbox.embedded()
     return SandboxHandle(server.url, server=server), note
 
@@ -184,4 +214,5 @@ def _known_admin_token() -> str | None:
     """The token for a sandbox this process did not start: the environment, else the default
     data dir's file (the same user's ``dubkit sandbox``)."""
     from .sandbox import default_data_dir, read_admin_token
+
     return os.environ.get(TOKEN_ENV) or read_admin_token(default_data_dir())

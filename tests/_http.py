@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
 
 @contextmanager
@@ -14,11 +15,13 @@ def local_http(respond: Callable[[str, dict, bytes], tuple[int, dict, bytes]]) -
 
     ``respond(method, headers, body)`` returns ``(status, headers, body)``; yields the base URL.
     """
+
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            status, headers, body = respond(self.command, dict(self.headers),
-                                            self.rfile.read(length))
+            status, headers, body = respond(
+                self.command, dict(self.headers), self.rfile.read(length)
+            )
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -41,8 +44,8 @@ def local_http(respond: Callable[[str, dict, bytes], tuple[int, dict, bytes]]) -
 
 class Caught(NamedTuple):
     url: str
-    deliveries: list[tuple[dict, bytes]]   # (headers, raw body), in arrival order
-    arrived: threading.Event               # set on each delivery; clear it to wait for the next
+    deliveries: list[tuple[dict, bytes]]  # (headers, raw body), in arrival order
+    arrived: threading.Event  # set on each delivery; clear it to wait for the next
 
 
 @contextmanager
@@ -69,7 +72,7 @@ class CountingProxy:
     def __init__(self, target: str) -> None:
         self.target = target
         self.url = ""
-        self.attempts: list[str] = []          # request paths, in arrival order
+        self.attempts: list[str] = []  # request paths, in arrival order
         self.in_flight = 0
         self._idle = threading.Condition()
 
@@ -78,8 +81,9 @@ class CountingProxy:
             if not self._idle.wait_for(lambda: self.in_flight == 0, timeout):
                 raise AssertionError(f"{self.in_flight} request(s) still unanswered upstream")
 
-    def _forward(self, method: str, path: str, headers: dict, body: bytes
-                 ) -> tuple[int, dict, bytes]:
+    def _forward(
+        self, method: str, path: str, headers: dict, body: bytes
+    ) -> tuple[int, dict, bytes]:
         import requests
 
         with self._idle:
@@ -87,10 +91,14 @@ class CountingProxy:
             self.in_flight += 1
         try:
             sent = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection")}
-            answer = requests.request(method, self.target + path, headers=sent, data=body,
-                                      timeout=60)
-            kept = {k: v for k, v in answer.headers.items()
-                    if k.lower() in ("content-type", "retry-after")}
+            answer = requests.request(
+                method, self.target + path, headers=sent, data=body, timeout=60
+            )
+            kept = {
+                k: v
+                for k, v in answer.headers.items()
+                if k.lower() in ("content-type", "retry-after")
+            }
             return answer.status_code, kept, answer.content
         finally:
             with self._idle:
@@ -105,8 +113,9 @@ def counting_proxy(target: str) -> Iterator[CountingProxy]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            status, headers, body = proxy._forward(self.command, self.path, dict(self.headers),
-                                                   self.rfile.read(length))
+            status, headers, body = proxy._forward(
+                self.command, self.path, dict(self.headers), self.rfile.read(length)
+            )
             try:
                 self.send_response(status)
                 for name, value in headers.items():
@@ -115,7 +124,7 @@ def counting_proxy(target: str) -> Iterator[CountingProxy]:
                 self.end_headers()
                 self.wfile.write(body)
             except OSError:
-                pass            # the client gave up on this attempt long ago
+                pass  # the client gave up on this attempt long ago
 
         do_GET = do_POST = do_PUT = do_DELETE = _answer
 

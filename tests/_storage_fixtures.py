@@ -15,8 +15,9 @@ from dubkit.sandbox.storage import DEFAULT_PART_SIZE, DEFAULT_UPLOAD_LIMIT
 @pytest.fixture(autouse=True)
 def storage_defaults(sandbox):
     yield
-    sandbox.admin("POST", "/storage", presignTtl=3600, recommendedPartSize=DEFAULT_PART_SIZE,
-                  putLatencyMs=0)
+    sandbox.admin(
+        "POST", "/storage", presignTtl=3600, recommendedPartSize=DEFAULT_PART_SIZE, putLatencyMs=0
+    )
     sandbox.set_limits(uploadLimit=DEFAULT_UPLOAD_LIMIT)
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -33,17 +33,19 @@ os.environ["DUBKIT_CONTRACT"] = "strict"
 # nbval's kernels play the sandbox's media through a Jupyter server's proxy, as the saved
 # notebooks do (the browser suite's Lab kernels find their server themselves).
 os.environ["DUBKIT_JUPYTER_PROXY"] = "1"
-os.environ.setdefault("DUBKIT_CONTRACT_LOG", str(
-    Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "mismatches.jsonl"))
+os.environ.setdefault(
+    "DUBKIT_CONTRACT_LOG",
+    str(Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "mismatches.jsonl"),
+)
 
 import dubkit  # noqa: E402
 from dubkit import SandboxHandle  # noqa: E402
 from dubkit import start_sandbox as start  # noqa: E402
 
-FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05,
-                                max_retry_after=0.01)
-ARTIFACTS = Path(os.environ.get("DUBKIT_TEST_ARTIFACTS", Path(__file__).parent.parent /
-                                "test-artifacts"))
+FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
+ARTIFACTS = Path(
+    os.environ.get("DUBKIT_TEST_ARTIFACTS", Path(__file__).parent.parent / "test-artifacts")
+)
 
 
 class _ContractWatch:
@@ -63,8 +65,10 @@ class _ContractWatch:
 
     @staticmethod
     def describe(mismatches: list[dict]) -> str:
-        return "\n".join(f"  {m['operation']} {m['direction']} at {m['path']}: {m['message']}"
-                         for m in mismatches[:20])
+        return "\n".join(
+            f"  {m['operation']} {m['direction']} at {m['path']}: {m['message']}"
+            for m in mismatches[:20]
+        )
 
 
 _contract = _ContractWatch(Path(os.environ["DUBKIT_CONTRACT_LOG"]))
@@ -72,14 +76,16 @@ _contract = _ContractWatch(Path(os.environ["DUBKIT_CONTRACT_LOG"]))
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    _contract.new()   # what arrived between tests belongs to no test; the session end reports it
+    _contract.new()  # what arrived between tests belongs to no test; the session end reports it
     result = yield
     found = _contract.new()
     if item.get_closest_marker("sends_invalid_requests"):
         found = [m for m in found if m["direction"] != "request"]
     if found:
-        raise AssertionError("the sandbox recorded mismatches with the contract document "
-                             "(dubkit/contract/openapi.yaml):\n" + _contract.describe(found))
+        raise AssertionError(
+            "the sandbox recorded mismatches with the contract document "
+            "(dubkit/contract/openapi.yaml):\n" + _contract.describe(found)
+        )
     return result
 
 
@@ -87,8 +93,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     late = _contract.new()
     if late:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        print("\nthe sandbox recorded mismatches with the contract document after the last "
-              "test:\n" + _contract.describe(late))
+        print(
+            "\nthe sandbox recorded mismatches with the contract document after the last "
+            "test:\n" + _contract.describe(late)
+        )
 
 
 @pytest.fixture(scope="session")
@@ -108,8 +116,7 @@ def _restore(box: SandboxHandle) -> None:
 @pytest.fixture
 def client(sandbox: SandboxHandle) -> Iterator[dubkit.Client]:
     _restore(sandbox)
-    with dubkit.Client(sandbox.api_key, sandbox.url, sandbox=sandbox,
-                       retry=FAST_RETRY) as c:
+    with dubkit.Client(sandbox.api_key, sandbox.url, sandbox=sandbox, retry=FAST_RETRY) as c:
         yield c
     _restore(sandbox)
 
@@ -127,6 +134,7 @@ def client_for(sandbox: SandboxHandle):
     def make(api_key: str) -> dubkit.Client:
         made.append(dubkit.Client(api_key, sandbox.url, sandbox=sandbox, retry=FAST_RETRY))
         return made[-1]
+
     yield make
     for c in made:
         c.close()
@@ -136,4 +144,3 @@ def client_for(sandbox: SandboxHandle):
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
-

@@ -10,31 +10,32 @@ import threading
 
 import numpy as np
 import pytest
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 import dubkit
 from dubkit import samples
-from dubkit.media import audio
+from dubkit.media import audio, av
 from dubkit.results import Clone
-from dubkit.media import av
 from dubkit.sandbox.engines import voiceprint
 from dubkit.sandbox.products.clone import CLONE_CREDITS
 from dubkit.widgets.clone import ClonePanel
-from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
-TEXT = ("The morning train was late again, so we walked along the river and talked about "
-        "the summer.")
+TEXT = "The morning train was late again, so we walked along the river and talked about the summer."
 # Two speakers far from the preset narrators: one low and slow, one high and fast.
-SPEAKERS = {"low_slow_male": dict(variant="m3", rate_wpm=120, pitch=20),
-            "high_fast_female": dict(variant="f4", rate_wpm=230, pitch=85)}
-DEFAULT_VOICE = {"low_slow_male": "sv_s1_en_us_clear_m",
-                 "high_fast_female": "sv_s1_en_us_clear_f"}
+SPEAKERS = {
+    "low_slow_male": dict(variant="m3", rate_wpm=120, pitch=20),
+    "high_fast_female": dict(variant="f4", rate_wpm=230, pitch=85),
+}
+DEFAULT_VOICE = {"low_slow_male": "sv_s1_en_us_clear_m", "high_fast_female": "sv_s1_en_us_clear_f"}
 
 
 @pytest.fixture(scope="module")
 def speaker_files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("speakers")
-    return {name: samples.speech_recording(folder / f"{name}.wav", TEXT, **voice)
-            for name, voice in SPEAKERS.items()}
+    return {
+        name: samples.speech_recording(folder / f"{name}.wav", TEXT, **voice)
+        for name, voice in SPEAKERS.items()
+    }
 
 
 @pytest.fixture
@@ -58,8 +59,11 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def heard(url_or_path) -> voiceprint.Voiceprint:
-    data = audio.download(url_or_path) if str(url_or_path).startswith("http") else \
-        open(url_or_path, "rb").read()
+    data = (
+        audio.download(url_or_path)
+        if str(url_or_path).startswith("http")
+        else open(url_or_path, "rb").read()
+    )
     return voiceprint.measure(*audio.decode(data))
 
 
@@ -78,11 +82,16 @@ def test_a_clone_is_closer_in_pitch_and_pace_than_a_default_voice(api, speaker_f
 
 
 def test_the_clone_record_is_complete(api, speaker_files):
-    clone = api.clones.create(speaker_files["low_slow_male"], name="Deep", provider="V2",
-                             language="en-GB", text=TEXT)
+    clone = api.clones.create(
+        speaker_files["low_slow_male"], name="Deep", provider="V2", language="en-GB", text=TEXT
+    )
     (record,) = api.voices.clones(voice_id=clone.voice_id)
-    assert (record.name, record.provider, record.example_language, record.content) == \
-        ("Deep", "V2", "en-GB", TEXT)
+    assert (record.name, record.provider, record.example_language, record.content) == (
+        "Deep",
+        "V2",
+        "en-GB",
+        TEXT,
+    )
     assert record.task_id == clone.task_id and record.create_time and record.update_time
     samples_, rate = audio.decode(audio.download(record.audio))
     assert abs(len(samples_) / rate - av.probe(speaker_files["low_slow_male"]).duration) < 0.05
@@ -98,38 +107,41 @@ def test_async_clone_from_a_material_is_a_task_with_the_clone(api, speaker_files
     clone = task.wait(timeout=60).result
     assert isinstance(clone, Clone) and clone.ref_audio == material.audio_url
     assert clone.voice_id in api.voices.clones().ids
-    assert clone.provider == "V3"                        # English sample, no provider given
+    assert clone.provider == "V3"  # English sample, no provider given
 
 
 def test_any_reachable_url_can_be_the_reference(api, speaker_files, web):
     folder, base = web
     (folder / "ref.wav").write_bytes(speaker_files["low_slow_male"].read_bytes())
     clone = api.clones.create(f"{base}/ref.wav", language="de-DE")
-    assert clone.provider == "V5"                        # non-English sample, no provider
+    assert clone.provider == "V5"  # non-English sample, no provider
     (record,) = api.voices.clones(voice_id=clone.voice_id)
     assert record.name == "Clone of ref"
-    assert record.audio.startswith(api.base_url + "/files/")     # a copy the sandbox serves
+    assert record.audio.startswith(api.base_url + "/files/")  # a copy the sandbox serves
     assert heard(record.audio).gender == "male"
 
 
 def test_every_provider_makes_a_clone(api, speaker_files):
     material = api.materials.upload(speaker_files["low_slow_male"], progress=False)
-    made = {p: api.clones.create(material, provider=p, text=TEXT) for p in
-            ("V1", "V2", "V3", "V4", "V5")}
+    made = {
+        p: api.clones.create(material, provider=p, text=TEXT)
+        for p in ("V1", "V2", "V3", "V4", "V5")
+    }
     listed = {v.voice_id: v.provider for v in api.voices.clones()}
     assert {listed[c.voice_id] for c in made.values()} == {"V1", "V2", "V3", "V4", "V5"}
 
 
 def test_bad_input_is_refused_before_any_request(tmp_path):
-    offline = dubkit.Client("sk_test_never_sent", "http://127.0.0.1:9")   # nothing listens
+    offline = dubkit.Client("sk_test_never_sent", "http://127.0.0.1:9")  # nothing listens
     (tmp_path / "notes.txt").write_text("not audio at all\n")
-    cases = [(lambda: offline.clones.create("https://example.com/a.wav", provider="V9"),
-              "provider"),
-             (lambda: offline.clones.create(None), "refAudio"),
-             (lambda: offline.clones.create(""), "refAudio"),
-             (lambda: offline.clones.create(tmp_path / "missing.wav"), "refAudio"),
-             (lambda: offline.clones.create(tmp_path / "notes.txt"), "refAudio"),
-             (lambda: offline.clones.create_async(42), "refAudio")]
+    cases = [
+        (lambda: offline.clones.create("https://example.com/a.wav", provider="V9"), "provider"),
+        (lambda: offline.clones.create(None), "refAudio"),
+        (lambda: offline.clones.create(""), "refAudio"),
+        (lambda: offline.clones.create(tmp_path / "missing.wav"), "refAudio"),
+        (lambda: offline.clones.create(tmp_path / "notes.txt"), "refAudio"),
+        (lambda: offline.clones.create_async(42), "refAudio"),
+    ]
     for attempt, field in cases:
         with pytest.raises(dubkit.ValidationError) as caught:
             attempt()
@@ -141,17 +153,24 @@ def test_the_sandbox_refuses_bad_requests_with_the_field_named(api):
     with pytest.raises(dubkit.BadRequestError, match="refAudio: is required"):
         api.request("POST", "/task/clone-voice/create", json={"voiceName": "x"})
     with pytest.raises(dubkit.BadRequestError, match="provider"):
-        api.request("POST", "/task/clone-voice/create",
-                    json={"refAudio": "https://example.com/a.wav", "provider": "V9"})
+        api.request(
+            "POST",
+            "/task/clone-voice/create",
+            json={"refAudio": "https://example.com/a.wav", "provider": "V9"},
+        )
     with pytest.raises(dubkit.BadRequestError, match="refAudio: must be an https"):
         api.request("POST", "/task/clone-voice/create", json={"refAudio": "ftp://x/a.wav"})
     with pytest.raises(dubkit.BadRequestError, match="sampleLanguage"):
-        api.request("POST", "/task/clone-voice/create",
-                    json={"refAudio": "https://example.com/a.wav", "sampleLanguage": "xx-XX"})
+        api.request(
+            "POST",
+            "/task/clone-voice/create",
+            json={"refAudio": "https://example.com/a.wav", "sampleLanguage": "xx-XX"},
+        )
 
 
-def test_unreachable_or_unusable_references_are_422_and_cost_nothing(api, sandbox, new_key,
-                                                                     web, tmp_path):
+def test_unreachable_or_unusable_references_are_422_and_cost_nothing(
+    api, sandbox, new_key, web, tmp_path
+):
     folder, base = web
     (folder / "notes.txt").write_text("this is text, not audio\n")
     silence = tmp_path / "silence.wav"
@@ -183,8 +202,14 @@ def test_a_clone_needs_credits(api, sandbox, new_key, speaker_files):
 
 
 def test_a_local_file_works_as_timbre_reference_in_tts(api, speaker_files):
-    speech = api.tts.create([{"text": "Said in the timbre of a local file.",
-                              "timbre_ref_audio": speaker_files["high_fast_female"]}])
+    speech = api.tts.create(
+        [
+            {
+                "text": "Said in the timbre of a local file.",
+                "timbre_ref_audio": speaker_files["high_fast_female"],
+            }
+        ]
+    )
     assert speech[0].ok and heard(speech[0].uri).gender == "female"
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 import requests
@@ -25,11 +25,18 @@ def free_port() -> int:
 
 
 def test_connect_without_a_key_starts_the_embedded_sandbox_once(tmp_path):
-    code = ("import dubkit; a = dubkit.connect(); b = dubkit.connect(); "
-            "print(a.base_url == b.base_url, a.is_sandbox, repr(a)); "
-            "print(a.translate.create(['Hi'], source='en-US', target='fr-FR').texts)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "DUBKIT_SANDBOX_DIR": str(tmp_path)})
+    code = (
+        "import dubkit; a = dubkit.connect(); b = dubkit.connect(); "
+        "print(a.base_url == b.base_url, a.is_sandbox, repr(a)); "
+        "print(a.translate.create(['Hi'], source='en-US', target='fr-FR').texts)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DUBKIT_SANDBOX_DIR": str(tmp_path)},
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("dubkit: no DUBKIT_API_KEY set, started the local sandbox")
@@ -61,8 +68,12 @@ def test_standalone_sandbox_command_and_connect_by_url(tmp_path, monkeypatch):
     admin token in the (same user's) default data dir and reads the key through it."""
     monkeypatch.setenv("DUBKIT_SANDBOX_DIR", str(tmp_path))
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dubkit.cli", "sandbox", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dubkit.cli", "sandbox", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 30
@@ -86,7 +97,7 @@ def test_standalone_sandbox_command_and_connect_by_url(tmp_path, monkeypatch):
 
 
 def test_a_dead_base_url_says_it_cannot_connect_to_that_host(monkeypatch):
-    port = free_port()                     # nothing listens there
+    port = free_port()  # nothing listens there
     monkeypatch.setenv("DUBKIT_BASE_URL", f"http://127.0.0.1:{port}/")
     with pytest.raises(dubkit.APIConnectionError) as info:
         dubkit.connect(quiet=True)
@@ -99,6 +110,7 @@ def test_a_dead_base_url_says_it_cannot_connect_to_that_host(monkeypatch):
 @pytest.fixture
 def not_a_sandbox() -> Iterator[str]:
     """A web server that answers every request with a 404 page, as a wrong address would."""
+
     class NotFound(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             self.send_response(404)
@@ -125,9 +137,8 @@ def test_a_url_that_is_not_a_sandbox_says_so_and_what_to_set(not_a_sandbox, monk
     assert not_a_sandbox.split("//")[1] in info.value.problem
 
 
-def test_a_sandbox_whose_admin_token_is_unknown_says_how_to_give_it(sandbox, tmp_path,
-                                                                      monkeypatch):
-    monkeypatch.setenv("DUBKIT_SANDBOX_DIR", str(tmp_path))      # no admin-token file here
+def test_a_sandbox_whose_admin_token_is_unknown_says_how_to_give_it(sandbox, tmp_path, monkeypatch):
+    monkeypatch.setenv("DUBKIT_SANDBOX_DIR", str(tmp_path))  # no admin-token file here
     monkeypatch.delenv("DUBKIT_SANDBOX_ADMIN_TOKEN", raising=False)
     with pytest.raises(dubkit.ValidationError) as info:
         dubkit.connect(base_url=sandbox.url, quiet=True)
@@ -136,12 +147,13 @@ def test_a_sandbox_whose_admin_token_is_unknown_says_how_to_give_it(sandbox, tmp
     assert "DUBKIT_SANDBOX_ADMIN_TOKEN" in info.value.problem
     token = (sandbox.data_dir / "admin-token").read_text().strip()
     assert token not in str(info.value)
-    monkeypatch.setenv("DUBKIT_SANDBOX_ADMIN_TOKEN", token)      # what the message says to do
+    monkeypatch.setenv("DUBKIT_SANDBOX_ADMIN_TOKEN", token)  # what the message says to do
     assert dubkit.connect(base_url=sandbox.url, quiet=True).is_sandbox
 
 
-@pytest.mark.parametrize("url", ["localhost:8765", "ftp://127.0.0.1:21", "http://:8765",
-                                 "http://127.0.0.1:port"])
+@pytest.mark.parametrize(
+    "url", ["localhost:8765", "ftp://127.0.0.1:21", "http://:8765", "http://127.0.0.1:port"]
+)
 def test_a_malformed_base_url_is_a_validation_error(url):
     with pytest.raises(dubkit.ValidationError) as info:
         dubkit.connect(base_url=url, quiet=True)
@@ -160,8 +172,9 @@ def test_set_up_errors_are_dubkit_errors(monkeypatch):
 def test_connection_errors_name_the_host_and_nothing_secret():
     port = free_port()
     key = "sk_live_abcdefghijklmnop"
-    with dubkit.Client(key, f"http://user:hunter2@127.0.0.1:{port}/base",
-                       retry=dubkit.RetryPolicy(max_retries=0)) as dead:
+    with dubkit.Client(
+        key, f"http://user:hunter2@127.0.0.1:{port}/base", retry=dubkit.RetryPolicy(max_retries=0)
+    ) as dead:
         with pytest.raises(dubkit.APIConnectionError) as info:
             dead.tasks.list()
     message = str(info.value)
@@ -171,7 +184,7 @@ def test_connection_errors_name_the_host_and_nothing_secret():
 
 def test_admin_answers_show_credentials_masked(sandbox):
     info = sandbox.info()
-    assert info["apiKey"] == sandbox.api_key                      # usable in code
+    assert info["apiKey"] == sandbox.api_key  # usable in code
     assert sandbox.api_key not in repr(info) and sandbox.webhook_secret not in str(info)
     settings = sandbox.set_webhook(None)
     assert settings["secret"].startswith("whsec_") and settings["secret"] not in repr(settings)

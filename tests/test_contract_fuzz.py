@@ -39,20 +39,22 @@ from schemathesis.core.parameters import ParameterLocation  # noqa: E402
 from dubkit import contract  # noqa: E402
 from dubkit import start_sandbox as start  # noqa: E402
 
-EXAMPLES = int(os.environ.get("DUBKIT_FUZZ_EXAMPLES", "50"))   # per operation, fuzzing phase
-KEY = "sk_fuzz_" + uuid.uuid4().hex     # made known to the sandbox by the fixture
-CONFIG = schemathesis.Config.from_dict({
-    "seed": 20261122,
-    "auth": {"openapi": {"bearer": {"bearer": KEY}}},
-    "suppress-health-check": ["all"],
-    "request-timeout": 60,
-    "generation": {"mode": "all", "max-examples": EXAMPLES, "database": "none"},
-    "output": {"sanitization": {"enabled": False}},
-    "checks": {
-        "positive_data_acceptance": {"expected-statuses": [200, 400, 402, 404, 409, 413, 422]},
-        "negative_data_rejection": {"expected-statuses": [400, 401, 404, 405, 413, 422]},
-    },
-})
+EXAMPLES = int(os.environ.get("DUBKIT_FUZZ_EXAMPLES", "50"))  # per operation, fuzzing phase
+KEY = "sk_fuzz_" + uuid.uuid4().hex  # made known to the sandbox by the fixture
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "seed": 20261122,
+        "auth": {"openapi": {"bearer": {"bearer": KEY}}},
+        "suppress-health-check": ["all"],
+        "request-timeout": 60,
+        "generation": {"mode": "all", "max-examples": EXAMPLES, "database": "none"},
+        "output": {"sanitization": {"enabled": False}},
+        "checks": {
+            "positive_data_acceptance": {"expected-statuses": [200, 400, 402, 404, 409, 413, 422]},
+            "negative_data_rejection": {"expected-statuses": [400, 401, 404, 405, 413, 422]},
+        },
+    }
+)
 schema = schemathesis.openapi.from_dict(contract.document(), config=CONFIG)
 SEEN: collections.Counter = collections.Counter()
 
@@ -69,7 +71,9 @@ def fuzzed():
 def answers_in_the_envelope(ctx: CheckContext, response: Response, case: Case) -> None:
     """Every answer is ``{code, message, data}`` with an integer code its HTTP status mirrors."""
     body = response.json()
-    assert isinstance(body, dict) and isinstance(body.get("code"), int), f"not an envelope: {body!r}"
+    assert isinstance(body, dict) and isinstance(body.get("code"), int), (
+        f"not an envelope: {body!r}"
+    )
     assert set(body) <= {"code", "message", "data"}, f"unexpected envelope fields: {sorted(body)}"
     assert (response.status_code == 200) == (body["code"] == 200), (response.status_code, body)
     if body["code"] != 200:
@@ -85,10 +89,12 @@ def test_the_sandbox_holds_to_the_document(case: Case, fuzzed) -> None:
     header_negative = case.meta is not None and case.meta.is_negative_at(ParameterLocation.HEADER)
     if case.method.upper() == "POST" and not header_negative:
         case.headers = {**(case.headers or {}), "X-Idempotency-Key": uuid.uuid4().hex}
-    response = case.call_and_validate(base_url=fuzzed.url,
-                                      additional_checks=[answers_in_the_envelope])
-    SEEN[(case.operation.label, "negative" if _negative(case) else "positive",
-          response.status_code)] += 1
+    response = case.call_and_validate(
+        base_url=fuzzed.url, additional_checks=[answers_in_the_envelope]
+    )
+    SEEN[
+        (case.operation.label, "negative" if _negative(case) else "positive", response.status_code)
+    ] += 1
 
 
 def test_the_fuzzing_covered_every_operation_both_ways(fuzzed):

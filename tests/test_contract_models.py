@@ -40,13 +40,21 @@ NOT_IN_DOCUMENT = {
 }
 ENUMS = {"TaskType": schema.TaskType, "CloneProvider": schema.CloneProvider}
 JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (float, int), "boolean": (bool,),
-    "array": (list,), "object": (dict, BaseModel)}
+    "string": (str,),
+    "integer": (int,),
+    "number": (float, int),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict, BaseModel),
+}
 
 
 def _models() -> dict[str, type[schema.Wire]]:
-    return {name: obj for name, obj in vars(schema).items()
-            if inspect.isclass(obj) and issubclass(obj, schema.Wire)}
+    return {
+        name: obj
+        for name, obj in vars(schema).items()
+        if inspect.isclass(obj) and issubclass(obj, schema.Wire)
+    }
 
 
 def _merged(node: dict[str, Any]) -> dict[str, Any]:
@@ -92,8 +100,10 @@ def _differences(model: type[BaseModel], node: dict[str, Any]) -> list[str]:
         if prop is None:
             continue
         if field.is_required() != (name in doc["required"]):
-            found.append(f"{name}: required {field.is_required()} in the model, "
-                         f"{name in doc['required']} in the document")
+            found.append(
+                f"{name}: required {field.is_required()} in the model, "
+                f"{name in doc['required']} in the document"
+            )
         found += [f"{name}: {problem}" for problem in _compare_value(field.annotation, prop)]
     return found
 
@@ -103,8 +113,9 @@ def _compare_value(annotation: Any, prop: dict[str, Any]) -> list[str]:
     ref = _ref_name(prop)
     target = contract.resolve(prop)
     enum = target.get("enum")
-    literal = (list(typing.get_args(annotation)) if typing.get_origin(annotation) is Literal
-               else None)
+    literal = (
+        list(typing.get_args(annotation)) if typing.get_origin(annotation) is Literal else None
+    )
     if enum is not None or literal is not None:
         if sorted(enum or []) != sorted(literal or []):
             return [f"enum {literal} in the model, {enum} in the document"]
@@ -122,8 +133,11 @@ def _compare_value(annotation: Any, prop: dict[str, Any]) -> list[str]:
             return [f"is {annotation} in the model, an array in the document"]
         items = target.get("items")
         return _compare_value(typing.get_args(annotation)[0], items) if items else []
-    if kind == "object" and "additionalProperties" in target and isinstance(
-            target["additionalProperties"], dict):
+    if (
+        kind == "object"
+        and "additionalProperties" in target
+        and isinstance(target["additionalProperties"], dict)
+    ):
         if origin is not dict:
             return [f"is {annotation} in the model, a map in the document"]
         return _compare_value(typing.get_args(annotation)[1], target["additionalProperties"])
@@ -141,8 +155,9 @@ def test_model_matches_document(name):
     model = _models().get(name)
     assert model is not None, f"the document's {name} has no model dubkit.schema.{name}"
     differences = _differences(model, contract.component("schemas", name))
-    assert not differences, f"dubkit.schema.{name} differs from the document:\n  " + \
-        "\n  ".join(differences)
+    assert not differences, f"dubkit.schema.{name} differs from the document:\n  " + "\n  ".join(
+        differences
+    )
 
 
 def test_every_model_is_in_the_document():
@@ -152,7 +167,9 @@ def test_every_model_is_in_the_document():
 
 @pytest.mark.parametrize("name", sorted(ENUMS))
 def test_enums_match(name):
-    assert sorted(typing.get_args(ENUMS[name])) == sorted(contract.component("schemas", name)["enum"])
+    assert sorted(typing.get_args(ENUMS[name])) == sorted(
+        contract.component("schemas", name)["enum"]
+    )
 
 
 @pytest.mark.parametrize("op", schema.OPERATIONS, ids=lambda op: op.name)
@@ -195,4 +212,5 @@ def test_webhook_events_type_their_data(event):
 
 def test_the_document_is_valid_openapi_3_1():
     from openapi_spec_validator import validate
+
     validate(contract.document())

@@ -21,16 +21,21 @@ def test_the_sandbox_serves_the_contract_document(sandbox):
 
 @pytest.mark.parametrize("strict", [True, False])
 def test_a_request_the_document_forbids_is_refused_and_in_strict_mode_recorded(
-        tmp_path, monkeypatch, strict):
+    tmp_path, monkeypatch, strict
+):
     log = tmp_path / "mismatches.jsonl"
     monkeypatch.setenv("DUBKIT_CONTRACT_LOG", str(log))
     box = start(strict=strict)
     try:
         with dubkit.Client(box.api_key, box.url) as client:
-            with pytest.raises(dubkit.BadRequestError,
-                               match=r"data\[0\]\.text: expected string, got integer"):
-                client.request("POST", "/task/tts/create",
-                               json={"data": [{"text": 5, "voiceId": "sv_s1_en_us_clear_f"}]})
+            with pytest.raises(
+                dubkit.BadRequestError, match=r"data\[0\]\.text: expected string, got integer"
+            ):
+                client.request(
+                    "POST",
+                    "/task/tts/create",
+                    json={"data": [{"text": 5, "voiceId": "sv_s1_en_us_clear_f"}]},
+                )
         recorded = box.contract_mismatches()
     finally:
         box.stop()
@@ -39,5 +44,8 @@ def test_a_request_the_document_forbids_is_refused_and_in_strict_mode_recorded(
         return
     (entry,) = recorded
     assert (entry["operation"], entry["direction"], entry["path"]) == (
-        "tts.create", "request", "data[0].text")
+        "tts.create",
+        "request",
+        "data[0].text",
+    )
     assert [json.loads(line) for line in log.read_text().splitlines()] == [entry]

@@ -72,18 +72,20 @@ def test_an_async_result_arrives_verified_and_typed(sandbox, account, tmp_path, 
     assert [(a["statusCode"], a["secret"]) for a in row["log"]] == [(200, "current")]
 
 
-def test_a_receiver_that_was_down_gets_every_event_once_it_is_back(sandbox, account, tmp_path,
-                                                                   fast):
+def test_a_receiver_that_was_down_gets_every_event_once_it_is_back(
+    sandbox, account, tmp_path, fast
+):
     key, client, secret = account
     receiver, handled = listening(tmp_path, secret)
     url = receiver.serve()
-    receiver.stop()                      # down, at a URL the sandbox knows
+    receiver.stop()  # down, at a URL the sandbox knows
     port = int(url.rsplit(":", 1)[1].strip("/"))
     sandbox.set_webhook(url, api_key=key)
     tasks = [submit(client, f"while you were out {i}") for i in range(5)]
-    assert wait_for(lambda: all(r["attempts"] >= 2 for r in rows(sandbox, key))
-                    and len(rows(sandbox, key)) == 5)
-    receiver.serve(port=port)            # back, same address
+    assert wait_for(
+        lambda: all(r["attempts"] >= 2 for r in rows(sandbox, key)) and len(rows(sandbox, key)) == 5
+    )
+    receiver.serve(port=port)  # back, same address
     try:
         assert wait_for(lambda: all(r["state"] == "delivered" for r in rows(sandbox, key)))
         assert receiver.wait_idle(10)
@@ -98,12 +100,13 @@ def test_a_receiver_that_was_down_gets_every_event_once_it_is_back(sandbox, acco
 def test_retries_are_bounded_and_the_row_ends_dead(sandbox, account, tmp_path, fast):
     key, client, _ = account
     sandbox.set_delivery(maxAttempts=3)
-    receiver, _ = listening(tmp_path, "whsec_not_the_right_one")   # answers 401 every time
+    receiver, _ = listening(tmp_path, "whsec_not_the_right_one")  # answers 401 every time
     sandbox.set_webhook(receiver.serve(), api_key=key)
     try:
         task = submit(client, "nobody will take this")
-        assert wait_for(lambda: rows(sandbox, key, task) and
-                        rows(sandbox, key, task)[0]["state"] == "dead")
+        assert wait_for(
+            lambda: rows(sandbox, key, task) and rows(sandbox, key, task)[0]["state"] == "dead"
+        )
     finally:
         receiver.stop()
     [row] = rows(sandbox, key, task)
@@ -116,35 +119,39 @@ def test_the_schedule_doubles_from_the_base_delay_up_to_the_cap():
     plan = {**DEFAULT_SCHEDULE, "jitter": 0.0}
     gaps = [delay_after(n, plan) for n in range(1, int(plan["maxAttempts"]))]
     assert gaps[:7] == [1, 2, 4, 8, 16, 32, 60] and set(gaps[6:]) == {60}
-    assert sum(gaps) == 843                     # about 14 minutes before a row is dead
+    assert sum(gaps) == 843  # about 14 minutes before a row is dead
     jittered = {round(delay_after(3, DEFAULT_SCHEDULE), 3) for _ in range(50)}
     assert min(jittered) >= 3.6 and max(jittered) <= 4.4 and len(jittered) > 1
 
 
 def test_a_receiver_still_on_the_old_secret_keeps_working_during_the_overlap(
-        sandbox, account, tmp_path, fast):
+    sandbox, account, tmp_path, fast
+):
     key, client, old = account
     receiver, handled = listening(tmp_path, old)
     url = receiver.serve()
     try:
-        rotated = sandbox.set_webhook(url, api_key=key, rotate_secret=True,
-                                      overlap_seconds=3600)
+        rotated = sandbox.set_webhook(url, api_key=key, rotate_secret=True, overlap_seconds=3600)
         assert rotated["previousSecret"] == old and rotated["secret"] != old
         first = submit(client, "signed twice")
         assert wait_for(lambda: handled)
-        assert [(a["statusCode"], a["secret"]) for a in rows(sandbox, key, first)[0]["log"]] \
-            == [(401, "current"), (200, "previous")]
-        receiver.rotate_secret(rotated["secret"], overlap=3600)   # now it knows both
+        assert [(a["statusCode"], a["secret"]) for a in rows(sandbox, key, first)[0]["log"]] == [
+            (401, "current"),
+            (200, "previous"),
+        ]
+        receiver.rotate_secret(rotated["secret"], overlap=3600)  # now it knows both
         second = submit(client, "signed once")
         assert wait_for(lambda: len(handled) == 2)
-        assert [(a["statusCode"], a["secret"]) for a in rows(sandbox, key, second)[0]["log"]] \
-            == [(200, "current")]
+        assert [(a["statusCode"], a["secret"]) for a in rows(sandbox, key, second)[0]["log"]] == [
+            (200, "current")
+        ]
     finally:
         receiver.stop()
 
 
-def test_after_the_overlap_the_old_secret_no_longer_signs_anything(sandbox, account, tmp_path,
-                                                                   fast):
+def test_after_the_overlap_the_old_secret_no_longer_signs_anything(
+    sandbox, account, tmp_path, fast
+):
     key, client, secret = account
     sandbox.set_delivery(maxAttempts=2)
     receiver, _ = listening(tmp_path, secret)
@@ -152,23 +159,24 @@ def test_after_the_overlap_the_old_secret_no_longer_signs_anything(sandbox, acco
     try:
         sandbox.set_webhook(url, api_key=key, rotate_secret=True, overlap_seconds=0)
         task = submit(client, "too late for the old secret")
-        assert wait_for(lambda: rows(sandbox, key, task) and
-                        rows(sandbox, key, task)[0]["state"] == "dead")
+        assert wait_for(
+            lambda: rows(sandbox, key, task) and rows(sandbox, key, task)[0]["state"] == "dead"
+        )
     finally:
         receiver.stop()
     assert {a["secret"] for a in rows(sandbox, key, task)[0]["log"]} == {"current"}
 
 
-def test_a_redelivery_is_answered_as_a_duplicate_and_runs_nothing(sandbox, account, tmp_path,
-                                                                  fast):
+def test_a_redelivery_is_answered_as_a_duplicate_and_runs_nothing(sandbox, account, tmp_path, fast):
     key, client, secret = account
     receiver, handled = listening(tmp_path, secret)
     sandbox.set_webhook(receiver.serve(), api_key=key)
     try:
         task = submit(client, "say it again")
         assert wait_for(lambda: handled)
-        assert sandbox.admin("POST", "/deliveries/redeliver", taskId=task.task_id) == \
-            {"requeued": 1}
+        assert sandbox.admin("POST", "/deliveries/redeliver", taskId=task.task_id) == {
+            "requeued": 1
+        }
         assert wait_for(lambda: len(rows(sandbox, key, task)[0]["log"]) == 2)
         assert receiver.wait_idle(10)
     finally:
@@ -180,14 +188,14 @@ def test_a_redelivery_is_answered_as_a_duplicate_and_runs_nothing(sandbox, accou
 def test_a_key_without_a_url_gets_nothing_later(sandbox, account, fast):
     key, client, _ = account
     task = submit(client, "into the void")
-    assert wait_for(lambda: rows(sandbox, key, task) and
-                    rows(sandbox, key, task)[0]["state"] == "skipped")
+    assert wait_for(
+        lambda: rows(sandbox, key, task) and rows(sandbox, key, task)[0]["state"] == "skipped"
+    )
     row = rows(sandbox, key, task)[0]
     assert row["lastError"] == "no webhook URL configured for this key" and row["log"] == []
 
 
-def test_a_task_cell_is_ended_by_the_pushed_event_not_by_polling(sandbox, account, tmp_path,
-                                                                 fast):
+def test_a_task_cell_is_ended_by_the_pushed_event_not_by_polling(sandbox, account, tmp_path, fast):
     key, client, secret = account
     receiver, _ = listening(tmp_path, secret)
     sandbox.set_webhook(receiver.serve(), api_key=key)
@@ -219,9 +227,13 @@ def test_an_end_already_seen_is_not_undone_by_a_late_running_answer(sandbox, acc
     sandbox.set_timing("seconds", 30)
     task = submit(client, "late news")
     monitor = TaskMonitor(task, start=False)
-    assert monitor.apply_event(task.task_id, status="finished", task_type="textTranslation",
-                               result={"taskId": task.task_id, "items": [{"text": "x"}]})
-    assert monitor.apply_event(task.task_id, status="running", via="poll")   # a stale poll
+    assert monitor.apply_event(
+        task.task_id,
+        status="finished",
+        task_type="textTranslation",
+        result={"taskId": task.task_id, "items": [{"text": "x"}]},
+    )
+    assert monitor.apply_event(task.task_id, status="running", via="poll")  # a stale poll
     assert task.status == "finished" and monitor.via == {task.task_id: "webhook"}
     assert not monitor.apply_event("someone-elses-task", status="finished")
 

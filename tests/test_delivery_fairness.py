@@ -12,17 +12,17 @@ import sqlite3
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import pytest
+from _http import local_http, webhook_catcher
 
 import dubkit
 from dubkit import start_sandbox as start
 from dubkit.sandbox.delivery import DEFAULT_SCHEDULE
-
-from _http import local_http, webhook_catcher
 
 
 def wait_for(check, limit: float = 30.0):
@@ -52,8 +52,8 @@ def pipeline_keys(caught) -> list[str]:
 
 class Hanging(NamedTuple):
     url: str
-    entered: list[bytes]          # bodies of the requests that are (or were) held
-    release: threading.Event      # set it to let every held request answer 200
+    entered: list[bytes]  # bodies of the requests that are (or were) held
+    release: threading.Event  # set it to let every held request answer 200
 
 
 @contextmanager
@@ -76,7 +76,7 @@ def hanging_receiver() -> Iterator[Hanging]:
 
 class Trickler(NamedTuple):
     url: str
-    cut_off: list[int]            # bytes sent on each connection the sandbox closed on us
+    cut_off: list[int]  # bytes sent on each connection the sandbox closed on us
     stop: threading.Event
 
 
@@ -127,15 +127,14 @@ def restore(sandbox):
     sandbox.set_timing("immediate")
 
 
-def test_a_hanging_receiver_does_not_hold_back_another_keys_webhook(sandbox, client_for,
-                                                                    restore):
+def test_a_hanging_receiver_does_not_hold_back_another_keys_webhook(sandbox, client_for, restore):
     key_a, key_b = sandbox.create_key("hangs"), sandbox.create_key("answers")
     sandbox.set_delivery(timeout=30, baseDelay=0.05, maxDelay=0.2)
     with hanging_receiver() as hang, webhook_catcher() as caught:
         sandbox.set_webhook(hang.url, api_key=key_a)
         sandbox.set_webhook(caught.url, api_key=key_b)
         a_tasks = [submit(client_for(key_a), f"held {i}") for i in range(4)]
-        assert wait_for(lambda: hang.entered)              # A's first attempt is now hanging
+        assert wait_for(lambda: hang.entered)  # A's first attempt is now hanging
         b_task = submit(client_for(key_b), "not held")
         assert wait_for(lambda: delivered(sandbox, b_task), limit=60)
         # B went out while no attempt of A's has finished: A's rows have an empty log, and
@@ -154,8 +153,9 @@ def test_a_hanging_receiver_does_not_hold_back_another_keys_webhook(sandbox, cli
     sandbox.set_webhook(None, api_key=key_b)
 
 
-def test_an_answer_trickled_byte_by_byte_is_cut_off_at_the_timeout(sandbox, new_key,
-                                                                   client_for, restore):
+def test_an_answer_trickled_byte_by_byte_is_cut_off_at_the_timeout(
+    sandbox, new_key, client_for, restore
+):
     sandbox.set_delivery(timeout=1, baseDelay=60, maxDelay=60)
     with trickling_receiver() as trickler:
         sandbox.set_webhook(trickler.url, api_key=new_key)
@@ -172,10 +172,11 @@ def test_an_answer_trickled_byte_by_byte_is_cut_off_at_the_timeout(sandbox, new_
 
 
 def test_each_task_has_one_outbox_row_and_one_delivery_while_polls_release_them(
-        sandbox, new_key, client_for, restore):
+    sandbox, new_key, client_for, restore
+):
     count = 300
     client = client_for(new_key)
-    sandbox.set_timing("polls", 1)      # a task ends on its first poll (or the ticker after it)
+    sandbox.set_timing("polls", 1)  # a task ends on its first poll (or the ticker after it)
     tasks: list = []
     done = threading.Event()
 
@@ -195,8 +196,12 @@ def test_each_task_has_one_outbox_row_and_one_delivery_while_polls_release_them(
                 tasks.append(submit(client, f"line {i}"))
             assert wait_for(lambda: len(caught.deliveries) >= count, limit=120)
             # Every row this key has (duplicates included, had there been any) has gone out.
-            assert wait_for(lambda: all(r["state"] == "delivered" for r in
-                                        sandbox.deliveries(api_key=new_key)["deliveries"]))
+            assert wait_for(
+                lambda: all(
+                    r["state"] == "delivered"
+                    for r in sandbox.deliveries(api_key=new_key)["deliveries"]
+                )
+            )
             rows = sandbox.deliveries(api_key=new_key)["deliveries"]
         finally:
             done.set()
@@ -206,12 +211,14 @@ def test_each_task_has_one_outbox_row_and_one_delivery_while_polls_release_them(
         received = Counter(pipeline_keys(caught))
     per_task = Counter(r["taskId"] for r in rows)
     assert sorted(per_task) == sorted(t.task_id for t in tasks)
-    assert {n for n in per_task.values()} == {1}, \
+    assert {n for n in per_task.values()} == {1}, (
         f"{sum(n > 1 for n in per_task.values())} tasks with more than one outbox row"
+    )
     assert [len(r["log"]) for r in rows] == [1] * count
     assert set(received) == {r["pipelineKey"] for r in rows}
-    assert {n for n in received.values()} == {1}, \
+    assert {n for n in received.values()} == {1}, (
         f"{sum(n > 1 for n in received.values())} pipelineKeys delivered more than once"
+    )
 
 
 def test_a_task_enqueued_twice_has_one_row_and_is_delivered_once(sandbox, new_key, client_for):
@@ -220,8 +227,12 @@ def test_a_task_enqueued_twice_has_one_row_and_is_delivered_once(sandbox, new_ke
     with webhook_catcher() as caught:
         sandbox.set_webhook(caught.url, api_key=new_key)
         task = submit(client, "announced twice")
-        ended = wait_for(lambda: (row := sandbox.server.backend.task_row(task.task_id))["status"]
-                         != "running" and row)
+        ended = wait_for(
+            lambda: (
+                (row := sandbox.server.backend.task_row(task.task_id))["status"] != "running"
+                and row
+            )
+        )
         assert ended and ended["status"] == "finished"
         sandbox.server.deliverer.enqueue(ended)
         sandbox.server.deliverer.enqueue(ended)
@@ -231,8 +242,10 @@ def test_a_task_enqueued_twice_has_one_row_and_is_delivered_once(sandbox, new_ke
         rows = outbox(sandbox, task)
         sandbox.set_webhook(None, api_key=new_key)
     assert len(rows) == 1 and rows[0]["state"] == "delivered" and len(rows[0]["log"]) == 1
-    assert Counter(pipeline_keys(caught)) == {rows[0]["pipelineKey"]: 1,
-                                              outbox(sandbox, later)[0]["pipelineKey"]: 1}
+    assert Counter(pipeline_keys(caught)) == {
+        rows[0]["pipelineKey"]: 1,
+        outbox(sandbox, later)[0]["pipelineKey"]: 1,
+    }
 
 
 def test_a_database_with_duplicate_outbox_rows_opens_and_delivers_once(tmp_path: Path):
@@ -249,20 +262,26 @@ def test_a_database_with_duplicate_outbox_rows_opens_and_delivers_once(tmp_path:
             box.stop()
         # What an older sandbox could leave behind: a second row for the same task, due now.
         with sqlite3.connect(data_dir / "sandbox.sqlite3") as db:
-            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
-                                      "AND tbl_name = 'outbox' AND sql LIKE '%UNIQUE%'"):
-                db.execute(f"DROP INDEX {name}")     # the schema of before this change
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' "
+                "AND tbl_name = 'outbox' AND sql LIKE '%UNIQUE%'"
+            ):
+                db.execute(f"DROP INDEX {name}")  # the schema of before this change
             extra = db.execute(
                 "INSERT INTO outbox (api_key, task_id, event, pipeline_key, body, attempts, "
                 "next_at, state, created_at) SELECT api_key, task_id, event, pipeline_key, body, "
                 "1, 0, 'pending', created_at FROM outbox WHERE task_id = ?",
-                (first.task_id,)).lastrowid
+                (first.task_id,),
+            ).lastrowid
             # ... with an attempt of its own on record (a 503): history kept, on the kept row.
-            db.execute("INSERT INTO deliveries (outbox_id, attempt, at, url, status_code, error,"
-                       " duration_ms) VALUES (?, 1, 0, ?, 503, 'receiver answered HTTP 503', 1)",
-                       (extra, caught.url))
-            assert db.execute("SELECT COUNT(*) FROM outbox WHERE task_id = ?",
-                              (first.task_id,)).fetchone() == (2,)
+            db.execute(
+                "INSERT INTO deliveries (outbox_id, attempt, at, url, status_code, error,"
+                " duration_ms) VALUES (?, 1, 0, ?, 503, 'receiver answered HTTP 503', 1)",
+                (extra, caught.url),
+            )
+            assert db.execute(
+                "SELECT COUNT(*) FROM outbox WHERE task_id = ?", (first.task_id,)
+            ).fetchone() == (2,)
         db.close()
         box = start(data_dir)
         try:
@@ -274,7 +293,9 @@ def test_a_database_with_duplicate_outbox_rows_opens_and_delivers_once(tmp_path:
             [kept] = outbox(box, first)
             assert (kept["id"], kept["state"]) == (original["id"], "delivered")
             assert [a["statusCode"] for a in kept["log"]] == [200, 503]
-            assert Counter(pipeline_keys(caught)) == {original["pipelineKey"]: 1,
-                                                      outbox(box, second)[0]["pipelineKey"]: 1}
+            assert Counter(pipeline_keys(caught)) == {
+                original["pipelineKey"]: 1,
+                outbox(box, second)[0]["pipelineKey"]: 1,
+            }
         finally:
             box.stop()

@@ -39,9 +39,26 @@ def rms_db(samples: np.ndarray) -> float:
 def frame(path: Path, at: float) -> np.ndarray:
     """One decoded frame as an RGB array, straight from ffmpeg (an independent reader)."""
     info = av.probe(path)
-    raw = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-ss", str(at), "-i", str(path),
-                          "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
-                         capture_output=True, check=True).stdout
+    raw = subprocess.run(
+        [
+            imageio_ffmpeg.get_ffmpeg_exe(),
+            "-v",
+            "error",
+            "-ss",
+            str(at),
+            "-i",
+            str(path),
+            "-frames:v",
+            "1",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
 
 
@@ -53,8 +70,16 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def clip(workdir: Path) -> Path:
     path = workdir / "card.mp4"
-    av.make_test_pattern(path, 4.0, width=320, height=240, fps=25, audio=tone(440, 4.0),
-                            sample_rate=SR, subtitles=CUES)
+    av.make_test_pattern(
+        path,
+        4.0,
+        width=320,
+        height=240,
+        fps=25,
+        audio=tone(440, 4.0),
+        sample_rate=SR,
+        subtitles=CUES,
+    )
     return path
 
 
@@ -66,6 +91,7 @@ def dub_wav(workdir: Path) -> Path:
 
 
 # --- probe and extraction ----------------------------------------------------------------------
+
 
 def test_probe_reports_what_the_card_contains(clip: Path) -> None:
     info = av.probe(clip)
@@ -116,8 +142,16 @@ def test_decode_audio_resamples_and_keeps_channels(clip: Path) -> None:
     assert dominant_hz(both[:, 1], SR) == pytest.approx(880, rel=0.01)
 
 
-@pytest.mark.parametrize("fmt, mime", [("wav", "audio/wav"), ("mp3", "audio/mpeg"), ("m4a", "audio/mp4"),
-                                       ("flac", "audio/flac"), ("ogg", "audio/ogg")])
+@pytest.mark.parametrize(
+    "fmt, mime",
+    [
+        ("wav", "audio/wav"),
+        ("mp3", "audio/mpeg"),
+        ("m4a", "audio/mp4"),
+        ("flac", "audio/flac"),
+        ("ogg", "audio/ogg"),
+    ],
+)
 def test_encode_decode_round_trip(fmt: str, mime: str, workdir: Path) -> None:
     original = tone(440, 2.0, sr=24000)
     path = workdir / f"round.{fmt}"
@@ -139,6 +173,7 @@ def test_encode_audio_rejects_unknown_formats(workdir: Path) -> None:
 
 
 # --- corrupt and unsuitable input --------------------------------------------------------------
+
 
 def test_text_file_is_not_media(workdir: Path) -> None:
     path = workdir / "notes.mp4"
@@ -181,19 +216,20 @@ def test_video_steps_refuse_audio_only_input(workdir: Path) -> None:
 
 # --- time ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("factor", [0.5, 0.8, 1.25, 2.0])
 def test_time_stretch_changes_length_not_pitch(factor: float) -> None:
     original = tone(300, 2.0, sr=24000)
     stretched = av.time_stretch(original, 24000, factor)
     assert len(stretched) / 24000 == pytest.approx(2.0 * factor, rel=0.02)
-    middle = stretched[len(stretched) // 4: 3 * len(stretched) // 4]
+    middle = stretched[len(stretched) // 4 : 3 * len(stretched) // 4]
     assert dominant_hz(middle, 24000) == pytest.approx(300, rel=0.03)
 
 
 def test_time_stretch_keeps_events_in_place() -> None:
     sr = 16000
     x = np.zeros(3 * sr, np.float32)
-    x[sr: sr + sr // 5] = tone(300, 0.2, sr=sr, level=0.5)  # a beep at 1.0 s
+    x[sr : sr + sr // 5] = tone(300, 0.2, sr=sr, level=0.5)  # a beep at 1.0 s
     y = av.time_stretch(x, sr, 1.5)
     loud = np.flatnonzero(np.abs(y) > 0.05)
     assert loud[0] / sr == pytest.approx(1.5, abs=0.06)
@@ -214,23 +250,30 @@ def test_stretch_video_changes_the_picture_length(clip: Path, workdir: Path) -> 
 
 # --- mux and variants --------------------------------------------------------------------------
 
+
 def test_mux_with_burned_subtitles(clip: Path, dub_wav: Path, workdir: Path) -> None:
     srt = workdir / "dub.srt"
     srt.write_text(to_srt([Cue(0.5, 1.8, "Bonjour"), Cue(2.0, 3.5, "Au revoir")]), encoding="utf-8")
     out = workdir / "burned.mp4"
-    av.mux(clip, dub_wav, out, subtitles_path=srt, burn=True, style={"size": 28, "color": "#FFFF00"})
+    av.mux(
+        clip, dub_wav, out, subtitles_path=srt, burn=True, style={"size": 28, "color": "#FFFF00"}
+    )
     info = av.probe(out)
     assert (info.has_video, info.has_audio, info.mime_type) == (True, True, "video/mp4")
     assert info.duration == pytest.approx(4.0, abs=0.1)  # as long as the picture, not the dub
     assert [c.text for c in av.extract_subtitles(out)] == ["Bonjour", "Au revoir"]
     heard, rate = av.decode_audio(out)
-    assert dominant_hz(heard[: 2 * rate], rate) == pytest.approx(660, rel=0.01)  # the dub, not the tone
+    assert dominant_hz(heard[: 2 * rate], rate) == pytest.approx(
+        660, rel=0.01
+    )  # the dub, not the tone
     # The lower part of the picture changes while a cue is on screen, and only then.
     assert av.default_fontsdir() is not None  # the font comes from a dependency, not the system
     bottom = slice(int(info.height * 0.7), info.height)
 
     def changed(at: float) -> float:  # share of pixels in the bottom band that clearly differ
-        return float((np.abs(frame(out, at)[bottom] - frame(clip, at)[bottom]).max(axis=2) > 60).mean())
+        return float(
+            (np.abs(frame(out, at)[bottom] - frame(clip, at)[bottom]).max(axis=2) > 60).mean()
+        )
 
     during, between = changed(1.0), changed(1.9)
     print(f"\nburned pixels: during a cue {during:.3f}, between cues {between:.3f}")
@@ -246,7 +289,9 @@ def test_mux_soft_subtitles_copies_the_video(clip: Path, dub_wav: Path, workdir:
     assert np.abs(frame(out, 1.5) - frame(clip, 1.5)).max() == 0  # copied, not re-encoded
 
 
-def test_compress_writes_every_height_in_one_run_and_never_upscales(clip: Path, workdir: Path) -> None:
+def test_compress_writes_every_height_in_one_run_and_never_upscales(
+    clip: Path, workdir: Path
+) -> None:
     variants = {120: workdir / "120p.mp4", 180: workdir / "180p.mp4", 480: workdir / "480p.mp4"}
     av.compress(clip, variants)
     sizes = {h: (av.probe(p).width, av.probe(p).height) for h, p in variants.items()}
@@ -260,8 +305,9 @@ def test_compress_writes_every_height_in_one_run_and_never_upscales(clip: Path, 
     assert np.abs(frame(variants[480], 1.5) - frame(clip, 1.5)).mean() < 8
 
 
-def test_compress_preset_trades_size_for_speed_and_bad_arguments_are_named(clip: Path,
-                                                                           workdir: Path) -> None:
+def test_compress_preset_trades_size_for_speed_and_bad_arguments_are_named(
+    clip: Path, workdir: Path
+) -> None:
     small, quick = workdir / "veryfast.mp4", workdir / "ultrafast.mp4"
     av.compress(clip, {240: small})
     av.compress(clip, {240: quick}, preset="ultrafast")
@@ -290,15 +336,24 @@ def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
     step("probe", av.probe, source)
     step("extract_audio", av.extract_audio, source, workdir / "minute.m4a")
     step("mux_soft", av.mux, source, dub, workdir / "minute-dub.mp4", subtitles_path=srt)
-    step("compress_480p_360p", av.compress, workdir / "minute-dub.mp4",
-         {480: workdir / "minute-480.mp4", 360: workdir / "minute-360.mp4"})
-    print("\n60 s 720p, seconds:", {k: round(v, 2) for k, v in times.items()},
-          "total", round(sum(times.values()), 2))
+    step(
+        "compress_480p_360p",
+        av.compress,
+        workdir / "minute-dub.mp4",
+        {480: workdir / "minute-480.mp4", 360: workdir / "minute-360.mp4"},
+    )
+    print(
+        "\n60 s 720p, seconds:",
+        {k: round(v, 2) for k, v in times.items()},
+        "total",
+        round(sum(times.values()), 2),
+    )
     assert av.probe(workdir / "minute-480.mp4").height == 480
     assert av.probe(workdir / "minute-360.mp4").height == 360
 
 
 # --- mixing ------------------------------------------------------------------------------------
+
 
 def test_duck_lowers_speech_spans_by_the_gain() -> None:
     sr = 16000
@@ -310,15 +365,22 @@ def test_duck_lowers_speech_spans_by_the_gain() -> None:
     untouched = slice(int(2.2 * sr), int(3.8 * sr))
     np.testing.assert_array_equal(ducked[untouched], original[untouched])
     removed = mixing.duck(original, sr, [(1.0, 2.0)], remove=True)
-    assert np.abs(removed[int(1.0 * sr): int(2.0 * sr)]).max() == 0
+    assert np.abs(removed[int(1.0 * sr) : int(2.0 * sr)]).max() == 0
     # Fades, not steps: no jump larger than the tone's own slope around the span edges.
     assert np.abs(np.diff(ducked)).max() <= np.abs(np.diff(original)).max() * 1.05
 
 
 def test_place_and_mix() -> None:
     sr = 1000
-    track = mixing.place([(0.5, np.full(200, 0.25, np.float32)), (0.6, np.full(100, 0.25, np.float32)),
-                          (1.9, np.full(300, 0.25, np.float32))], sr, total=2.0)
+    track = mixing.place(
+        [
+            (0.5, np.full(200, 0.25, np.float32)),
+            (0.6, np.full(100, 0.25, np.float32)),
+            (1.9, np.full(300, 0.25, np.float32)),
+        ],
+        sr,
+        total=2.0,
+    )
     assert len(track) == 2000
     assert track[450] == 0 and track[550] == 0.25 and track[650] == 0.5 and track[1950] == 0.25
     quiet = mixing.mix(track, np.full(1500, 0.1, np.float32))
@@ -338,23 +400,32 @@ def test_trim_silence() -> None:
 
 # --- subtitle text formats ---------------------------------------------------------------------
 
+
 def test_srt_and_vtt_text() -> None:
     cues = [Cue(1.5, 3.25, "Hello\nworld"), Cue(3661.001, 3662.0, "A < B & C")]
-    assert to_srt(cues) == ("1\n00:00:01,500 --> 00:00:03,250\nHello\nworld\n\n"
-                            "2\n01:01:01,001 --> 01:01:02,000\nA < B & C\n")
-    assert to_vtt(cues) == ("WEBVTT\n\n00:00:01.500 --> 00:00:03.250\nHello\nworld\n\n"
-                            "01:01:01.001 --> 01:01:02.000\nA &lt; B &amp; C\n")
+    assert to_srt(cues) == (
+        "1\n00:00:01,500 --> 00:00:03,250\nHello\nworld\n\n"
+        "2\n01:01:01,001 --> 01:01:02,000\nA < B & C\n"
+    )
+    assert to_vtt(cues) == (
+        "WEBVTT\n\n00:00:01.500 --> 00:00:03.250\nHello\nworld\n\n"
+        "01:01:01.001 --> 01:01:02.000\nA &lt; B &amp; C\n"
+    )
     assert parse_srt(to_srt(cues)) == cues
     assert parse_vtt(to_vtt(cues)) == cues
 
 
 def test_parsers_accept_real_world_variations() -> None:
-    srt = ("\ufeff1\r\n00:00:01.5 --> 00:00:02,000 X1:10 X2:20\r\nOne\r\n\r\n\r\n"
-           "00:00:03,000 --> 00:00:04,000\r\nTwo\r\n")
+    srt = (
+        "\ufeff1\r\n00:00:01.5 --> 00:00:02,000 X1:10 X2:20\r\nOne\r\n\r\n\r\n"
+        "00:00:03,000 --> 00:00:04,000\r\nTwo\r\n"
+    )
     assert parse_srt(srt) == [Cue(1.5, 2.0, "One"), Cue(3.0, 4.0, "Two")]
-    vtt = ("WEBVTT - made by hand\nKind: captions\n\nNOTE a comment\nspanning lines\n\n"
-           "intro\n00:01.000 --> 00:02.500 align:start line:0\nFirst\n\nSTYLE\n::cue { color: red }\n\n"
-           "01:00:00.000 --> 01:00:01.000\nLast &gt; first\n")
+    vtt = (
+        "WEBVTT - made by hand\nKind: captions\n\nNOTE a comment\nspanning lines\n\n"
+        "intro\n00:01.000 --> 00:02.500 align:start line:0\nFirst\n\nSTYLE\n::cue { color: red }\n\n"
+        "01:00:00.000 --> 01:00:01.000\nLast &gt; first\n"
+    )
     assert parse_vtt(vtt) == [Cue(1.0, 2.5, "First"), Cue(3600.0, 3601.0, "Last > first")]
 
 
@@ -367,6 +438,9 @@ def test_parsers_name_the_bad_line() -> None:
 
 def test_ass_style_shorthands() -> None:
     style = {"font": "Noto Sans", "size": 24, "color": "#FFFF0080", "position": "top", "Bold": True}
-    assert ass_style(style) == "FontName=Noto Sans,FontSize=24,PrimaryColour=&H7F00FFFF,Alignment=8,Bold=-1"
+    assert (
+        ass_style(style)
+        == "FontName=Noto Sans,FontSize=24,PrimaryColour=&H7F00FFFF,Alignment=8,Bold=-1"
+    )
     with pytest.raises(ValueError):
         ass_style({"font": "A,B"})

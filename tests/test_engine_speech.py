@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from dubkit.media import speech
-from dubkit.sandbox.engines import vad, voiceprint
 from dubkit.media.speech import Prosody, SpeechError
+from dubkit.sandbox.engines import vad, voiceprint
 
 SENTENCE = "The weather was calm and the harbour was quiet this morning."
 CLONE_TEXT = (
@@ -81,7 +81,9 @@ def test_voice_can_be_named_by_identifier_file_name_display_name_or_language():
 
 def test_inline_variant_equals_variant_argument():
     inline = voiceprint.measure(speech.synthesize(SENTENCE, "en-us+f4"), speech.SAMPLE_RATE)
-    keyword = voiceprint.measure(speech.synthesize(SENTENCE, "en-us", variant="f4"), speech.SAMPLE_RATE)
+    keyword = voiceprint.measure(
+        speech.synthesize(SENTENCE, "en-us", variant="f4"), speech.SAMPLE_RATE
+    )
     assert inline.median_pitch_hz == pytest.approx(keyword.median_pitch_hz, rel=0.05)
 
 
@@ -102,7 +104,8 @@ def test_unknown_voice_and_variant_are_named_in_the_error():
 
 
 @pytest.mark.parametrize(
-    "field, value", [("rate_wpm", 20), ("rate_wpm", 900), ("pitch", -1), ("pitch_range", 101), ("volume", 250)]
+    "field, value",
+    [("rate_wpm", 20), ("rate_wpm", 900), ("pitch", -1), ("pitch_range", 101), ("volume", 250)],
 )
 def test_out_of_range_prosody_is_refused(field, value):
     with pytest.raises(SpeechError, match=field):
@@ -123,12 +126,17 @@ def test_long_text_is_spoken_in_full(capsys):
     repeats = text.count("Once upon a time")
     assert seconds(audio) == pytest.approx(repeats * single, rel=0.1)
     with capsys.disabled():
-        print(f"\n[speech] {seconds(audio):.0f} s of audio in {elapsed:.2f} s: {seconds(audio) / elapsed:.0f}x real time")
+        print(
+            f"\n[speech] {seconds(audio):.0f} s of audio in {elapsed:.2f} s: {seconds(audio) / elapsed:.0f}x real time"
+        )
 
 
 def test_concurrent_callers_get_their_own_complete_audio():
     requests = [("en-us", 120), ("fr-fr", 175), ("de", 250), ("en-us+f2", 300)] * 2
-    expected = {(v, r): seconds(speech.synthesize(SENTENCE, v, prosody=Prosody(rate_wpm=r))) for v, r in requests}
+    expected = {
+        (v, r): seconds(speech.synthesize(SENTENCE, v, prosody=Prosody(rate_wpm=r)))
+        for v, r in requests
+    }
     results: dict[int, float] = {}
 
     def work(i: int, voice: str, rate: int) -> None:
@@ -197,7 +205,9 @@ def test_voice_for_locale_refuses_languages_espeak_cannot_speak(locale):
 # ---------------------------------------------------------------- voiceprint
 
 
-def harmonic_syllables(f0: float, sr: int = 16000, dur: float = 2.0, rate_hz: float = 3.0) -> np.ndarray:
+def harmonic_syllables(
+    f0: float, sr: int = 16000, dur: float = 2.0, rate_hz: float = 3.0
+) -> np.ndarray:
     """A buzzy tone at ``f0`` switched on ``rate_hz`` times a second, like syllables."""
     t = np.arange(int(dur * sr)) / sr
     phase = 2 * np.pi * f0 * t
@@ -237,7 +247,12 @@ def test_faster_speech_measures_faster():
     [
         ("silence", np.zeros(32000)),
         ("white noise", np.random.default_rng(0).standard_normal(32000) * 0.1),
-        ("noise bursts", np.random.default_rng(1).standard_normal(48000) * 0.2 * (np.arange(48000) % 16000 < 8000)),
+        (
+            "noise bursts",
+            np.random.default_rng(1).standard_normal(48000)
+            * 0.2
+            * (np.arange(48000) % 16000 < 8000),
+        ),
     ],
 )
 def test_measure_refuses_audio_without_speech(name, audio):
@@ -247,11 +262,19 @@ def test_measure_refuses_audio_without_speech(name, audio):
 
 @pytest.mark.parametrize(
     "label, variant, pitch, rate",
-    [("high female, slow", "f2", 80, 120), ("low male, slow", "m3", 5, 100), ("bright, fast", "f4", 70, 260)],
+    [
+        ("high female, slow", "f2", 80, 120),
+        ("low male, slow", "m3", 5, 100),
+        ("bright, fast", "f4", 70, 260),
+    ],
 )
-def test_clone_is_closer_to_the_reference_than_the_default_voice(capsys, label, variant, pitch, rate):
+def test_clone_is_closer_to_the_reference_than_the_default_voice(
+    capsys, label, variant, pitch, rate
+):
     sr = speech.SAMPLE_RATE
-    reference = speech.synthesize(CLONE_TEXT, variant=variant, prosody=Prosody(pitch=pitch, rate_wpm=rate))
+    reference = speech.synthesize(
+        CLONE_TEXT, variant=variant, prosody=Prosody(pitch=pitch, rate_wpm=rate)
+    )
     ref = voiceprint.measure(reference, sr)
 
     derived = voiceprint.derive_prosody(ref)
@@ -273,7 +296,9 @@ def test_clone_is_closer_to_the_reference_than_the_default_voice(capsys, label, 
 
 def test_clone_with_a_female_variant_reaches_a_high_voice():
     sr = speech.SAMPLE_RATE
-    ref = voiceprint.measure(speech.synthesize(CLONE_TEXT, variant="f2", prosody=Prosody(pitch=80)), sr)
+    ref = voiceprint.measure(
+        speech.synthesize(CLONE_TEXT, variant="f2", prosody=Prosody(pitch=80)), sr
+    )
     derived = voiceprint.derive_prosody(ref, "en-us", variant="f5")
     clone = voiceprint.measure(speech.synthesize(CLONE_TEXT, variant="f5", prosody=derived), sr)
     assert clone.median_pitch_hz == pytest.approx(ref.median_pitch_hz, rel=0.1)
@@ -300,7 +325,11 @@ def test_cloning_with_a_whispering_voice_is_refused_clearly():
 
 def sentences_with_pauses(gap: float = 0.8) -> tuple[np.ndarray, list[tuple[float, float]]]:
     sr = speech.SAMPLE_RATE
-    lines = [SENTENCE, "Several boats left early, hoping to return before the storm.", "Nobody expected it."]
+    lines = [
+        SENTENCE,
+        "Several boats left early, hoping to return before the storm.",
+        "Nobody expected it.",
+    ]
     silence = np.zeros(int(gap * sr), dtype=np.float32)
     parts, truth, t = [silence], [], gap
     for line in lines:

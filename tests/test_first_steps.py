@@ -29,22 +29,36 @@ def test_the_readmes_lab_command_starts_lab_for_whoever_runs_it(tmp_path):
     argv = shlex.split(last_step)
     assert argv[0] == ".venv/bin/jupyter"
     port = _free_port()
-    argv = [str(Path(sys.executable).parent / "jupyter"), *argv[1:], "--no-browser",
-            f"--port={port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=t0k"]
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "BROWSER": "true"}
+    argv = [
+        str(Path(sys.executable).parent / "jupyter"),
+        *argv[1:],
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=t0k",
+    ]
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "BROWSER": "true",
+    }
     log = tmp_path / "lab.log"
     with open(log, "wb") as sink:
-        lab = subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
+        lab = subprocess.Popen(
+            argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
     try:
         status = None
         for _ in range(240):
             if lab.poll() is not None:
                 break
             try:
-                status = requests.get(f"http://127.0.0.1:{port}/api/status",
-                                      headers={"Authorization": "token t0k"}, timeout=2)
+                status = requests.get(
+                    f"http://127.0.0.1:{port}/api/status",
+                    headers={"Authorization": "token t0k"},
+                    timeout=2,
+                )
                 break
             except requests.ConnectionError:
                 time.sleep(0.25)

@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 import requests
+from _http import counting_proxy, local_http
 
 import dubkit
-from _http import counting_proxy, local_http
 from dubkit import start_sandbox as start
 from dubkit.webhooks import verify
 
@@ -25,11 +25,17 @@ def raw_post(box, path, body, *, key=None, idem="auto", data=None):
         headers["X-Idempotency-Key"] = uuid.uuid4().hex
     elif idem is not None:
         headers["X-Idempotency-Key"] = idem
-    return requests.post(f"{box.url}/openapi/v1{path}", json=body if data is None else None,
-                         data=data, headers=headers, timeout=10)
+    return requests.post(
+        f"{box.url}/openapi/v1{path}",
+        json=body if data is None else None,
+        data=data,
+        headers=headers,
+        timeout=10,
+    )
 
 
 # ---------------------------------------------------------------- envelope and auth
+
 
 @pytest.mark.parametrize("key", [None, "sk_wrong_key_000000"])
 def test_missing_or_wrong_key_is_a_401_envelope(sandbox, key):
@@ -52,8 +58,9 @@ def test_client_raises_typed_401_without_leaking_the_key(sandbox):
 
 
 def test_post_without_idempotency_key_names_the_header(sandbox):
-    answer = raw_post(sandbox, "/task/translate/create", {"language": LANG, "segments": SEGMENTS},
-                      idem=None)
+    answer = raw_post(
+        sandbox, "/task/translate/create", {"language": LANG, "segments": SEGMENTS}, idem=None
+    )
     assert answer.status_code == 400
     assert "X-Idempotency-Key" in answer.json()["message"]
 
@@ -65,8 +72,11 @@ def test_malformed_json_is_a_400_envelope(sandbox):
 
 
 def test_validation_failure_names_the_field_never_a_framework_body(sandbox):
-    answer = raw_post(sandbox, "/task/translate/create",
-                      {"language": LANG, "segments": [{"text": "a", "start": 2, "end": 1}]})
+    answer = raw_post(
+        sandbox,
+        "/task/translate/create",
+        {"language": LANG, "segments": [{"text": "a", "start": 2, "end": 1}]},
+    )
     body = answer.json()
     assert answer.status_code == 400 and set(body) == {"code", "message", "data"}
     assert "segments[0]" in body["message"] and "end" in body["message"]
@@ -76,8 +86,9 @@ def test_unknown_path_and_method_get_envelopes(sandbox):
     auth = {"Authorization": f"Bearer {sandbox.api_key}"}
     answer = requests.get(f"{sandbox.url}/openapi/v1/no/such/thing", headers=auth, timeout=10)
     assert answer.status_code == 404 and answer.json()["code"] == 404
-    answer = requests.get(f"{sandbox.url}/openapi/v1/task/translate/create", headers=auth,
-                          timeout=10)
+    answer = requests.get(
+        f"{sandbox.url}/openapi/v1/task/translate/create", headers=auth, timeout=10
+    )
     assert answer.status_code == 405 and answer.json()["code"] == 405
     # Without a key, auth comes first, as on the service: nothing is revealed about paths.
     answer = requests.get(f"{sandbox.url}/openapi/v1/no/such/thing", timeout=10)
@@ -101,6 +112,7 @@ def test_body_over_the_limit_is_413(client, sandbox):
 
 # ---------------------------------------------------------------- idempotency
 
+
 def test_reused_key_is_409_with_retry_after(sandbox):
     body = {"language": LANG, "segments": SEGMENTS}
     first = raw_post(sandbox, "/task/translate/create", body, idem="same-key-1")
@@ -114,19 +126,25 @@ def test_reused_key_is_409_with_retry_after(sandbox):
 
 
 def test_refused_request_does_not_burn_its_key(sandbox):
-    bad = raw_post(sandbox, "/task/translate/create", {"language": LANG,
-                                                       "segments": [{"text": 5}]},
-                   idem="fix-and-retry")
-    good = raw_post(sandbox, "/task/translate/create", {"language": LANG, "segments": SEGMENTS},
-                    idem="fix-and-retry")
+    bad = raw_post(
+        sandbox,
+        "/task/translate/create",
+        {"language": LANG, "segments": [{"text": 5}]},
+        idem="fix-and-retry",
+    )
+    good = raw_post(
+        sandbox,
+        "/task/translate/create",
+        {"language": LANG, "segments": SEGMENTS},
+        idem="fix-and-retry",
+    )
     assert bad.json()["code"] == 400 and good.json()["code"] == 200
 
 
 def test_callers_key_reuse_raises_conflict_without_retrying(client):
     client.translate.create(["one"], source="en-US", target="fr-FR", idempotency_key="mine-1")
     with pytest.raises(dubkit.IdempotencyConflictError) as info:
-        client.translate.create(["two"], source="en-US", target="fr-FR",
-                                idempotency_key="mine-1")
+        client.translate.create(["two"], source="en-US", target="fr-FR", idempotency_key="mine-1")
     assert info.value.first_attempt_accepted is False
     assert info.value.retry_after == 2
     assert "new key" in str(info.value)
@@ -134,13 +152,13 @@ def test_callers_key_reuse_raises_conflict_without_retrying(client):
 
 def test_key_over_64_chars_is_refused_before_sending(client):
     with pytest.raises(dubkit.ValidationError) as info:
-        client.translate.create(["x"], source="en-US", target="fr-FR",
-                                idempotency_key="k" * 65)
+        client.translate.create(["x"], source="en-US", target="fr-FR", idempotency_key="k" * 65)
     assert info.value.field == "X-Idempotency-Key"
 
 
-def test_thousand_creates_with_lost_answers_make_no_duplicates(client, sandbox, new_key,
-                                                               client_for):
+def test_thousand_creates_with_lost_answers_make_no_duplicates(
+    client, sandbox, new_key, client_for
+):
     """Every third answer is lost after commit; the client retries with the same key."""
     c = client_for(new_key)
     sandbox.set_faults(dropAfterCommit=0.3, paths=["/task/translate/create-async"], seed=1)
@@ -159,8 +177,8 @@ def test_thousand_creates_with_lost_answers_make_no_duplicates(client, sandbox, 
     sandbox.set_faults()
     tasks = c.tasks.list(task_type="textTranslation")
     assert ok + conflicts == 1000 and len(keys) == 1000
-    assert conflicts > 100          # the fault really fired
-    assert len(tasks) == 1000       # exactly one task per logical call: no duplicates
+    assert conflicts > 100  # the fault really fired
+    assert len(tasks) == 1000  # exactly one task per logical call: no duplicates
     assert len({t.task_id for t in tasks}) == 1000
 
 
@@ -187,15 +205,19 @@ def test_502_after_commit_is_retried_safely(client, sandbox):
 
 def test_502_before_commit_is_retried_until_success(client, sandbox):
     sandbox.set_faults(error502Before=0.5, paths=["/task/translate/create"], seed=7)
-    results = [client.translate.create([f"n{i}"], source="en-US", target="fr-FR")
-               for i in range(20)]
+    results = [
+        client.translate.create([f"n{i}"], source="en-US", target="fr-FR") for i in range(20)
+    ]
     sandbox.set_faults()
     assert all(len(r) == 1 for r in results)
 
 
 def test_connection_refused_is_a_typed_error_after_bounded_retries():
-    with dubkit.Client("sk_x_0000000000000", "http://127.0.0.1:9",
-                       retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01)) as dead:
+    with dubkit.Client(
+        "sk_x_0000000000000",
+        "http://127.0.0.1:9",
+        retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01),
+    ) as dead:
         with pytest.raises(dubkit.APIConnectionError) as info:
             dead.tasks.list()
     assert "could not connect" in str(info.value)
@@ -206,21 +228,28 @@ def test_read_timeout_on_a_create_never_duplicates(sandbox, new_key):
     sandbox has answered all of them, the key has exactly one task."""
     sandbox.set_faults(latencyMs=600, paths=["/task/translate/create-async"])
     try:
-        with counting_proxy(sandbox.url) as proxy, \
-                dubkit.Client(new_key, proxy.url, timeout=dubkit.Timeout(connect=2, read=0.3),
-                              retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01)) as slow:
+        with (
+            counting_proxy(sandbox.url) as proxy,
+            dubkit.Client(
+                new_key,
+                proxy.url,
+                timeout=dubkit.Timeout(connect=2, read=0.3),
+                retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01),
+            ) as slow,
+        ):
             with pytest.raises((dubkit.APITimeoutError, dubkit.IdempotencyConflictError)):
                 slow.translate.create_async(["slow"], source="en-US", target="fr-FR")
-            proxy.wait_idle()                  # every attempt has had its answer
+            proxy.wait_idle()  # every attempt has had its answer
     finally:
         sandbox.set_faults()
-    assert len(proxy.attempts) == 3            # the first try and both retries arrived
+    assert len(proxy.attempts) == 3  # the first try and both retries arrived
     with dubkit.Client(new_key, sandbox.url) as c:
         assert len(c.tasks.list()) == 1
 
 
 def test_a_retry_that_meets_an_in_flight_first_attempt_learns_its_real_outcome(
-        sandbox, new_key, tmp_path):
+    sandbox, new_key, tmp_path
+):
     """The first attempt is slow and then fails (unreachable reference): the retry's 409 says
     'in progress', dubkit asks again after Retry-After, and reports the real failure, never a
     made-up 'accepted'."""
@@ -233,9 +262,12 @@ def test_a_retry_that_meets_an_in_flight_first_attempt_learns_its_real_outcome(
         return 404, {}, b""
 
     policy = dubkit.RetryPolicy(max_retries=3, backoff=0.01, max_retry_after=1.5)
-    with local_http(slow_then_missing) as url, \
-            dubkit.Client(new_key, sandbox.url, retry=policy,
-                          timeout=dubkit.Timeout(connect=2, read=0.3)) as c:
+    with (
+        local_http(slow_then_missing) as url,
+        dubkit.Client(
+            new_key, sandbox.url, retry=policy, timeout=dubkit.Timeout(connect=2, read=0.3)
+        ) as c,
+    ):
         with pytest.raises(dubkit.DubkitError) as info:
             c.clones.create(f"{url}/ref.wav", name="x")
         assert not isinstance(info.value, dubkit.IdempotencyConflictError), info.value
@@ -272,7 +304,7 @@ def test_wait_holds_its_deadline_even_when_polls_hang(sandbox, new_key):
             sandbox.set_faults(latencyMs=5000, paths=["/tasks/detail"])
             with pytest.raises(dubkit.TaskTimeoutError) as info:
                 slow.wait(timeout=1.0)
-            still_waiting = proxy.in_flight     # the hanging poll, not yet answered
+            still_waiting = proxy.in_flight  # the hanging poll, not yet answered
             proxy.wait_idle()
     finally:
         sandbox.set_faults()
@@ -281,8 +313,7 @@ def test_wait_holds_its_deadline_even_when_polls_hang(sandbox, new_key):
     assert [p.split("?")[0] for p in proxy.attempts].count("/openapi/v1/tasks/detail") == 1
 
 
-def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_key,
-                                                                    client_for):
+def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_key, client_for):
     """A sandbox bug after the work was done and charged (the ``crashAfterHandler`` fault)
     gives the credits back and leaves no task, sync or async, though the client retries the
     500; the client sees a ServerError."""
@@ -298,16 +329,17 @@ def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_
         sandbox.set_faults()
     assert "crashAfterHandler" in str(info.value)
     assert sandbox.credits(new_key) == before and len(c.tasks.list()) == 0
-    c.translate.create(["0123456789"], source="en-US", target="fr-FR")   # the same call, sound
+    c.translate.create(["0123456789"], source="en-US", target="fr-FR")  # the same call, sound
     assert sandbox.credits(new_key) == before - 10 and len(c.tasks.list()) == 1
 
 
 # ---------------------------------------------------------------- credits, isolation, restart
 
+
 def test_402_when_credits_run_out_and_nothing_is_created(sandbox, new_key, client_for):
     c = client_for(new_key)
     sandbox.set_credits(20, api_key=new_key)
-    c.translate.create(["0123456789"], source="en-US", target="fr-FR")      # 10 credits
+    c.translate.create(["0123456789"], source="en-US", target="fr-FR")  # 10 credits
     with pytest.raises(dubkit.InsufficientCreditsError) as info:
         c.translate.create(["a much longer line"], source="en-US", target="fr-FR")
     assert "credits" in str(info.value)
@@ -327,13 +359,14 @@ def test_restart_keeps_keys_and_tasks(tmp_path):
     first = start(tmp_path)
     key = first.api_key
     with dubkit.Client(key, first.url) as c:
-        task_id = c.translate.create_async(["persist"], source="en-US",
-                                           target="fr-FR").wait(10).task_id
+        task_id = (
+            c.translate.create_async(["persist"], source="en-US", target="fr-FR").wait(10).task_id
+        )
     first.stop()
     second = start(tmp_path)
     try:
         assert second.api_key == key
-        assert second.url == first.url     # stored file URLs stay valid across restarts
+        assert second.url == first.url  # stored file URLs stay valid across restarts
         with dubkit.Client(key, second.url) as c:
             task = c.tasks.detail(task_id)
             assert task.status == "finished" and task.result.texts[0]
@@ -343,14 +376,14 @@ def test_restart_keeps_keys_and_tasks(tmp_path):
 
 # ---------------------------------------------------------------- tasks
 
+
 def test_task_list_pages_filters_and_deletes(sandbox, new_key, client_for):
     c = client_for(new_key)
-    made = [c.translate.create_async([f"t{i}"], source="en-US", target="fr-FR")
-            for i in range(45)]
+    made = [c.translate.create_async([f"t{i}"], source="en-US", target="fr-FR") for i in range(45)]
     for task in made:
         task.wait(10)
     listed = c.tasks.list(task_type="textTranslation", page_size=20)
-    assert [t.task_id for t in listed] == [t.task_id for t in reversed(made)]   # newest first
+    assert [t.task_id for t in listed] == [t.task_id for t in reversed(made)]  # newest first
     assert len(c.tasks.list(status="finished")) == 45
     assert len(c.tasks.list(task_type="tts")) == 0
     assert len(c.tasks.list(limit=7)) == 7
@@ -380,6 +413,7 @@ def test_timing_after_n_polls(client, sandbox):
 
 # ---------------------------------------------------------------- webhooks
 
+
 def test_webhook_is_signed_and_verifies_and_one_byte_breaks_it(client, sandbox):
     received = []
 
@@ -389,8 +423,9 @@ def test_webhook_is_signed_and_verifies_and_one_byte_breaks_it(client, sandbox):
 
     with local_http(hook) as url:
         sandbox.set_webhook(f"{url}/hook")
-        task = client.translate.create_async(["signed"], source="en-US", target="fr-FR",
-                                             extra_data={"order": 7})
+        task = client.translate.create_async(
+            ["signed"], source="en-US", target="fr-FR", extra_data={"order": 7}
+        )
         deadline = time.time() + 10
         while not _delivery_for(task.task_id, received) and time.time() < deadline:
             time.sleep(0.05)
@@ -409,8 +444,13 @@ def test_webhook_is_signed_and_verifies_and_one_byte_breaks_it(client, sandbox):
         verify(secret, headers["X-Timestamp"], bytes(tampered), headers["X-Signature"])
     assert info.value.reason == "bad-signature" and secret not in str(info.value)
     with pytest.raises(dubkit.WebhookVerificationError) as info:
-        verify(secret, headers["X-Timestamp"], body, headers["X-Signature"],
-               now=int(headers["X-Timestamp"]) / 1000 + 301)
+        verify(
+            secret,
+            headers["X-Timestamp"],
+            body,
+            headers["X-Signature"],
+            now=int(headers["X-Timestamp"]) / 1000 + 301,
+        )
     assert info.value.reason == "stale"
 
 
@@ -438,14 +478,15 @@ def test_an_event_lost_between_status_flip_and_outbox_is_sent_after_restart(tmp_
             task = c.translate.create_async(["lost"], source="en-US", target="fr-FR").wait(10)
         first.stop()
         with sqlite3.connect(tmp_path / "sandbox.sqlite3") as db:
-            db.execute("DELETE FROM outbox")                       # the crash, as the disk saw it
-            db.execute("UPDATE keys SET webhook_url = ?", (f"{url}/hook",))   # a receiver
+            db.execute("DELETE FROM outbox")  # the crash, as the disk saw it
+            db.execute("UPDATE keys SET webhook_url = ?", (f"{url}/hook",))  # a receiver
         second = start(tmp_path)
         try:
             deadline = time.time() + 15
             while time.time() < deadline and not any(
-                    row["state"] == "delivered"
-                    for row in second.deliveries(task_id=task.task_id)["deliveries"]):
+                row["state"] == "delivered"
+                for row in second.deliveries(task_id=task.task_id)["deliveries"]
+            ):
                 time.sleep(0.05)
             rows = second.deliveries(task_id=task.task_id)["deliveries"]
         finally:

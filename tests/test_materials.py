@@ -10,11 +10,11 @@ import time
 
 import pytest
 import requests
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 import dubkit
 from dubkit import samples
 from dubkit.sandbox.storage import DEFAULT_PART_SIZE
-from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 MiB = 1024 * 1024
 
@@ -28,8 +28,10 @@ def wav(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
-    return samples.narrated_clip(tmp_path_factory.mktemp("m") / "clip.mp4",
-                                 ["Materials are registered.", "With a picture and sound."])
+    return samples.narrated_clip(
+        tmp_path_factory.mktemp("m") / "clip.mp4",
+        ["Materials are registered.", "With a picture and sound."],
+    )
 
 
 def md5(data: bytes) -> str:
@@ -41,22 +43,33 @@ def single_upload(api, data: bytes, name: str) -> dict:
     if started.get("material"):
         return started["material"]
     assert requests.put(started["uploadUrl"], data=data).status_code == 200
-    return api.call("materials.complete", {"s3Uri": started["s3Uri"], "fileName": name,
-                                           "materialId": started["materialId"],
-                                           "fileHash": md5(data)})
+    return api.call(
+        "materials.complete",
+        {
+            "s3Uri": started["s3Uri"],
+            "fileName": name,
+            "materialId": started["materialId"],
+            "fileHash": md5(data),
+        },
+    )
 
 
 def multipart(api, data: bytes, name: str = "noise.wav", file_hash: str | None = None):
     file_hash = file_hash or md5(data)
     session = api.call("materials.multipart_initiate", {"fileHash": file_hash, "fileName": name})
-    ref = {"materialId": session["materialId"], "uploadId": session["uploadId"],
-           "fileHash": file_hash, "fileName": name}
+    ref = {
+        "materialId": session["materialId"],
+        "uploadId": session["uploadId"],
+        "fileHash": file_hash,
+        "fileName": name,
+    }
     return session, ref
 
 
 def put_parts(api, ref: dict, pieces: list[bytes]) -> list[dict]:
-    urls = api.call("materials.multipart_presign",
-                    {**ref, "partNumbers": list(range(1, len(pieces) + 1))})["urls"]
+    urls = api.call(
+        "materials.multipart_presign", {**ref, "partNumbers": list(range(1, len(pieces) + 1))}
+    )["urls"]
     parts = []
     for item, piece in zip(urls, pieces):
         answer = requests.put(item["url"], data=piece)
@@ -66,7 +79,7 @@ def put_parts(api, ref: dict, pieces: list[bytes]) -> list[dict]:
 
 
 def split(data: bytes, size: int) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def test_single_upload_registers_an_audio_material(api, wav):
@@ -77,8 +90,9 @@ def test_single_upload_registers_an_audio_material(api, wav):
     served = requests.get(material["addressUrl"])
     assert served.status_code == 200 and md5(served.content) == md5(wav)
     assert material["audioUrl"] == material["addressUrl"]
-    assert [m["materialId"] for m in api.call("materials.list", {})["records"]] == \
-        [material["materialId"]]
+    assert [m["materialId"] for m in api.call("materials.list", {})["records"]] == [
+        material["materialId"]
+    ]
 
 
 def test_video_registration_probes_duration_resolution_thumbnail_and_audio(api, clip):
@@ -89,9 +103,9 @@ def test_video_registration_probes_duration_resolution_thumbnail_and_audio(api, 
     assert material["resolution"] == "640x360"
     assert material["duration"] == round(info.duration * 1000)
     thumbnail = requests.get(material["thumbnailUrl"])
-    assert thumbnail.status_code == 200 and thumbnail.content[:3] == b"\xff\xd8\xff"   # JPEG
+    assert thumbnail.status_code == 200 and thumbnail.content[:3] == b"\xff\xd8\xff"  # JPEG
     track = requests.get(material["audioUrl"])
-    assert track.status_code == 200 and b"ftyp" in track.content[:16]                  # m4a
+    assert track.status_code == 200 and b"ftyp" in track.content[:16]  # m4a
 
 
 def test_same_bytes_are_a_duplicate_for_the_same_key_only(api, client_for, sandbox, wav):
@@ -121,8 +135,12 @@ def test_presigned_urls_are_signed_and_expire(api, sandbox, wav):
 
 def test_complete_refuses_bytes_that_are_not_the_announced_file(api, wav):
     started = api.call("materials.gen_upload_url", {"fileHash": md5(wav), "fileName": "n.wav"})
-    ref = {"s3Uri": started["s3Uri"], "fileName": "n.wav", "materialId": started["materialId"],
-           "fileHash": md5(wav)}
+    ref = {
+        "s3Uri": started["s3Uri"],
+        "fileName": "n.wav",
+        "materialId": started["materialId"],
+        "fileHash": md5(wav),
+    }
     with pytest.raises(dubkit.BadRequestError, match="PUT the bytes"):
         api.call("materials.complete", ref)
     assert requests.put(started["uploadUrl"], data=wav[:-10] + b"0123456789").status_code == 200
@@ -143,18 +161,23 @@ def test_parts_are_stored_with_their_md5_as_etag(api, sandbox, wav):
     parts = put_parts(api, ref, pieces)
     assert [p["eTag"].strip('"') for p in parts] == [md5(p) for p in pieces]
     stored = sandbox.admin("GET", f"/storage/uploads/{ref['uploadId']}")
-    assert [(p["partNumber"], p["size"], p["puts"]) for p in stored["parts"]] == \
-        [(1, len(pieces[0]), 1), (2, len(pieces[1]), 1)]
+    assert [(p["partNumber"], p["size"], p["puts"]) for p in stored["parts"]] == [
+        (1, len(pieces[0]), 1),
+        (2, len(pieces[1]), 1),
+    ]
     material = api.call("materials.multipart_complete", {**ref, "parts": parts})
     assert material["materialId"] == ref["materialId"] and material["fileHash"] == md5(wav)
     assert md5(requests.get(material["addressUrl"]).content) == md5(wav)
-    assert sandbox.admin("GET", f"/storage/uploads/{ref['uploadId']}") == \
-        {"uploadId": ref["uploadId"], "state": "completed", "parts": []}
+    assert sandbox.admin("GET", f"/storage/uploads/{ref['uploadId']}") == {
+        "uploadId": ref["uploadId"],
+        "state": "completed",
+        "parts": [],
+    }
 
 
 def test_parts_of_another_size_are_joined(api, wav):
     _, ref = multipart(api, wav)
-    parts = put_parts(api, ref, split(wav, 5 * MiB))      # 5 + 5 + 1 MiB, not the 8 MiB slots
+    parts = put_parts(api, ref, split(wav, 5 * MiB))  # 5 + 5 + 1 MiB, not the 8 MiB slots
     material = api.call("materials.multipart_complete", {**ref, "parts": parts})
     assert md5(requests.get(material["addressUrl"]).content) == md5(wav)
 
@@ -173,8 +196,10 @@ def test_complete_refuses_small_parts_wrong_etags_and_a_wrong_md5(api, wav):
     with pytest.raises(dubkit.BadRequestError, match="ascending"):
         api.call("materials.multipart_complete", {**ref, "parts": [parts[0], *parts]})
     with pytest.raises(dubkit.BadRequestError, match="never uploaded"):
-        api.call("materials.multipart_complete",
-                 {**ref, "parts": [parts[0], {"partNumber": 3, "eTag": parts[0]["eTag"]}]})
+        api.call(
+            "materials.multipart_complete",
+            {**ref, "parts": [parts[0], {"partNumber": 3, "eTag": parts[0]["eTag"]}]},
+        )
 
     # Parts of other bytes than the fileHash announced: refused, and nothing registered.
     other = bytearray(wav)
@@ -186,21 +211,20 @@ def test_complete_refuses_small_parts_wrong_etags_and_a_wrong_md5(api, wav):
     assert api.call("materials.list", {})["records"] == []
     # The session stays open: the right bytes for the wrong part complete it.
     fixed = put_parts(api, ref, split(wav, 8 * MiB))
-    assert api.call("materials.multipart_complete", {**ref, "parts": fixed})["fileHash"] == \
-        md5(wav)
+    assert api.call("materials.multipart_complete", {**ref, "parts": fixed})["fileHash"] == md5(wav)
 
 
 def test_a_resent_part_replaces_the_old_one(api, sandbox, wav):
     _, ref = multipart(api, wav)
-    wrong_first = bytes(8 * MiB) + wav[8 * MiB:]              # part 1 all zeros
+    wrong_first = bytes(8 * MiB) + wav[8 * MiB :]  # part 1 all zeros
     parts = put_parts(api, ref, split(wrong_first, 8 * MiB))
     with pytest.raises(dubkit.BadRequestError, match="fileHash"):
         api.call("materials.multipart_complete", {**ref, "parts": parts})
     url = api.call("materials.multipart_presign", {**ref, "partNumbers": [1]})["urls"][0]["url"]
-    answer = requests.put(url, data=wav[:8 * MiB])
+    answer = requests.put(url, data=wav[: 8 * MiB])
     fixed = [{"partNumber": 1, "eTag": answer.headers["ETag"]}, parts[1]]
     with pytest.raises(dubkit.BadRequestError, match=r"parts\[0\]\.eTag"):
-        api.call("materials.multipart_complete", {**ref, "parts": parts})   # the old ETag
+        api.call("materials.multipart_complete", {**ref, "parts": parts})  # the old ETag
     material = api.call("materials.multipart_complete", {**ref, "parts": fixed})
     assert md5(requests.get(material["addressUrl"]).content) == md5(wav)
     assert sandbox.admin("GET", f"/storage/uploads/{ref['uploadId']}")["state"] == "completed"
@@ -235,7 +259,7 @@ def test_abort_drops_the_parts_and_closes_the_session(api, sandbox, wav):
         api.call("materials.multipart_presign", {**ref, "partNumbers": [1]})
     with pytest.raises(dubkit.NotFoundError):
         api.call("materials.multipart_complete", {**ref, "parts": parts})
-    assert api.call("materials.multipart_abort", ref) is None          # again: still fine
+    assert api.call("materials.multipart_abort", ref) is None  # again: still fine
     with pytest.raises(dubkit.BadRequestError, match="fileHash"):
         api.call("materials.multipart_abort", {**ref, "fileHash": "f" * 32})
 
@@ -246,8 +270,7 @@ def test_sessions_belong_to_their_key(api, client_for, sandbox, wav):
     with pytest.raises(dubkit.NotFoundError):
         other.call("materials.multipart_presign", {**ref, "partNumbers": [1]})
     with pytest.raises(dubkit.BadRequestError, match="materialId: is required"):
-        api.call("materials.multipart_presign", {"uploadId": ref["uploadId"],
-                                                 "partNumbers": [1]})
+        api.call("materials.multipart_presign", {"uploadId": ref["uploadId"], "partNumbers": [1]})
     with pytest.raises(dubkit.BadRequestError, match="partNumbers"):
         api.call("materials.multipart_presign", ref)
 
@@ -262,8 +285,7 @@ def test_list_pages_and_soft_delete(api, tmp_path):
     assert first["total"] == 3
     assert [m["materialId"] for m in first["records"] + second["records"]] == ids[::-1]
     assert api.call("materials.delete", {"materialId": ids[1]}) is None
-    assert [m["materialId"] for m in api.call("materials.list", {})["records"]] == \
-        [ids[2], ids[0]]
+    assert [m["materialId"] for m in api.call("materials.list", {})["records"]] == [ids[2], ids[0]]
     with pytest.raises(dubkit.NotFoundError, match="deleted"):
         api.call("materials.delete", {"materialId": ids[1]})
     with pytest.raises(dubkit.NotFoundError):

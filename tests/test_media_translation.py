@@ -11,17 +11,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
+from test_pipeline import NARRATION, SCRIPT, SENTENCES
 
 import dubkit
 from dubkit import samples
 from dubkit._transport import new_idempotency_key
-import requests
-from dubkit.errors import (BadRequestError, InsufficientCreditsError, NotFoundError,
-                           TaskFailedError, ValidationError)
+from dubkit.errors import (
+    BadRequestError,
+    InsufficientCreditsError,
+    NotFoundError,
+    TaskFailedError,
+    ValidationError,
+)
 from dubkit.media import _ffmpeg, av, subtitles
-from dubkit.webhooks import Receiver
 from dubkit.views.sources import browser_url
-from test_pipeline import NARRATION, SCRIPT, SENTENCES
+from dubkit.webhooks import Receiver
 
 PATH = "/task/media-translation/create-async"
 
@@ -36,8 +41,10 @@ def account(sandbox, tmp_path_factory):
     cues = av.extract_subtitles(samples.narrated_clip(video, SCRIPT, **NARRATION))
     audio = folder / "talk.m4a"
     av.extract_audio(video, audio)
-    materials = {"video": client.materials.upload(video, progress=False),
-                 "audio": client.materials.upload(audio, progress=False)}
+    materials = {
+        "video": client.materials.upload(video, progress=False),
+        "audio": client.materials.upload(audio, progress=False),
+    }
     yield key, client, materials, cues, folder
     client.close()
 
@@ -55,8 +62,12 @@ def fetch(url: str, folder: Path, name: str) -> Path:
 
 
 def wire(material_id: str, **changes) -> dict:
-    body = {"taskType": "vt", "source": {"materialId": material_id},
-            "language": {"source": "en-US", "target": "fr-FR"}, "options": {"voiceClone": {}}}
+    body = {
+        "taskType": "vt",
+        "source": {"materialId": material_id},
+        "language": {"source": "en-US", "target": "fr-FR"},
+        "options": {"voiceClone": {}},
+    }
     body.update(changes)
     return body
 
@@ -70,8 +81,10 @@ def wait_for(check, timeout: float = 20.0):
 
 # --------------------------------------------------------------------------- the whole story
 
-def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox, account,
-                                                                          tmp_path):
+
+def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(
+    sandbox, account, tmp_path
+):
     key, client, materials, cues, _ = account
     secret = sandbox.set_webhook(None, api_key=key)["secret"]
     receiver = Receiver(secret, store=tmp_path / "events.sqlite3", retry_delay=0.01)
@@ -80,8 +93,9 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox
     sandbox.set_webhook(receiver.serve(), api_key=key)
     before = credits(sandbox, key)
     try:
-        task = client.media.translate(materials["video"], target="fr-FR", source="en-US",
-                                      translate_prompt="Keep it formal.")
+        task = client.media.translate(
+            materials["video"], target="fr-FR", source="en-US", translate_prompt="Keep it formal."
+        )
         assert (task.task_type, task.status) == ("vt", "running")
         dub = task.wait(timeout=60).result
         assert wait_for(lambda: events)
@@ -93,8 +107,8 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox
     frame = dub.script.to_frame()
     assert list(frame.source_text) == list(SENTENCES)
     assert all(frame.translation.str.len() > 0) and not any(frame.translation == frame.source_text)
-    assert list(frame.speaker) == ["Speaker 1", "Speaker 2", "Speaker 1"]   # f2, m3, f2
-    for line, cue in zip(dub.script, cues):   # each dub starts where its source line started
+    assert list(frame.speaker) == ["Speaker 1", "Speaker 2", "Speaker 1"]  # f2, m3, f2
+    for line, cue in zip(dub.script, cues):  # each dub starts where its source line started
         assert abs(line.start - cue.start) < 0.15
     assert dub.raw["translatedScripts"]["prompt"] == "Keep it formal."
 
@@ -106,13 +120,21 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(sandbox
     cues_out = subtitles.parse_srt(dub.subtitles.text("srt"))
     assert [c.text for c in cues_out] == list(frame.translation)
     assert subtitles.parse_vtt(dub.subtitles.text("vtt")) == cues_out
-    for line in dub.script:   # every line's dub plays on its own, as long as it says it is
+    for line in dub.script:  # every line's dub plays on its own, as long as it says it is
         samples, rate = line.audio()
         assert len(samples) / rate * 1000 == pytest.approx(line.duration_ms, abs=2)
     page = dub._repr_html_()
     # The video streams from a URL a remote browser reaches; each line's dub is embedded.
-    assert all(part in page for part in ("original", "dubbed (fr-FR)", "subtitles .srt",
-                                         browser_url(dub.video.url), "data:audio/"))
+    assert all(
+        part in page
+        for part in (
+            "original",
+            "dubbed (fr-FR)",
+            "subtitles .srt",
+            browser_url(dub.video.url),
+            "data:audio/",
+        )
+    )
     assert "poster='data:image/jpeg;base64," in page
 
     [event] = events
@@ -136,23 +158,32 @@ def test_at_on_a_video_runs_as_vt_and_an_audio_material_gives_audio(account):
 
 # --------------------------------------------------------------------------- voices
 
+
 def test_a_selected_preset_speaks_for_speaker_one_and_the_other_is_cloned(account):
     _, client, materials, _, _ = account
     preset = client.voices.presets(locale="de-DE", gender="female", limit=1)[0]
-    dub = client.media.translate(materials["video"], target="de-DE",
-                                 selected_voices=[preset.voice_id]).wait(60).result
-    voices = {(l.speaker, l.voice_id, l.provider) for l in dub.script}
+    dub = (
+        client.media.translate(
+            materials["video"], target="de-DE", selected_voices=[preset.voice_id]
+        )
+        .wait(60)
+        .result
+    )
+    voices = {(ln.speaker, ln.voice_id, ln.provider) for ln in dub.script}
     clone = next(v for v in voices if v[0] == "Speaker 2")
     assert ("Speaker 1", preset.voice_id, preset.provider) in voices
-    assert clone[1].startswith("cv_") and clone[2] == "V5"   # non-English target: V5
+    assert clone[1].startswith("cv_") and clone[2] == "V5"  # non-English target: V5
     assert [m["voiceId"] for m in dub.voices] == [preset.voice_id, clone[1]]
 
 
 def test_smart_matching_picks_presets_of_the_target_language_and_the_speakers_gender(account):
     _, client, materials, _, _ = account
-    dub = client.media.translate(materials["video"], target="de-DE",
-                                 timbre_method="smart").wait(60).result
-    genders = {"Speaker 1": "female", "Speaker 2": "male"}     # f2 and m3 narrate
+    dub = (
+        client.media.translate(materials["video"], target="de-DE", timbre_method="smart")
+        .wait(60)
+        .result
+    )
+    genders = {"Speaker 1": "female", "Speaker 2": "male"}  # f2 and m3 narrate
     for match in dub.voices:
         preset = client.voices.preset(match["voiceId"])
         assert preset.locale.startswith("de-") and preset.gender == genders[match["speaker"]]
@@ -161,8 +192,9 @@ def test_smart_matching_picks_presets_of_the_target_language_and_the_speakers_ge
 @pytest.mark.parametrize("mode, distinct", [("sentence", 3), ("role", 2), ("mix", 2)])
 def test_clone_mode_decides_how_many_voices_speak(account, mode, distinct):
     _, client, materials, _, _ = account
-    dub = client.media.translate(materials["video"], target="it-IT",
-                                 clone_mode=mode).wait(60).result
+    dub = (
+        client.media.translate(materials["video"], target="it-IT", clone_mode=mode).wait(60).result
+    )
     assert len({line.voice_id for line in dub.script}) == distinct
     assert all(line.voice_id.startswith("cv_") for line in dub.script)
     assert {t["cloneMode"] for t in dub.raw["tts"]["result"]} == {mode}
@@ -170,26 +202,47 @@ def test_clone_mode_decides_how_many_voices_speak(account, mode, distinct):
 
 def test_a_forced_speaker_count_is_honoured(account):
     _, client, materials, _, _ = account
-    dub = client.media.translate(materials["video"], target="fr-FR",
-                                 speaker_num=1).wait(60).result
+    dub = client.media.translate(materials["video"], target="fr-FR", speaker_num=1).wait(60).result
     assert dub.raw["asrScripts"]["speakerNum"] == 1
     assert {line.speaker for line in dub.script} == {"Speaker 1"}
 
 
 # --------------------------------------------------------------------------- rendering options
 
+
 def _gray_frame(path: Path, at: float) -> np.ndarray:
-    raw = _ffmpeg.run(["-ss", f"{at:.2f}", "-i", str(path), "-frames:v", "1", "-f", "rawvideo",
-                       "-pix_fmt", "gray", "pipe:1"]).stdout
+    raw = _ffmpeg.run(
+        [
+            "-ss",
+            f"{at:.2f}",
+            "-i",
+            str(path),
+            "-frames:v",
+            "1",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "gray",
+            "pipe:1",
+        ]
+    ).stdout
     return np.frombuffer(raw, np.uint8).reshape(360, 640).astype(float)
 
 
 def test_burned_subtitles_are_drawn_into_the_picture(account, tmp_path):
     _, client, materials, _, _ = account
-    plain = client.media.translate(materials["video"], target="fr-FR",
-                                   text={"soft": False}).wait(60).result
-    burned = client.media.translate(materials["video"], target="fr-FR",
-                                    text={"burn": True, "style": {"size": 30}}).wait(60).result
+    plain = (
+        client.media.translate(materials["video"], target="fr-FR", text={"soft": False})
+        .wait(60)
+        .result
+    )
+    burned = (
+        client.media.translate(
+            materials["video"], target="fr-FR", text={"burn": True, "style": {"size": 30}}
+        )
+        .wait(60)
+        .result
+    )
     line = burned.script[0]
     at = (line.start + line.end) / 2
     a = _gray_frame(fetch(plain.video.url, tmp_path, "plain.mp4"), at)
@@ -202,12 +255,13 @@ def test_burned_subtitles_are_drawn_into_the_picture(account, tmp_path):
 
 def test_dynamic_length_lets_the_video_grow_instead_of_squeezing_speech(account, tmp_path):
     _, client, _, _, folder = account
-    path = tmp_path / "short.mp4"   # short words, long placeholders: the dub needs more time
+    path = tmp_path / "short.mp4"  # short words, long placeholders: the dub needs more time
     samples.narrated_clip(path, ("Yes.", "No.", "Maybe."), subtitles=False)
     material = client.materials.upload(path, progress=False)
     fixed = client.media.translate(material, target="fr-FR").wait(60).result
-    grown = client.media.translate(material, target="fr-FR",
-                                   dynamic_video_length=True).wait(60).result
+    grown = (
+        client.media.translate(material, target="fr-FR", dynamic_video_length=True).wait(60).result
+    )
     source = material.duration / 1000
     assert fixed.video.duration == pytest.approx(source, abs=0.1)
     assert grown.video.duration > 1.3 * source
@@ -221,33 +275,51 @@ def test_separation_mode_decides_what_remains_of_the_original_speech(account, tm
     _, client, materials, _, _ = account
     energy = {}
     for mode in ("remove", "keep"):
-        dub = client.media.translate(materials["video"], target="fr-FR",
-                                     separation_mode=mode).wait(60).result
+        dub = (
+            client.media.translate(materials["video"], target="fr-FR", separation_mode=mode)
+            .wait(60)
+            .result
+        )
         samples, rate = av.decode_audio(fetch(dub.audio.url, tmp_path, f"{mode}.m4a"))
-        inside = np.concatenate([samples[round(l["start"] * rate):round(l["end"] * rate)]
-                                 for l in dub.raw["asrScripts"]["asrResults"]])
-        energy[mode] = float(np.mean(inside ** 2))
+        inside = np.concatenate(
+            [
+                samples[round(ln["start"] * rate) : round(ln["end"] * rate)]
+                for ln in dub.raw["asrScripts"]["asrResults"]
+            ]
+        )
+        energy[mode] = float(np.mean(inside**2))
         assert dub.raw["audioSeparation"]["speechUrl"] and dub.raw["audioSeparation"]["mnsUrl"]
     assert energy["keep"] > 1.3 * energy["remove"]
 
 
 def test_lip_sync_is_reported_unavailable_not_ignored(account):
     _, client, materials, _, _ = account
-    dub = client.media.translate(materials["video"], target="fr-FR", lipsync=True,
-                                 text={"colour": "red"}).wait(60).result
-    assert dub.raw["lipsync"] == {"requested": True, "applied": False,
-                                  "reason": "lip sync is not available in the sandbox"}
+    dub = (
+        client.media.translate(
+            materials["video"], target="fr-FR", lipsync=True, text={"colour": "red"}
+        )
+        .wait(60)
+        .result
+    )
+    assert dub.raw["lipsync"] == {
+        "requested": True,
+        "applied": False,
+        "reason": "lip sync is not available in the sandbox",
+    }
     assert any("lip sync" in n for n in dub.notices)
     assert any("options.text.colour" in n for n in dub.notices)
 
 
 # --------------------------------------------------------------------------- bad input
 
-def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(sandbox, account,
-                                                                            tmp_path):
+
+def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(
+    sandbox, account, tmp_path
+):
     key, client, _, _, _ = account
-    unfinished = client.call("materials.gen_upload_url",
-                             {"fileHash": "0" * 32, "fileName": "never.mp4"})["materialId"]
+    unfinished = client.call(
+        "materials.gen_upload_url", {"fileHash": "0" * 32, "fileName": "never.mp4"}
+    )["materialId"]
     with pytest.raises(ValidationError) as refused:
         client.media.translate(unfinished, target="fr-FR")
     assert refused.value.field == "source.materialId"
@@ -266,28 +338,48 @@ def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(sand
     assert credits(sandbox, key) == before
 
 
-@pytest.mark.parametrize("changes, field", [
-    ({"taskType": "xt"}, "taskType"),
-    ({"language": {"source": "en-US"}}, "language.target"),
-    ({"options": {"transcribe": {"mode": "fast"}}}, "options.voiceClone"),
-    ({"options": {"voiceClone": {}, "voiceSpeakers": {
-        "selectedVoicesList": [{"voiceId": "sv_no_such_voice"}]}}},
-     "options.voiceSpeakers.selectedVoicesList[0].voiceId"),
-    ({"options": {"voiceClone": {}, "voiceSpeakers": {
-        "selectedVoicesList": [{"voiceId": "sv_s1_en_us_clear_f", "provider": "S3"}]}}},
-     "options.voiceSpeakers.selectedVoicesList[0].provider"),
-    ({"options": {"voiceClone": {}, "text": {"burn": "yes"}}}, "options.text.burn"),
-    ({"language": {"target": "xx-XX"}}, "language.target"),
-])
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"taskType": "xt"}, "taskType"),
+        ({"language": {"source": "en-US"}}, "language.target"),
+        ({"options": {"transcribe": {"mode": "fast"}}}, "options.voiceClone"),
+        (
+            {
+                "options": {
+                    "voiceClone": {},
+                    "voiceSpeakers": {"selectedVoicesList": [{"voiceId": "sv_no_such_voice"}]},
+                }
+            },
+            "options.voiceSpeakers.selectedVoicesList[0].voiceId",
+        ),
+        (
+            {
+                "options": {
+                    "voiceClone": {},
+                    "voiceSpeakers": {
+                        "selectedVoicesList": [{"voiceId": "sv_s1_en_us_clear_f", "provider": "S3"}]
+                    },
+                }
+            },
+            "options.voiceSpeakers.selectedVoicesList[0].provider",
+        ),
+        ({"options": {"voiceClone": {}, "text": {"burn": "yes"}}}, "options.text.burn"),
+        ({"language": {"target": "xx-XX"}}, "language.target"),
+    ],
+)
 @pytest.mark.sends_invalid_requests
-def test_bad_requests_are_400s_naming_the_field_and_cost_nothing(sandbox, account, changes,
-                                                                 field):
+def test_bad_requests_are_400s_naming_the_field_and_cost_nothing(sandbox, account, changes, field):
     key, client, materials, _, _ = account
     before = credits(sandbox, key)
     tasks_before = len(client.tasks.list(task_type="vt"))
     with pytest.raises(BadRequestError, match=field.replace("[", r"\[").replace("]", r"\]")):
-        client.request("POST", PATH, json=wire(materials["video"].material_id, **changes),
-                       idempotency_key=new_idempotency_key())
+        client.request(
+            "POST",
+            PATH,
+            json=wire(materials["video"].material_id, **changes),
+            idempotency_key=new_idempotency_key(),
+        )
     assert credits(sandbox, key) == before
     assert len(client.tasks.list(task_type="vt")) == tasks_before
 
@@ -316,8 +408,9 @@ def test_too_few_credits_is_402_before_any_task(sandbox, client_for, tmp_path):
     assert credits(sandbox, key) == 3 and len(poor.tasks.list()) == 0
 
 
-def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(sandbox, account,
-                                                                          tmp_path):
+def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(
+    sandbox, account, tmp_path
+):
     key, client, _, _, _ = account
     path = tmp_path / "doomed.mp4"
     samples.narrated_clip(path, ("This file will break.",))
@@ -335,6 +428,7 @@ def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(sandbo
 
 def test_bad_options_are_refused_before_a_local_file_is_uploaded(client, tmp_path):
     from dubkit import samples
+
     clip = samples.speech_recording(tmp_path / "talk.wav", "Nothing to upload yet.")
     before = len(client.materials.list())
     with pytest.raises(dubkit.ValidationError) as info:

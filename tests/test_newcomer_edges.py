@@ -23,13 +23,15 @@ SHAPES = ["sv_s1_nowhere", "cv_" + "0" * 32, "cv_123", "nonsense", "sv bad/../id
 
 # ------------------------------------------------------------------ unknown voice ids
 
+
 @pytest.fixture(scope="module")
 def dub_account(sandbox, tmp_path_factory):
     """A key of its own and a short registered video, for the media entry points."""
     key = sandbox.create_key("newcomer")
     client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
-    clip = samples.narrated_clip(tmp_path_factory.mktemp("clip") / "clip.mp4",
-                                 ["Hello there.", "Goodbye now."])
+    clip = samples.narrated_clip(
+        tmp_path_factory.mktemp("clip") / "clip.mp4", ["Hello there.", "Goodbye now."]
+    )
     yield client, client.materials.upload(clip, progress=False), clip, key
     client.close()
 
@@ -42,18 +44,20 @@ def assert_unknown_voice(error: dubkit.ValidationError, field: str, voice_id: st
 
 
 @pytest.mark.parametrize("voice_id", SHAPES)
-def test_an_unknown_voice_is_the_same_error_in_every_entry_point(client, dub_account,
-                                                                 voice_id):
+def test_an_unknown_voice_is_the_same_error_in_every_entry_point(client, dub_account, voice_id):
     mine, material, _, _ = dub_account
     tasks_before = len(mine.tasks.list())
     calls = {
         "data[0].voiceId": lambda: client.tts.speak("Hi.", voice_id),
         "voice_ids[1]": lambda: client.tts.audition("Hi.", ["sv_s1_en_us_clear_f", voice_id]),
         "selected_voices[1]": lambda: mine.media.translate(
-            material, target="fr-FR", selected_voices=["sv_s4_fr_fr_news_f", voice_id]),
+            material, target="fr-FR", selected_voices=["sv_s4_fr_fr_news_f", voice_id]
+        ),
         "options.voiceSpeakers.selectedVoicesList[0].voiceId": lambda: mine.media.translate(
-            material, target="fr-FR",
-            options={"voiceSpeakers": {"selectedVoicesList": [{"voiceId": voice_id}]}}),
+            material,
+            target="fr-FR",
+            options={"voiceSpeakers": {"selectedVoicesList": [{"voiceId": voice_id}]}},
+        ),
     }
     for field, call in calls.items():
         with pytest.raises(dubkit.ValidationError) as info:
@@ -63,7 +67,7 @@ def test_an_unknown_voice_is_the_same_error_in_every_entry_point(client, dub_acc
         client.voices.preset(voice_id)
     assert type(info.value) is dubkit.ValidationError and info.value.field == "voice_id"
     assert repr(voice_id) in info.value.problem and HINT in info.value.problem
-    assert len(mine.tasks.list()) == tasks_before     # nothing was sent for any of them
+    assert len(mine.tasks.list()) == tasks_before  # nothing was sent for any of them
 
 
 def test_preset_lookup_names_the_argument_and_points_clone_ids_to_clones(client):
@@ -72,14 +76,14 @@ def test_preset_lookup_names_the_argument_and_points_clone_ids_to_clones(client)
         client.voices.preset("cv_" + "1" * 32)
     assert "client.voices.clones(" in info.value.problem
     with pytest.raises(dubkit.ValidationError) as info:
-        client.voices.preset("")                  # not "the first preset of the catalogue"
+        client.voices.preset("")  # not "the first preset of the catalogue"
     assert info.value.field == "voice_id"
 
 
 def test_a_dub_with_unknown_voices_costs_no_upload(dub_account, tmp_path):
     mine, _, clip, _ = dub_account
     copy = tmp_path / "again.mp4"
-    copy.write_bytes(clip.read_bytes() + b"\0")     # other bytes: an upload would be new
+    copy.write_bytes(clip.read_bytes() + b"\0")  # other bytes: an upload would be new
     before = len(mine.materials.list())
     with pytest.raises(dubkit.ValidationError) as info:
         mine.media.translate(copy, target="de-DE", selected_voices=["sv_s1_nowhere"])
@@ -89,24 +93,33 @@ def test_a_dub_with_unknown_voices_costs_no_upload(dub_account, tmp_path):
 
 def test_known_voices_pass_and_a_wrong_provider_is_named(dub_account, client_for):
     mine, material, _, key = dub_account
-    clone = mine.clones.create(mine.voices.preset("sv_s1_en_us_clear_f").audio,
-                              name="Tester", provider="V2", language="en-US")
-    fresh = client_for(key)     # a client that has seen no voice yet: it must look them up
-    task = fresh.media.translate(material, target="fr-FR",
-                                 selected_voices=["sv_s4_fr_fr_news_f", clone.voice_id])
+    clone = mine.clones.create(
+        mine.voices.preset("sv_s1_en_us_clear_f").audio,
+        name="Tester",
+        provider="V2",
+        language="en-US",
+    )
+    fresh = client_for(key)  # a client that has seen no voice yet: it must look them up
+    task = fresh.media.translate(
+        material, target="fr-FR", selected_voices=["sv_s4_fr_fr_news_f", clone.voice_id]
+    )
     assert task.task_id
     with pytest.raises(dubkit.ValidationError) as info:
-        fresh.media.translate(material, target="fr-FR",
-                              selected_voices=[{"voiceId": "sv_s4_fr_fr_news_f",
-                                                "provider": "S1"}])
+        fresh.media.translate(
+            material,
+            target="fr-FR",
+            selected_voices=[{"voiceId": "sv_s4_fr_fr_news_f", "provider": "S1"}],
+        )
     assert info.value.field == "selected_voices[0].provider" and "'S4'" in info.value.problem
 
 
 # ------------------------------------------------------------------ the command line
 
+
 def run(*args: str, module: str = "dubkit") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize("module", ["dubkit", "dubkit.cli"])
@@ -136,16 +149,23 @@ def test_python_m_dubkit_help_and_version():
 
 # ------------------------------------------------------------------ tables and reprs
 
+
 def test_reprs_count_in_words(client):
     one = client.translate.create(["Hello"], source="en-US", target="fr-FR")
     assert repr(one).startswith("Translation(1 segment, 0 failed")
     two = client.translate.create(["Hello", "Bye"], source="en-US", target="fr-FR")
     assert repr(two).startswith("Translation(2 segments, ")
     assert repr(client.tts.create(["Hi."], voice="sv_s1_en_us_clear_f")).startswith(
-        "Speech(1 line, ")
+        "Speech(1 line, "
+    )
     assert repr(client.voices.presets(voice_id="sv_s1_en_us_clear_f")) == "VoiceList(1 voice of 1)"
-    result = DubbingResult(client.transport, {"translatedScripts": {"result": [{"id": "1", "text": "Salut"}]},
-                            "voiceMatch": [{"voiceId": "sv_s4_fr_fr_news_f"}]})
+    result = DubbingResult(
+        client.transport,
+        {
+            "translatedScripts": {"result": [{"id": "1", "text": "Salut"}]},
+            "voiceMatch": [{"voiceId": "sv_s4_fr_fr_news_f"}],
+        },
+    )
     assert repr(result).endswith(", 1 line, 1 voice)")
 
 
@@ -164,30 +184,36 @@ def test_error_columns_say_none_whether_or_not_another_row_failed(client):
     mixed = client.translate.create(["Hello", "2024"], source="en-US", target="fr-FR")
     assert set(mixed.errors) == {1}
     no_error_is_none(mixed.to_frame(), {1})
-    no_error_is_none(client.translate.create(["Hello"], source="en-US",
-                                             target="fr-FR").to_frame(), set())
-    batch = client.translate.batch(["Hi"] * 51 + ["2024"], source="en-US", target="de-DE",
-                                   progress=False)
+    no_error_is_none(
+        client.translate.create(["Hello"], source="en-US", target="fr-FR").to_frame(), set()
+    )
+    batch = client.translate.batch(
+        ["Hi"] * 51 + ["2024"], source="en-US", target="de-DE", progress=False
+    )
     no_error_is_none(batch.to_frame(), {51})
-    lines = [{"text": "One."}, {"text": "Two.", "duration": 0.1}]   # too short: that line fails
+    lines = [{"text": "One."}, {"text": "Two.", "duration": 0.1}]  # too short: that line fails
     speech = client.tts.batch(lines, voice="sv_s1_en_us_clear_f", progress=False)
     assert set(speech.errors) == {1}
     no_error_is_none(speech.to_frame(), {1})
-    no_error_is_none(client.tts.create(["One."], voice="sv_s1_en_us_clear_f").to_frame(),
-                     set())
+    no_error_is_none(client.tts.create(["One."], voice="sv_s1_en_us_clear_f").to_frame(), set())
 
 
 def test_notebook_06_explains_vt_before_showing_it_and_knows_its_clip_has_two_speakers():
     import re
 
     import nbformat
-    notebook = nbformat.read(Path(__file__).parent.parent / "notebooks" /
-                             "06_translate_and_dub.ipynb", as_version=4)
+
+    notebook = nbformat.read(
+        Path(__file__).parent.parent / "notebooks" / "06_translate_and_dub.ipynb", as_version=4
+    )
     text = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     assert "dub a clip with two speakers" not in text and "a clone of the\n  narrator" not in text
-    shows_vt = re.compile(r"[>\s']vt[<\s,')]")        # a table cell, a repr, printed text
-    first_vt = next(i for i, c in enumerate(notebook.cells) if c.cell_type == "code" and
-                    any(shows_vt.search(str(o.get("text", "")) + str(o.get("data", {})))
-                        for o in c.outputs))
+    shows_vt = re.compile(r"[>\s']vt[<\s,')]")  # a table cell, a repr, printed text
+    first_vt = next(
+        i
+        for i, c in enumerate(notebook.cells)
+        if c.cell_type == "code"
+        and any(shows_vt.search(str(o.get("text", "")) + str(o.get("data", {}))) for o in c.outputs)
+    )
     explained = [c.source for c in notebook.cells[:first_vt] if c.cell_type == "markdown"]
     assert any("`vt`" in source and "video translation" in source for source in explained)

@@ -13,8 +13,10 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").rglob("*.ipynb"))
 SECRETS = re.compile(r"sk_sandbox_[0-9a-f]{8,}|whsec_[0-9a-f]{8,}|Bearer\s+sk_")
 # A URL of the kernel machine's loopback, or a path under a temporary directory.
-MACHINE_BOUND = re.compile(r"(https?://)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?/|"
-                           r"(/tmp/|/var/folders/|\\AppData\\Local\\Temp\\)")
+MACHINE_BOUND = re.compile(
+    r"(https?://)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?/|"
+    r"(/tmp/|/var/folders/|\\AppData\\Local\\Temp\\)"
+)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -44,6 +46,8 @@ def test_saved_outputs_point_at_nothing_on_the_machine_that_ran_them(path):
     for index, cell in enumerate(json.loads(path.read_text())["cells"]):
         for output in cell.get("outputs", []):
             text = json.dumps(output)
-            found += [f"cell {index}: ...{text[max(0, m.start() - 40):m.end() + 40]}..."
-                      for m in MACHINE_BOUND.finditer(text)]
+            found += [
+                f"cell {index}: ...{text[max(0, m.start() - 40) : m.end() + 40]}..."
+                for m in MACHINE_BOUND.finditer(text)
+            ]
     assert not found, f"{path.name} saved outputs naming this machine:\n" + "\n".join(found[:5])

@@ -17,29 +17,42 @@ temporary one, and the test would prove nothing).
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 import itertools
 import os
 import re
 import tempfile
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from nbval.plugin import (coalesce_streams, find_comment_markers, find_metadata_tags,
-                          get_sanitize_patterns, transform_streams_for_comparison)
+from nbval.plugin import (
+    coalesce_streams,
+    find_comment_markers,
+    find_metadata_tags,
+    get_sanitize_patterns,
+    transform_streams_for_comparison,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SANITIZE = get_sanitize_patterns((ROOT / "notebooks" / "sanitize.cfg").read_text())
 # What nbval leaves out of a comparison (nbval.plugin.IPyNbFile.skip_compare, without nbdime).
-SKIP_COMPARE = {"metadata", "traceback", "prompt_number", "output_type", "name",
-                "execution_count", "application/vnd.jupyter.widget-view+json",
-                "image/png", "image/jpeg"}
+SKIP_COMPARE = {
+    "metadata",
+    "traceback",
+    "prompt_number",
+    "output_type",
+    "name",
+    "execution_count",
+    "application/vnd.jupyter.widget-view+json",
+    "image/png",
+    "image/jpeg",
+}
 CELL_TIMEOUT = 600
 
 
@@ -67,8 +80,9 @@ def checked(cell: nbformat.NotebookNode) -> bool:
 def comparable(outputs: list[nbformat.NotebookNode]) -> dict[str, list[Any]]:
     """A cell's outputs as nbval compares them: by key (MIME types flattened), sanitized."""
     flat: dict[str, list[Any]] = defaultdict(list)
-    for output in transform_streams_for_comparison(coalesce_streams(
-            [nbformat.from_dict(o) for o in outputs])):
+    for output in transform_streams_for_comparison(
+        coalesce_streams([nbformat.from_dict(o) for o in outputs])
+    ):
         for key, value in output.items():
             if key in SKIP_COMPARE:
                 continue
@@ -85,19 +99,24 @@ async def execute(path: Path, data_dir: Path) -> tuple[nbformat.NotebookNode, fl
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:
         if cell.cell_type == "code" and markers(cell).get("skip"):
-            cell.source = ""          # nbval does not run these either
+            cell.source = ""  # nbval does not run these either
     env = {**os.environ, "DUBKIT_SANDBOX_DIR": str(data_dir)}
     for name in ("DUBKIT_API_KEY", "DUBKIT_BASE_URL"):
         env.pop(name, None)
-    client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     started = time.monotonic()
     await client.async_execute(env=env)
     return notebook, time.monotonic() - started
 
 
-def differences(name: str, first: nbformat.NotebookNode,
-                second: nbformat.NotebookNode) -> list[str]:
+def differences(
+    name: str, first: nbformat.NotebookNode, second: nbformat.NotebookNode
+) -> list[str]:
     found = []
     code = [(a, b) for a, b in zip(first.cells, second.cells) if a.cell_type == "code"]
     for index, (a, b) in enumerate(code):
@@ -105,22 +124,26 @@ def differences(name: str, first: nbformat.NotebookNode,
             continue
         left, right = comparable(a.outputs), comparable(b.outputs)
         for key in sorted(k for k in set(left) | set(right) if left.get(k) != right.get(k)):
-            found.append(f"{name} code cell {index}, {key}: "
-                         f"{first_difference(left.get(key), right.get(key))}")
+            found.append(
+                f"{name} code cell {index}, {key}: "
+                f"{first_difference(left.get(key), right.get(key))}"
+            )
     return found
 
 
 def first_difference(first: Any, second: Any) -> str:
     """The first line where two runs' outputs of one kind differ (run 1 -> run 2)."""
-    lines = [("\n".join(map(str, v)) if v is not None else "<none>").splitlines()
-             for v in (first, second)]
+    lines = [
+        ("\n".join(map(str, v)) if v is not None else "<none>").splitlines()
+        for v in (first, second)
+    ]
     for number, (a, b) in enumerate(itertools.zip_longest(*lines, fillvalue="<no line>"), 1):
         if a != b:
             return f"line {number}: {a[:200]!r} -> {b[:200]!r}"
     return "same lines, different values"
 
 
-@pytest.mark.timeout(1800)   # twice every notebook; each cell still has CELL_TIMEOUT
+@pytest.mark.timeout(1800)  # twice every notebook; each cell still has CELL_TIMEOUT
 def test_every_notebook_runs_twice_on_one_data_dir_with_the_same_outputs():
     data_dir = Path(tempfile.mkdtemp(prefix="dubkit-rerun-"))
     started = time.monotonic()
@@ -136,7 +159,8 @@ def test_every_notebook_runs_twice_on_one_data_dir_with_the_same_outputs():
     problems = []
     for path, (a, _), (b, _) in zip(NOTEBOOKS, first, second):
         problems += differences(path.name, a, b)
-    timings = ", ".join(f"{p.stem[:2]} {a:.0f}+{b:.0f}s"
-                        for p, (_, a), (_, b) in zip(NOTEBOOKS, first, second))
+    timings = ", ".join(
+        f"{p.stem[:2]} {a:.0f}+{b:.0f}s" for p, (_, a), (_, b) in zip(NOTEBOOKS, first, second)
+    )
     print(f"\nnotebooks run twice in {elapsed:.0f} s ({timings})")
     assert not problems, "\n".join(problems)

@@ -10,25 +10,25 @@ import numpy as np
 import pytest
 
 from dubkit import samples
+from dubkit.media import av, speech, subtitles
 from dubkit.sandbox import pipeline
 from dubkit.sandbox.backend import Backend, ServiceError
-from dubkit.media import av, subtitles
-from dubkit.media import speech
 from dubkit.sandbox.pipeline import dubbing, render, transcript
 from dubkit.sandbox.products.media import KeyVoices
 from dubkit.schema import MediaTranslationRequest
 
 RATE = speech.SAMPLE_RATE
 SENTENCES = ("Welcome to the sandbox.", "Today we dub a short clip.", "Every step is real.")
-SCRIPT = list(zip(SENTENCES, ("f2", "m3", "f2")))   # two speakers, the first back at the end
+SCRIPT = list(zip(SENTENCES, ("f2", "m3", "f2")))  # two speakers, the first back at the end
 # 0.7 s pauses, and a quiet hum under everything: the background that separation keeps.
 NARRATION = {"pause": 0.7, "bed_db": -34.0}
 
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory) -> tuple[Path, list[subtitles.Cue]]:
-    path = samples.narrated_clip(tmp_path_factory.mktemp("clips") / "narrated.mp4", SCRIPT,
-                                 **NARRATION)
+    path = samples.narrated_clip(
+        tmp_path_factory.mktemp("clips") / "narrated.mp4", SCRIPT, **NARRATION
+    )
     return path, av.extract_subtitles(path)
 
 
@@ -41,18 +41,27 @@ def backend(tmp_path_factory):
 
 
 def settings_for(options=None, target="fr-FR", task_type="vt"):
-    request = MediaTranslationRequest.model_validate({
-        "taskType": task_type, "source": {"materialId": "mat_test"},
-        "language": {"source": "en-US", "target": target},
-        "options": {"voiceClone": {}, **(options or {})}})
+    request = MediaTranslationRequest.model_validate(
+        {
+            "taskType": task_type,
+            "source": {"materialId": "mat_test"},
+            "language": {"source": "en-US", "target": target},
+            "options": {"voiceClone": {}, **(options or {})},
+        }
+    )
     return pipeline.read_settings(request, task_type)
 
 
 def run(backend, path, tmp_path, options=None, **kw):
     outputs = pipeline.Outputs(tmp_path / "out", lambda name: f"http://sandbox.test/{name}")
-    job = pipeline.Job("task1", path, settings_for(options, **kw),
-                       KeyVoices(backend, backend.default_key), outputs,
-                       {"materialId": "mat_test", "url": "http://sandbox.test/source.mp4"})
+    job = pipeline.Job(
+        "task1",
+        path,
+        settings_for(options, **kw),
+        KeyVoices(backend, backend.default_key),
+        outputs,
+        {"materialId": "mat_test", "url": "http://sandbox.test/source.mp4"},
+    )
     return pipeline.run(job), outputs
 
 
@@ -62,10 +71,12 @@ def decoded(path: Path, rate: int = 16000) -> np.ndarray:
 
 # --------------------------------------------------------------------------- transcript
 
+
 def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
     path, cues = clip
-    lines = transcript.find_lines(decoded(path), 16000, av.extract_subtitles(path),
-                                  min_silence=0.35)
+    lines = transcript.find_lines(
+        decoded(path), 16000, av.extract_subtitles(path), min_silence=0.35
+    )
     assert [line.text for line in lines] == list(SENTENCES)
     for line, cue in zip(lines, cues):
         # VAD pads 50 ms and AAC shifts a little; the speech itself starts at the cue.
@@ -75,11 +86,13 @@ def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
 
 def test_without_subtitles_each_line_carries_a_labelled_placeholder(tmp_path):
     path = samples.narrated_clip(tmp_path / "bare.mp4", SENTENCES, pause=0.7, subtitles=False)
-    lines = transcript.find_lines(decoded(path), 16000, av.extract_subtitles(path),
-                                  min_silence=0.35)
+    lines = transcript.find_lines(
+        decoded(path), 16000, av.extract_subtitles(path), min_silence=0.35
+    )
     assert len(lines) == len(SENTENCES)
-    assert [line.text for line in lines] == [transcript.PLACEHOLDER.format(n=i + 1)
-                                             for i in range(len(SENTENCES))]
+    assert [line.text for line in lines] == [
+        transcript.PLACEHOLDER.format(n=i + 1) for i in range(len(SENTENCES))
+    ]
     assert all(line.placeholder for line in lines)
 
 
@@ -90,11 +103,12 @@ def test_speakers_are_told_apart_by_pitch_or_forced_to_a_count(clip, wanted, exp
     lines = transcript.find_lines(mono, 16000, av.extract_subtitles(path), min_silence=0.35)
     count = transcript.assign_speakers(lines, mono, 16000, wanted)
     assert count == expected
-    if wanted is None:   # f2, m3, f2: the two female lines belong together
+    if wanted is None:  # f2, m3, f2: the two female lines belong together
         assert [line.speaker for line in lines] == [0, 1, 0]
 
 
 # --------------------------------------------------------------------------- fitting
+
 
 def _line(start, end):
     return transcript.Line(0, start, end, "x", False)
@@ -103,12 +117,14 @@ def _line(start, end):
 def test_a_long_dub_is_sped_up_a_short_one_slowed_and_an_impossible_one_cut():
     second = np.full(RATE, 0.1, np.float32)
     lines = [_line(0.0, 1.0), _line(3.0, 4.0), _line(4.05, 5.0)]
-    clips = [np.tile(second, 2)[: round(1.2 * RATE)],     # 1.2 s into a 1 s slot, room to spare
-             second[: RATE // 2],                           # 0.5 s into a 1 s slot
-             np.tile(second, 3)]                            # 3 s where only 0.9 s is free
+    clips = [
+        np.tile(second, 2)[: round(1.2 * RATE)],  # 1.2 s into a 1 s slot, room to spare
+        second[: RATE // 2],  # 0.5 s into a 1 s slot
+        np.tile(second, 3),
+    ]  # 3 s where only 0.9 s is free
     dubbing.fit(lines, clips, total=5.0, scale=1.0, natural_pace=False)
     lengths = [len(line.clip) / RATE for line in lines]
-    assert lengths[0] == pytest.approx(1.0, abs=0.01)               # 1.2 * (1/1.2)
+    assert lengths[0] == pytest.approx(1.0, abs=0.01)  # 1.2 * (1/1.2)
     assert lengths[1] == pytest.approx(0.5 * dubbing.SLOWEST, abs=0.01)
     assert lines[2].truncated and lengths[2] == pytest.approx(0.95, abs=0.01)
     assert not lines[0].truncated and not lines[1].truncated
@@ -120,7 +136,7 @@ def test_dynamic_length_stretches_the_timeline_instead_of_the_speech():
     scale = dubbing.timeline_stretch(lines, clips, total=2.0)
     assert scale == pytest.approx(1.5 / (1.2 - dubbing.GAP), abs=0.01)
     dubbing.fit(lines, clips, total=2.0, scale=scale, natural_pace=True)
-    assert len(lines[0].clip) == len(clips[0])             # natural pace, not squeezed
+    assert len(lines[0].clip) == len(clips[0])  # natural pace, not squeezed
     assert lines[1].at == pytest.approx(1.2 * scale, abs=0.001)
 
 
@@ -133,6 +149,7 @@ def test_resampling_keeps_the_pitch():
 
 
 # --------------------------------------------------------------------------- separation
+
 
 @pytest.mark.parametrize("mode", ["duck", "remove", "keep"])
 def test_separation_keeps_the_background_and_treats_speech_as_asked(mode):
@@ -150,6 +167,7 @@ def test_separation_keeps_the_background_and_treats_speech_as_asked(mode):
 
 # --------------------------------------------------------------------------- whole runs
 
+
 def test_a_run_writes_every_deliverable(backend, clip, tmp_path):
     path, cues = clip
     result, out = run(backend, path, tmp_path, {"text": {"soft": True}})
@@ -158,20 +176,36 @@ def test_a_run_writes_every_deliverable(backend, clip, tmp_path):
     assert video.has_video and video.has_audio and video.subtitle_streams == 1
     assert video.duration == pytest.approx(source.duration, abs=0.1)
     srt = subtitles.parse_srt(out.path("subtitles.fr-FR.srt").read_text())
-    assert [c.text for c in srt] == [l["text"] for l in result["translatedScripts"]["result"]]
+    assert [c.text for c in srt] == [ln["text"] for ln in result["translatedScripts"]["result"]]
     assert subtitles.parse_vtt(out.path("subtitles.fr-FR.vtt").read_text()) == srt
-    assert set(result["compress"]) == {"360p"}     # a 360p source is not upscaled
+    assert set(result["compress"]) == {"360p"}  # a 360p source is not upscaled
     assert av.probe(out.path("dubbed-360p.mp4")).height == 360
-    for name in ("original-mono.wav", "stems/speech.m4a", "stems/background.m4a",
-                 "thumbnail.jpg", "lines/line-001.wav"):
+    for name in (
+        "original-mono.wav",
+        "stems/speech.m4a",
+        "stems/background.m4a",
+        "thumbnail.jpg",
+        "lines/line-001.wav",
+    ):
         assert out.path(name).stat().st_size > 0
-    assert set(result["timings"]) >= {"probe", "transcribe", "speakers", "translate", "voices",
-                                     "synthesize", "fit", "mix", "mux", "compress", "total"}
+    assert set(result["timings"]) >= {
+        "probe",
+        "transcribe",
+        "speakers",
+        "translate",
+        "voices",
+        "synthesize",
+        "fit",
+        "mix",
+        "mux",
+        "compress",
+        "total",
+    }
     # The dub speaks where the source spoke: most of its loudness sits inside the lines.
     dub = decoded(out.path("dubbed.m4a"))
     inside = np.zeros(len(dub), bool)
     for line in result["translatedScripts"]["result"]:
-        inside[round(line["start"] * 16000):round(line["end"] * 16000)] = True
+        inside[round(line["start"] * 16000) : round(line["end"] * 16000)] = True
     assert np.mean(dub[inside] ** 2) > 20 * np.mean(dub[~inside] ** 2)
 
 
@@ -185,7 +219,7 @@ def test_a_file_that_is_not_media_fails_naming_the_stage(backend, tmp_path):
 
 def test_a_video_without_sound_has_nothing_to_dub(backend, clip, tmp_path):
     silent_picture = tmp_path / "mute.mp4"
-    av.stretch_video(clip[0], silent_picture, 1.0)     # picture only
+    av.stretch_video(clip[0], silent_picture, 1.0)  # picture only
     with pytest.raises(ServiceError, match="no audio track") as failure:
         run(backend, silent_picture, tmp_path)
     assert failure.value.code == 422
@@ -193,8 +227,7 @@ def test_a_video_without_sound_has_nothing_to_dub(backend, clip, tmp_path):
 
 def test_silence_has_no_speech_to_dub(backend, tmp_path):
     path = tmp_path / "quiet.mp4"
-    av.make_test_pattern(path, 3, width=320, height=180, audio=np.zeros(3 * RATE),
-                            sample_rate=RATE)
+    av.make_test_pattern(path, 3, width=320, height=180, audio=np.zeros(3 * RATE), sample_rate=RATE)
     with pytest.raises(ServiceError, match="no speech found") as failure:
         run(backend, path, tmp_path)
     assert failure.value.code == 422

@@ -22,26 +22,46 @@ from dubkit.widgets.events import EventLog
 SECRET = "whsec_receiver_" + "5e" * 16
 
 
-def envelope(task_id: str, *, event: str = "openapi-translate", key: str | None = None,
-             code: int = 200) -> bytes:
-    return json.dumps({"code": code, "version": "v1", "event": event,
-                       "pipelineKey": key or f"pk-{task_id}", "message": "",
-                       "data": {"taskId": task_id, "items": [{"text": "Bonjour"}]}},
-                      separators=(",", ":")).encode()
+def envelope(
+    task_id: str, *, event: str = "openapi-translate", key: str | None = None, code: int = 200
+) -> bytes:
+    return json.dumps(
+        {
+            "code": code,
+            "version": "v1",
+            "event": event,
+            "pipelineKey": key or f"pk-{task_id}",
+            "message": "",
+            "data": {"taskId": task_id, "items": [{"text": "Bonjour"}]},
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
-def post(url: str, body: bytes, *, secret: str = SECRET, offset: float = 0.0,
-         headers: dict | None = None, tamper: bool = False) -> requests.Response:
+def post(
+    url: str,
+    body: bytes,
+    *,
+    secret: str = SECRET,
+    offset: float = 0.0,
+    headers: dict | None = None,
+    tamper: bool = False,
+) -> requests.Response:
     """Sign ``body`` like the service; ``tamper`` changes one byte after signing."""
     timestamp = str(int((time.time() + offset) * 1000))
-    sent = {"X-Timestamp": timestamp, "X-Signature": sign(secret, timestamp, body),
-            "Content-Type": "application/json", **(headers or {})}
+    sent = {
+        "X-Timestamp": timestamp,
+        "X-Signature": sign(secret, timestamp, body),
+        "Content-Type": "application/json",
+        **(headers or {}),
+    }
     if tamper:
         changed = bytearray(body)
         changed[len(changed) // 2] ^= 1
         body = bytes(changed)
-    return requests.post(url, data=body, headers={k: v for k, v in sent.items() if v is not None},
-                         timeout=30)
+    return requests.post(
+        url, data=body, headers={k: v for k, v in sent.items() if v is not None}, timeout=30
+    )
 
 
 @pytest.fixture
@@ -70,8 +90,7 @@ BAD = {
     "garbled timestamp": (_BODY, {"X-Timestamp": "yesterday"}, 401, "bad-timestamp"),
     "non-JSON body": (b"<xml>surprise</xml>", {}, 400, "is not JSON"),
     "JSON that is not an envelope": (b"[1,2,3]", {}, 400, "must be a JSON object"),
-    "envelope without data": (b'{"code":200,"event":"openapi-tts"}', {}, 400,
-                              "data: is required"),
+    "envelope without data": (b'{"code":200,"event":"openapi-tts"}', {}, 400, "data: is required"),
     "50 MB body": (b"{" + b" " * (50 << 20) + b"}", {}, 413, "over the"),
 }
 
@@ -145,7 +164,7 @@ def test_a_repeat_after_a_restart_is_still_a_duplicate(store):
     second = Receiver(SECRET, store=store)
     second.on("openapi-translate", lambda event: ran.append(event.task_id))
     try:
-        answer = post(second.serve(), envelope("t-once"))   # the service retrying later
+        answer = post(second.serve(), envelope("t-once"))  # the service retrying later
         assert answer.status_code == 200 and answer.json()["duplicate"] is True
         assert second.wait_idle(10)
     finally:
@@ -161,6 +180,7 @@ def test_a_failing_handler_is_retried_then_dead_lettered_then_revived(receiver):
         calls.append(1)
         if not healthy.is_set():
             raise RuntimeError("database is down")
+
     receiver.on("openapi-translate", flaky)
     assert post(receiver.url, envelope("t-flaky")).status_code == 200
     assert receiver.wait_idle(20)
@@ -172,7 +192,7 @@ def test_a_failing_handler_is_retried_then_dead_lettered_then_revived(receiver):
     assert post(receiver.url, envelope("t-flaky")).json()["duplicate"] is True
     healthy.set()
     assert receiver.revive() == 1
-    deadline = time.monotonic() + 20   # the sweeper adopts revived rows within a few seconds
+    deadline = time.monotonic() + 20  # the sweeper adopts revived rows within a few seconds
     while receiver.store.get("pk-t-flaky")["state"] != "done" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert receiver.store.get("pk-t-flaky")["state"] == "done"
@@ -186,12 +206,13 @@ def test_work_still_queued_at_stop_runs_after_a_restart_exactly_once(store):
     def slow(event):
         gate.wait(10)
         ran.append(event.task_id)
+
     first = Receiver(SECRET, store=store, workers=1)
     first.on("openapi-translate", slow)
     url = first.serve()
     for i in range(3):
         assert post(url, envelope(f"t-q{i}")).status_code == 200
-    first.stop(timeout=0.2)   # one handler is mid-run, two are still queued
+    first.stop(timeout=0.2)  # one handler is mid-run, two are still queued
     gate.set()
     first.wait_idle(10)
     second = Receiver(SECRET, store=store)
@@ -223,22 +244,29 @@ receiver.stop()
 
 def test_two_processes_sharing_one_store_run_each_event_once(receiver, store, tmp_path):
     side_effects = tmp_path / "other-process.txt"
-    other = subprocess.Popen([sys.executable, "-c", _OTHER_PROCESS, SECRET, str(store),
-                              str(side_effects)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+    other = subprocess.Popen(
+        [sys.executable, "-c", _OTHER_PROCESS, SECRET, str(store), str(side_effects)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         other_url = other.stdout.readline().strip()
         here: list[str] = []
         receiver.on("openapi-translate", lambda event: here.append(event.task_id))
-        jobs = [(url, envelope(f"t-mp{i}")) for i in range(10)
-                for url in (receiver.url, other_url) for _ in range(3)]
+        jobs = [
+            (url, envelope(f"t-mp{i}"))
+            for i in range(10)
+            for url in (receiver.url, other_url)
+            for _ in range(3)
+        ]
         with ThreadPoolExecutor(max_workers=12) as pool:
             answers = list(pool.map(lambda job: post(*job), jobs))
         assert {a.status_code for a in answers} == {200}
         assert sum(not a.json().get("duplicate") for a in answers) == 10
         assert receiver.wait_idle(10)
     finally:
-        other.communicate("", timeout=30)   # its stop() lets queued handlers finish
+        other.communicate("", timeout=30)  # its stop() lets queued handlers finish
     there = side_effects.read_text().split() if side_effects.exists() else []
     assert sorted(here + there) == sorted(f"t-mp{i}" for i in range(10))
 
@@ -248,7 +276,7 @@ def test_rotation_accepts_the_old_secret_only_during_the_overlap(receiver):
     receiver.rotate_secret(new, overlap=3600)
     assert post(receiver.url, envelope("t-old"), secret=SECRET).status_code == 200
     assert post(receiver.url, envelope("t-new"), secret=new).status_code == 200
-    receiver.rotate_secret(new, overlap=0)   # the overlap is over
+    receiver.rotate_secret(new, overlap=0)  # the overlap is over
     assert post(receiver.url, envelope("t-late"), secret=SECRET).status_code == 401
     assert receiver.secrets == [new]
     assert SECRET not in repr(receiver) and new not in repr(receiver)
@@ -274,6 +302,7 @@ def test_the_wsgi_app_passes_the_standard_library_wsgi_validator(store):
     class Quiet(WSGIRequestHandler):
         def log_message(self, *args):
             pass
+
     receiver = Receiver(SECRET, store=store)
     server = make_server("127.0.0.1", 0, validator(receiver.wsgi_app), handler_class=Quiet)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -13,8 +13,14 @@ SECRET = "whsec_test_leases_0123456789"
 
 
 def delivery(task_id: str) -> tuple[dict[str, str], bytes]:
-    body = json.dumps({"code": 200, "event": "openapi-translate", "pipelineKey": uuid.uuid4().hex,
-                       "data": {"taskId": task_id, "items": []}}).encode()
+    body = json.dumps(
+        {
+            "code": 200,
+            "event": "openapi-translate",
+            "pipelineKey": uuid.uuid4().hex,
+            "data": {"taskId": task_id, "items": []},
+        }
+    ).encode()
     stamp = str(int(time.time() * 1000))
     return {"X-Timestamp": stamp, "X-Signature": sign(SECRET, stamp, body)}, body
 
@@ -28,10 +34,10 @@ def test_a_handler_outlasting_its_lease_is_not_run_twice(tmp_path):
     def slow(event):
         with lock:
             runs.append(event.task_id)
-        time.sleep(3)       # three leases long: the sweeper runs several times meanwhile
+        time.sleep(3)  # three leases long: the sweeper runs several times meanwhile
 
     try:
-        headers, body = delivery("a")     # one delivery, and a second worker left idle
+        headers, body = delivery("a")  # one delivery, and a second worker left idle
         assert receiver.handle(headers, body).status == 200
         assert receiver.wait_idle(timeout=20)
     finally:

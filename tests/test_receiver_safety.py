@@ -19,8 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import requests
@@ -32,19 +32,32 @@ POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="kills with SIGK
 
 
 def envelope(task_id: str) -> bytes:
-    return json.dumps({"code": 200, "version": "v1", "event": "openapi-translate",
-                       "pipelineKey": f"pk-{task_id}",
-                       "data": {"taskId": task_id, "items": [{"text": "Bonjour"}]}},
-                      separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "code": 200,
+            "version": "v1",
+            "event": "openapi-translate",
+            "pipelineKey": f"pk-{task_id}",
+            "data": {"taskId": task_id, "items": [{"text": "Bonjour"}]},
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def post(url: str, body: bytes, timestamp: str | bytes | None = None) -> requests.Response:
     """POST like the service; a given ``timestamp`` is sent (and signed) as it is."""
     stamp = timestamp if timestamp is not None else str(int(time.time() * 1000))
     text = stamp.decode("utf-8") if isinstance(stamp, bytes) else stamp
-    return requests.post(url, data=body, timeout=30, headers={
-        "X-Timestamp": stamp, "X-Signature": sign(SECRET, text, body),
-        "Content-Type": "application/json"})
+    return requests.post(
+        url,
+        data=body,
+        timeout=30,
+        headers={
+            "X-Timestamp": stamp,
+            "X-Signature": sign(SECRET, text, body),
+            "Content-Type": "application/json",
+        },
+    )
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
@@ -66,7 +79,7 @@ def receiver(store: Path):
     made = Receiver(SECRET, store=store, retry_delay=0.01)
     ran: list[str] = []
     made.on("openapi-translate", lambda event: ran.append(event.task_id))
-    made.ran = ran   # type: ignore[attr-defined]
+    made.ran = ran  # type: ignore[attr-defined]
     made.serve()
     yield made
     made.stop()
@@ -75,11 +88,11 @@ def receiver(store: Path):
 # ---------------------------------------------------------------------------- (a) X-Timestamp
 
 ABSURD_TIMESTAMPS = {
-    "10,000 digits": "9" * 10_000,       # int() refuses more than 4300 digits
+    "10,000 digits": "9" * 10_000,  # int() refuses more than 4300 digits
     "4301 digits": "1" * 4301,
-    "400 digits": "1" * 400,             # int() takes it, but now_ms - int overflows a float
+    "400 digits": "1" * 400,  # int() takes it, but now_ms - int overflows a float
     "21 digits": "1" * 21,
-    "1e400": "1e400",                    # float("1e400") is inf
+    "1e400": "1e400",  # float("1e400") is inf
     "-5": "-5",
     "NaN": "NaN",
     "Arabic-Indic digits": "١٧٠٠٠٠٠٠٠٠٠٠٠",
@@ -96,7 +109,7 @@ def test_an_absurd_timestamp_is_a_401_over_http_and_nothing_runs(receiver, case,
     assert answer.json()["error"].startswith("bad-timestamp")
     last = receiver.deliveries[-1]
     assert (last.outcome, last.http_status) == ("rejected", 401)
-    assert not any(r.exc_info for r in caplog.records)   # no "webhook receiver failed" trace
+    assert not any(r.exc_info for r in caplog.records)  # no "webhook receiver failed" trace
     assert not any(SECRET in r.getMessage() for r in caplog.records)
     assert post(receiver.url, envelope("t-fine")).status_code == 200
     assert receiver.wait_idle(10) and receiver.ran == ["t-fine"]
@@ -111,8 +124,9 @@ def test_an_absurd_timestamp_is_refused_by_verify_and_handle_as_text(store, case
     assert refused.value.reason == "bad-timestamp" and SECRET not in str(refused.value)
     receiver = Receiver(SECRET, store=store)
     try:
-        answer = receiver.handle({"X-Timestamp": stamp, "X-Signature": sign(SECRET, stamp, body)},
-                                 body)
+        answer = receiver.handle(
+            {"X-Timestamp": stamp, "X-Signature": sign(SECRET, stamp, body)}, body
+        )
     finally:
         receiver.stop()
     assert answer.status == 401 and answer.body["error"].startswith("bad-timestamp")
@@ -125,8 +139,10 @@ STALLS = {
     "nothing": (b"", b""),
     "half a request line": (b"POST /hooks HT", b""),
     "headers without the blank line": (b"POST / HTTP/1.1\r\nHost: x\r\nX-Timestamp: 1\r\n", b""),
-    "half a body": (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"code\":",
-                    b" 408 "),
+    "half a body": (
+        b'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"code":',
+        b" 408 ",
+    ),
 }
 
 
@@ -169,7 +185,7 @@ def test_idle_connections_are_closed_by_the_server_and_deliveries_get_through_me
         answer = post(receiver.url, envelope("t-meanwhile"))
         assert answer.status_code == 200 and answer.json() == {"received": True}
         assert receiver.wait_idle(10) and receiver.ran == ["t-meanwhile"]
-        deadline = time.monotonic() + 60   # generous: the server's idle timeout is 10 s
+        deadline = time.monotonic() + 60  # generous: the server's idle timeout is 10 s
         for stall, sock in idle:
             closed, data = read_until_closed(sock, deadline)
             assert closed, f"the server never closed a connection that sent {stall}"
@@ -194,7 +210,7 @@ def test_connections_beyond_the_limit_are_answered_503_at_once_and_later_ones_se
         assert closed, "a connection over the limit was held instead of answered"
         assert data.startswith(b"HTTP/1.0 503 "), data
         assert b"Retry-After: 10" in data and b"too many open connections" in data
-        assert len(connection_threads() - before) <= len(idle)   # no thread for the extra one
+        assert len(connection_threads() - before) <= len(idle)  # no thread for the extra one
         # once the server drops the idle ones, deliveries are served again
         assert wait_until(lambda: not any(t.is_alive() for t in held), 60)
         assert post(receiver.url, envelope("t-after-flood")).status_code == 200
@@ -213,13 +229,14 @@ def test_a_client_dribbling_bytes_is_cut_off_at_the_request_deadline(store):
     stop = threading.Event()
 
     def dribble() -> None:
-        for byte in (b"POST /hooks HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 400):
+        for byte in b"POST /hooks HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 400:
             if stop.wait(0.2):
                 return
             try:
                 sock.sendall(bytes([byte]))
-            except OSError:   # the server hung up
+            except OSError:  # the server hung up
                 return
+
     sender = threading.Thread(target=dribble, daemon=True)
     sender.start()
     try:
@@ -253,11 +270,15 @@ sys.stdin.read()
 
 @POSIX_ONLY
 def test_an_event_of_a_killed_receiver_runs_in_the_next_one_long_before_its_lease_ends(
-        store, tmp_path):
+    store, tmp_path
+):
     started = tmp_path / "handler-started"
-    crashing = subprocess.Popen([sys.executable, "-c", _CRASHING_RECEIVER, SECRET, str(store),
-                                 str(started)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                text=True)
+    crashing = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_RECEIVER, SECRET, str(store), str(started)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = crashing.stdout.readline().strip()
         assert post(url, envelope("t-crash")).json() == {"received": True}
@@ -269,11 +290,11 @@ def test_an_event_of_a_killed_receiver_runs_in_the_next_one_long_before_its_leas
         crashing.stdin.close()
     assert crashing.returncode == -signal.SIGKILL
     left = EventStore(store).get("pk-t-crash")
-    assert left["state"] == "pending" and left["lease_until"] > time.time()   # lease in force
+    assert left["state"] == "pending" and left["lease_until"] > time.time()  # lease in force
 
     ran_at: list[float] = []
     ran = threading.Event()
-    second = Receiver(SECRET, store=store)   # the default 300 s lease
+    second = Receiver(SECRET, store=store)  # the default 300 s lease
     second.on("openapi-translate", lambda event: (ran_at.append(time.time()), ran.set()))
     second.start()
     try:
@@ -281,7 +302,7 @@ def test_an_event_of_a_killed_receiver_runs_in_the_next_one_long_before_its_leas
         assert second.wait_idle(10)
     finally:
         second.stop()
-    assert ran_at[0] < left["lease_until"]   # it ran while the dead process's lease still held
+    assert ran_at[0] < left["lease_until"]  # it ran while the dead process's lease still held
     assert left["owner_pid"] == crashing.pid
     done = second.store.get("pk-t-crash")
     assert done["state"] == "done" and done["owner_pid"] == os.getpid()
@@ -299,12 +320,16 @@ sys.stdin.read()
 
 @POSIX_ONLY
 def test_a_live_owners_lease_is_respected_and_a_dead_owners_row_is_taken_at_once(store):
-    owner = subprocess.Popen([sys.executable, "-c", _CLAIMING, str(store)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _CLAIMING, str(store)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert owner.stdout.readline().strip() == "claimed"
         here = EventStore(store)
-        assert here.take_orphans(lease=300) == []   # its owner runs: nothing to take
+        assert here.take_orphans(lease=300) == []  # its owner runs: nothing to take
         os.kill(owner.pid, signal.SIGKILL)
         if sys.platform.startswith("linux"):
             # dead but not reaped: a zombie still answers kill(pid, 0), yet runs nothing
@@ -314,7 +339,7 @@ def test_a_live_owners_lease_is_respected_and_a_dead_owners_row_is_taken_at_once
         [taken] = here.take_orphans(lease=300)
         assert taken["pipeline_key"] == "pk-owned" and taken["owner_pid"] == owner.pid
         assert here.get("pk-owned")["owner_pid"] == os.getpid()
-        assert here.take_orphans(lease=300) == []   # taken once, now held by this process
+        assert here.take_orphans(lease=300) == []  # taken once, now held by this process
     finally:
         if owner.poll() is None:
             owner.kill()
@@ -336,15 +361,24 @@ def test_a_store_file_from_before_owners_keeps_working(store):
     now = time.time()
     with sqlite3.connect(store) as old:
         old.executescript(_FIRST_RELEASE_SCHEMA)
-        old.execute("INSERT INTO webhook_events VALUES ('pk-done', 'openapi-tts', 't1', x'7b7d',"
-                    " ?, 'done', 1, ?, ?, NULL, ?)", (now, now, now + 300, now))
-        old.execute("INSERT INTO webhook_events VALUES ('pk-lapsed', 'openapi-tts', 't2', x'7b7d',"
-                    " ?, 'pending', 0, ?, ?, NULL, NULL)", (now, now, now - 1))
-        old.execute("INSERT INTO webhook_events VALUES ('pk-leased', 'openapi-tts', 't3', x'7b7d',"
-                    " ?, 'pending', 0, ?, ?, NULL, NULL)", (now, now, now + 300))
+        old.execute(
+            "INSERT INTO webhook_events VALUES ('pk-done', 'openapi-tts', 't1', x'7b7d',"
+            " ?, 'done', 1, ?, ?, NULL, ?)",
+            (now, now, now + 300, now),
+        )
+        old.execute(
+            "INSERT INTO webhook_events VALUES ('pk-lapsed', 'openapi-tts', 't2', x'7b7d',"
+            " ?, 'pending', 0, ?, ?, NULL, NULL)",
+            (now, now, now - 1),
+        )
+        old.execute(
+            "INSERT INTO webhook_events VALUES ('pk-leased', 'openapi-tts', 't3', x'7b7d',"
+            " ?, 'pending', 0, ?, ?, NULL, NULL)",
+            (now, now, now + 300),
+        )
     old.close()
     upgraded = EventStore(store)
-    EventStore(store)   # a second opener finds the columns already there
+    EventStore(store)  # a second opener finds the columns already there
     columns = {r[1] for r in sqlite3.connect(store).execute("PRAGMA table_info(webhook_events)")}
     assert {"owner_pid", "owner_host"} <= columns
     assert upgraded.claim("pk-done", "openapi-tts", "t1", b"{}", lease=300) is False

@@ -22,8 +22,10 @@ def test_each_operation_has_a_handler_typed_with_its_request_model(op):
     assert typing.get_origin(annotation) is Call, f"{handler.__qualname__}: {annotation}"
     (body,) = typing.get_args(annotation)
     model = op.body or op.query
-    assert body is model, (f"{op.name}: {handler.__module__}.{handler.__qualname__} takes "
-                           f"Call[{body.__name__}], but the operation carries {model.__name__}")
+    assert body is model, (
+        f"{op.name}: {handler.__module__}.{handler.__qualname__} takes "
+        f"Call[{body.__name__}], but the operation carries {model.__name__}"
+    )
 
 
 def test_the_table_holds_exactly_the_operations_each_with_its_own_handler():

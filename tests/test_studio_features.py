@@ -28,10 +28,24 @@ LINE = "Welcome aboard! Tonight we sail past the lighthouse."
 def ffmpeg_loudness(path: Path) -> float:
     """Integrated loudness as ffmpeg reads a file by itself: its own decoder, resampled to
     48 kHz (BS.1770's reference rate), its ``ebur128`` filter's summary."""
-    done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-nostats", "-i",
-                           str(path), "-af", "aresample=48000,ebur128", "-f", "null", "-"],
-                          capture_output=True, text=True, check=True)
-    summary = done.stderr[done.stderr.rindex("Summary:"):]
+    done = subprocess.run(
+        [
+            imageio_ffmpeg.get_ffmpeg_exe(),
+            "-hide_banner",
+            "-nostats",
+            "-i",
+            str(path),
+            "-af",
+            "aresample=48000,ebur128",
+            "-f",
+            "null",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    summary = done.stderr[done.stderr.rindex("Summary:") :]
     return float(re.search(r"I:\s+(-?[\d.]+) LUFS", summary).group(1))
 
 
@@ -43,8 +57,7 @@ def wav_file(tmp_path: Path, name: str, samples_: np.ndarray, rate: int) -> Path
 
 def contains(box, widget) -> bool:
     """Whether ``widget`` is shown in ``box`` (at any depth)."""
-    return any(child is widget or contains(child, widget)
-               for child in getattr(box, "children", ()))
+    return any(child is widget or contains(child, widget) for child in getattr(box, "children", ()))
 
 
 def tone(seconds: float, rate: int, peak_dbfs: float) -> np.ndarray:
@@ -53,6 +66,7 @@ def tone(seconds: float, rate: int, peak_dbfs: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- loudness
+
 
 def test_loudness_of_reference_tones_is_what_bs1770_gives_and_what_ffmpeg_reads(tmp_path):
     # EBU Tech 3341: a 997 Hz sine at -23 dBFS peak in both channels is -23 LUFS; one channel
@@ -63,9 +77,10 @@ def test_loudness_of_reference_tones_is_what_bs1770_gives_and_what_ffmpeg_reads(
     assert loudness.measure(mono, 48000) == pytest.approx(-26.0, abs=0.1)
     quieter = tone(5, 22050, -33)
     assert loudness.measure(quieter, 22050) == pytest.approx(
-        ffmpeg_loudness(wav_file(tmp_path, "quieter", quieter, 22050)), abs=0.15)
+        ffmpeg_loudness(wav_file(tmp_path, "quieter", quieter, 22050)), abs=0.15
+    )
     assert loudness.measure(np.zeros(22050, np.float32), 22050) == loudness.SILENCE
-    assert loudness.measure(tone(0.2, 22050, -10), 22050) == loudness.SILENCE   # < 400 ms
+    assert loudness.measure(tone(0.2, 22050, -10), 22050) == loudness.SILENCE  # < 400 ms
 
 
 def test_match_brings_speech_to_minus_23_and_never_past_the_peak_ceiling(client, tmp_path):
@@ -85,16 +100,19 @@ def test_match_brings_speech_to_minus_23_and_never_past_the_peak_ceiling(client,
     held = loudness.match(clicky, line.sample_rate)
     assert held.limited and held.loudness < -23 and "(peak-limited)" in held.label()
     assert loudness.peak_dbfs(held.samples) == pytest.approx(loudness.PEAK_CEILING, abs=0.01)
-    assert ffmpeg_loudness(wav_file(tmp_path, "held", held.samples, held.rate)) == \
-        pytest.approx(held.loudness, abs=0.2)
+    assert ffmpeg_loudness(wav_file(tmp_path, "held", held.samples, held.rate)) == pytest.approx(
+        held.loudness, abs=0.2
+    )
     silent = loudness.match(np.zeros(1000, np.float32), 22050)
     assert silent.gain_db == 0 and silent.silent and "played as is" in silent.label()
 
 
 # --------------------------------------------------------------------------- takes
 
-def test_takes_are_labelled_and_show_the_level_ffmpeg_reads_in_the_service_file(client, sandbox,
-                                                                                 tmp_path):
+
+def test_takes_are_labelled_and_show_the_level_ffmpeg_reads_in_the_service_file(
+    client, sandbox, tmp_path
+):
     studio = AuditionStudio(client, locale="en-GB", gender="female", voices=3, in_app=True)
     studio.hear(LINE)
     voices = client.voices.presets(locale="en-GB", gender="female", limit=3)
@@ -118,15 +136,19 @@ def test_takes_are_labelled_and_show_the_level_ffmpeg_reads_in_the_service_file(
 
 # --------------------------------------------------------------------------- shortlist
 
+
 @pytest.fixture(scope="module")
 def dialogue(sandbox, tmp_path_factory):
     """A two-speaker clip for dubs (f2 then m3), uploaded under a key of its own."""
     import dubkit
+
     key = sandbox.create_key("studio")
     client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
-    clip = samples.narrated_clip(tmp_path_factory.mktemp("studio") / "talk.mp4",
-                                 [("Good evening, and welcome.", "f2"),
-                                  ("Thank you, it is good to be here.", "m3")], pause=0.6)
+    clip = samples.narrated_clip(
+        tmp_path_factory.mktemp("studio") / "talk.mp4",
+        [("Good evening, and welcome.", "f2"), ("Thank you, it is good to be here.", "m3")],
+        pause=0.6,
+    )
     material = client.materials.upload(clip, progress=False)
     yield client, material
     client.close()
@@ -137,39 +159,48 @@ def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_
     studio = AuditionStudio(client, locale="fr-FR", voices=3, in_app=False)
     studio.hear("Bonsoir et bienvenue.")
     first, _, third = studio.cards
-    third.note.value = "chaleureuse"          # a note first, then the star (as in the app)
+    third.note.value = "chaleureuse"  # a note first, then the star (as in the app)
     third.star.value = True
     first.star.value = True
     first.note.value = "claire, un peu rapide"
-    assert [e.voice_id for e in studio.shortlist] == [third.take.voice.voice_id,
-                                                      first.take.voice.voice_id]
+    assert [e.voice_id for e in studio.shortlist] == [
+        third.take.voice.voice_id,
+        first.take.voice.voice_id,
+    ]
     assert "★" in first.star.description and first.star.button_style == "warning"
 
     frame = studio.shortlist.to_frame()
-    assert list(frame[["name", "note", "emotion", "speed", "locale"]].itertuples(
-        index=False, name=None)) == [
+    assert list(
+        frame[["name", "note", "emotion", "speed", "locale"]].itertuples(index=False, name=None)
+    ) == [
         (third.take.voice.name, "chaleureuse", "neutral", 1.0, "fr-FR"),
-        (first.take.voice.name, "claire, un peu rapide", "neutral", 1.0, "fr-FR")]
+        (first.take.voice.name, "claire, un peu rapide", "neutral", 1.0, "fr-FR"),
+    ]
     csv_path, json_path = tmp_path / "shortlist.csv", tmp_path / "shortlist.json"
     studio.shortlist.to_csv(csv_path)
     studio.shortlist.to_json(json_path)
     assert pd.read_csv(csv_path, keep_default_na=False)[["voice_id", "provider", "note"]].equals(
-        frame[["voice_id", "provider", "note"]])
+        frame[["voice_id", "provider", "note"]]
+    )
     loaded = Shortlist.load(json_path)
     assert loaded.to_records() == studio.shortlist.to_records()
     exports = studio.shortlist_view.exports.value
     assert "download='shortlist.csv'" in exports and "download='shortlist.json'" in exports
 
     selected = loaded.to_selected_voices()
-    assert selected == [{"voiceId": e.voice_id, "provider": e.provider}
-                        for e in studio.shortlist]
-    dub = client.media.translate(material, target="fr-FR", speaker_num=2,
-                                 selected_voices=selected).wait(90).result
+    assert selected == [{"voiceId": e.voice_id, "provider": e.provider} for e in studio.shortlist]
+    dub = (
+        client.media.translate(material, target="fr-FR", speaker_num=2, selected_voices=selected)
+        .wait(90)
+        .result
+    )
     assert [m["voiceId"] for m in dub.voices] == [s["voiceId"] for s in selected]
     assert {(line.speaker, line.voice_id) for line in dub.script} == {
-        ("Speaker 1", selected[0]["voiceId"]), ("Speaker 2", selected[1]["voiceId"])}
+        ("Speaker 1", selected[0]["voiceId"]),
+        ("Speaker 2", selected[1]["voiceId"]),
+    }
 
-    first.star.value = False                 # unstar: gone from the list and the table
+    first.star.value = False  # unstar: gone from the list and the table
     assert studio.shortlist.voice_ids() == [third.take.voice.voice_id]
     assert first.take.voice.name not in studio.shortlist_view.table.value
     studio.shortlist_view.clear.click()
@@ -181,44 +212,49 @@ def test_one_voice_across_deliveries_then_a_tts_batch_from_the_shortlist(client)
     studio.hear(LINE)
     voice = studio.takes[0].voice.voice_id
     takes = studio.deliveries(voice, emotions=["neutral", "sad"], speeds=[1.0, 1.25])
-    assert [(t.emotion, t.speed) for t in takes] == [("neutral", 1.0), ("neutral", 1.25),
-                                                     ("sad", 1.0), ("sad", 1.25)]
+    assert [(t.emotion, t.speed) for t in takes] == [
+        ("neutral", 1.0),
+        ("neutral", 1.25),
+        ("sad", 1.0),
+        ("sad", 1.25),
+    ]
     assert [c.header.value.count("dubkit-take-name") for c in studio.cards[-4:]] == [1] * 4
     assert "neutral · 1.25x" in studio.cards[-3].header.value
     durations = [t.line.duration for t in takes]
     assert durations[1] == pytest.approx(durations[0] / 1.25, abs=0.02)
     assert durations[3] == pytest.approx(durations[2] / 1.25, abs=0.02)
-    assert [t.line.extra.get("emotion") for t in takes] == [None, None, "sad x0.60",
-                                                           "sad x0.60"]
+    assert [t.line.extra.get("emotion") for t in takes] == [None, None, "sad x0.60", "sad x0.60"]
     assert all(t.matched is not None and not t.matched.limited for t in takes)
 
-    studio.cards[-1].star.value = True               # sad at 1.25x
-    studio.cards[1].star.value = True                # the second voice, neutral
+    studio.cards[-1].star.value = True  # sad at 1.25x
+    studio.cards[1].star.value = True  # the second voice, neutral
     (sad,) = [e for e in studio.shortlist if e.emotion == "sad"]
     assert (sad.voice_id, sad.speed) == (voice, 1.25)
     lines = studio.shortlist.tts_lines(["One more line.", "And the last."])
     assert lines[0] == {"text": "One more line.", "voice_id": voice, "emo_prompt": "sad"}
     speech = client.tts.batch(lines, progress=False)
     assert not speech.errors
-    assert [l.voice_id for l in speech] == [voice, voice] + [studio.takes[1].voice.voice_id] * 2
-    assert [l.extra.get("emotion") for l in speech] == ["sad x0.60", "sad x0.60", None, None]
+    assert [ln.voice_id for ln in speech] == [voice, voice] + [studio.takes[1].voice.voice_id] * 2
+    assert [ln.extra.get("emotion") for ln in speech] == ["sad x0.60", "sad x0.60", None, None]
 
 
 # --------------------------------------------------------------------------- blind A/B
+
 
 def test_blind_round_hides_the_voices_until_a_pick_then_reveals_and_records_it(client):
     studio = AuditionStudio(client, locale="en-US", voices=3, blind=True, seed=11, in_app=True)
     studio.hear(LINE)
     lineup = studio.blind_round.takes
-    assert list(lineup) == ["A", "B", "C"] and {t.voice.voice_id for t in lineup.values()} == \
-        {t.voice.voice_id for t in studio.takes}
+    assert list(lineup) == ["A", "B", "C"] and {t.voice.voice_id for t in lineup.values()} == {
+        t.voice.voice_id for t in studio.takes
+    }
     for card in studio.cards:
         shown = card.header.value + card.level.value
         for take in studio.takes:
             assert take.voice.name not in shown and take.voice.voice_id not in shown
         assert not contains(card, card.star) and contains(card, card.pick_button)
-        assert "LUFS →" not in card.level.value          # its own level could give it away
-    studio.cards[1].pick_button.click()                  # "Pick B"
+        assert "LUFS →" not in card.level.value  # its own level could give it away
+    studio.cards[1].pick_button.click()  # "Pick B"
     (pick,) = studio.picks
     assert (pick.letter, pick.voice_id) == ("B", lineup["B"].voice.voice_id)
     assert pick.lineup == {k: t.voice.voice_id for k, t in lineup.items()}
@@ -226,22 +262,25 @@ def test_blind_round_hides_the_voices_until_a_pick_then_reveals_and_records_it(c
         assert card.take.voice.name in card.header.value and contains(card, card.star)
         assert not contains(card, card.pick_button)
         assert "LUFS → -23" in card.level.value
-    assert ("✓ your pick" in studio.cards[1].header.value) and \
-        "✓ your pick" not in studio.cards[0].header.value
+    assert ("✓ your pick" in studio.cards[1].header.value) and "✓ your pick" not in studio.cards[
+        0
+    ].header.value
     assert f"you picked <b>B</b>, {pick.name}" in studio._picks.value
-    assert studio.pick("A") == pick and len(studio.picks) == 1      # one pick a round
+    assert studio.pick("A") == pick and len(studio.picks) == 1  # one pick a round
     assert studio.picks_frame()[["round", "letter", "voice_id"]].values.tolist() == [
-        [1, "B", pick.voice_id]]
-    studio.hear(LINE)                                    # the next round is blind again
+        [1, "B", pick.voice_id]
+    ]
+    studio.hear(LINE)  # the next round is blind again
     with pytest.raises(ValueError, match="no take 'Z'"):
         studio.pick("Z")
 
 
 # --------------------------------------------------------------------------- text and buttons
 
+
 def test_app_text_fits_where_it_is_shown(client):
     assert ":8866" not in APP_INTRO and "cell below" not in APP_INTRO.lower()
-    assert not running_in_voila()             # this is a plain Python process
+    assert not running_in_voila()  # this is a plain Python process
     in_app = AuditionStudio(client, in_app=True)
     in_notebook = AuditionStudio(client, in_app=False)
     assert "studio.shortlist" not in in_app.shortlist_view.hint.value
@@ -252,11 +291,18 @@ def test_app_text_fits_where_it_is_shown(client):
 
 
 def test_download_button_is_an_escaped_link_drawn_as_a_button():
-    button = download_button_html("https://cdn.example/a'b.m4a?x=1&y=2", "take <1>",
-                                  filename="Zoë's take.m4a", mime="audio/mp4")
-    assert re.match(r"^<a class='dubkit-download' href='https://cdn\.example/a&#x27;b\.m4a\?x=1"
-                    r"&amp;y=2' download='Zoë&#x27;s take\.m4a' role='button' style='[^']*"
-                    r"border:1px solid [^']*border-radius:6px", button), button
+    button = download_button_html(
+        "https://cdn.example/a'b.m4a?x=1&y=2",
+        "take <1>",
+        filename="Zoë's take.m4a",
+        mime="audio/mp4",
+    )
+    assert re.match(
+        r"^<a class='dubkit-download' href='https://cdn\.example/a&#x27;b\.m4a\?x=1"
+        r"&amp;y=2' download='Zoë&#x27;s take\.m4a' role='button' style='[^']*"
+        r"border:1px solid [^']*border-radius:6px",
+        button,
+    ), button
     assert "take &lt;1&gt;</a>" in button
     plain = download_button_html("https://cdn.example/x.srt", "subtitles .srt")
-    assert " download role='button'" in plain      # no filename: the browser names the file
+    assert " download role='button'" in plain  # no filename: the browser names the file

@@ -8,16 +8,15 @@ some attempts and answers others itself, the way a proxy that loses answers woul
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import requests
-
-import dubkit
 from _http import local_http
 
-FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05,
-                                max_retry_after=0.01)
+import dubkit
+
+FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 CREATE = "/task/translate/create-async"
 PRESETS = "/assets/voice/basic/list"
 FORWARDED = ("authorization", "x-idempotency-key", "content-type", "user-agent")
@@ -29,11 +28,13 @@ def _header(headers: dict, name: str) -> str | None:
 
 def forward(sandbox, path: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
     """Send the request on to the sandbox's ``path`` and return its answer as it came."""
-    answer = requests.post(f"{sandbox.url}/openapi/v1{path}", data=body, timeout=10,
-                           headers={k: v for k, v in headers.items()
-                                    if k.lower() in FORWARDED})
-    kept = {k: v for k, v in answer.headers.items() if k.lower() in ("content-type",
-                                                                       "retry-after")}
+    answer = requests.post(
+        f"{sandbox.url}/openapi/v1{path}",
+        data=body,
+        timeout=10,
+        headers={k: v for k, v in headers.items() if k.lower() in FORWARDED},
+    )
+    kept = {k: v for k, v in answer.headers.items() if k.lower() in ("content-type", "retry-after")}
     return answer.status_code, kept, answer.content
 
 
@@ -54,19 +55,25 @@ def gateway(sandbox, path: str, script: list[str]) -> Callable:
             status = int(step.removeprefix("commit-then-"))
             return status, {"Content-Type": "application/json"}, lost % str(status).encode()
         return int(step), {"Content-Type": "application/json"}, lost % step.encode()
+
     respond.seen = seen  # type: ignore[attr-defined]
     return respond
 
 
 def says_maybe_committed(err: dubkit.DubkitError, key: str) -> bool:
     text = str(err)
-    return (err.maybe_committed and err.idempotency_key == key and "MAY HAVE BEEN COMMITTED"
-            in text and key in text and "client.tasks.list()" in text
-            and "extraData.dubkitIdempotencyKey" in text)
+    return (
+        err.maybe_committed
+        and err.idempotency_key == key
+        and "MAY HAVE BEEN COMMITTED" in text
+        and key in text
+        and "client.tasks.list()" in text
+        and "extraData.dubkitIdempotencyKey" in text
+    )
 
 
 def wait_for_tasks(c: dubkit.Client, count: int) -> list:
-    deadline = time.monotonic() + 10   # the slow attempts land in their own time
+    deadline = time.monotonic() + 10  # the slow attempts land in their own time
     while len(tasks := c.tasks.list()) < count and time.monotonic() < deadline:
         time.sleep(0.05)
     return tasks
@@ -74,20 +81,26 @@ def wait_for_tasks(c: dubkit.Client, count: int) -> list:
 
 # ------------------------------------------------ 7. a possible charge is never hidden
 
-@pytest.mark.parametrize("status, error_class", [(502, dubkit.UpstreamError),
-                                                 (500, dubkit.ServerError)])
+
+@pytest.mark.parametrize(
+    "status, error_class", [(502, dubkit.UpstreamError), (500, dubkit.ServerError)]
+)
 def test_a_lost_answer_then_a_409_then_only_gateway_errors_says_the_task_may_exist(
-        sandbox, new_key, client_for, status, error_class):
+    sandbox, new_key, client_for, status, error_class
+):
     """The first attempt commits and its answer is lost; a retry is refused 409 (the key is
     held); every later retry meets a gateway error. The 409 is not forgotten: the error says
     the call may have been committed, and the key it names finds the task."""
     c = client_for(new_key)
     script = [f"commit-then-{status}", "forward", str(status)]
-    with local_http(gateway(sandbox, CREATE, script)) as url, \
-            dubkit.Client(new_key, url, retry=FAST_RETRY) as through:
+    with (
+        local_http(gateway(sandbox, CREATE, script)) as url,
+        dubkit.Client(new_key, url, retry=FAST_RETRY) as through,
+    ):
         with pytest.raises(error_class) as info:
-            through.translate.create_async(["x"], source="en-US", target="fr-FR",
-                                           idempotency_key="order-7-attempt-1")
+            through.translate.create_async(
+                ["x"], source="en-US", target="fr-FR", idempotency_key="order-7-attempt-1"
+            )
     err = info.value
     assert not isinstance(err, dubkit.IdempotencyConflictError)
     assert says_maybe_committed(err, "order-7-attempt-1"), str(err)
@@ -95,39 +108,48 @@ def test_a_lost_answer_then_a_409_then_only_gateway_errors_says_the_task_may_exi
     assert len(c.tasks.list()) == 1
     # The advice works: the same key again is refused, because that call was committed.
     with pytest.raises(dubkit.IdempotencyConflictError):
-        c.translate.create_async(["x"], source="en-US", target="fr-FR",
-                                 idempotency_key=err.idempotency_key)
+        c.translate.create_async(
+            ["x"], source="en-US", target="fr-FR", idempotency_key=err.idempotency_key
+        )
 
 
 def test_read_timeouts_on_a_create_end_in_an_error_that_says_it_may_be_committed(
-        client, sandbox, new_key, client_for):
+    client, sandbox, new_key, client_for
+):
     sandbox.set_faults(latencyMs=300, paths=[CREATE])
-    with dubkit.Client(new_key, sandbox.url, retry=FAST_RETRY,
-                       timeout=dubkit.Timeout(connect=2, read=0.05)) as slow:
+    with dubkit.Client(
+        new_key, sandbox.url, retry=FAST_RETRY, timeout=dubkit.Timeout(connect=2, read=0.05)
+    ) as slow:
         with pytest.raises(dubkit.APITimeoutError) as info:
             slow.translate.create_async(["slow"], source="en-US", target="fr-FR")
     sandbox.set_faults()
     key = info.value.idempotency_key
     assert key and says_maybe_committed(info.value, key), str(info.value)
     c = client_for(new_key)
-    assert len(wait_for_tasks(c, 1)) == 1        # it was committed, once
-    with pytest.raises(dubkit.IdempotencyConflictError):   # and the key tells so
+    assert len(wait_for_tasks(c, 1)) == 1  # it was committed, once
+    with pytest.raises(dubkit.IdempotencyConflictError):  # and the key tells so
         c.translate.create_async(["slow"], source="en-US", target="fr-FR", idempotency_key=key)
 
 
 def test_a_gateway_error_before_any_work_still_warns_but_a_refused_connection_does_not(
-        sandbox, new_key, client_for):
+    sandbox, new_key, client_for
+):
     """A 502 can come from a gateway that never passed the request on: dubkit cannot tell, so
     it warns. A connection that was never made cannot have committed anything."""
-    with local_http(gateway(sandbox, CREATE, ["502"])) as url, \
-            dubkit.Client(new_key, url, retry=FAST_RETRY) as through:
+    with (
+        local_http(gateway(sandbox, CREATE, ["502"])) as url,
+        dubkit.Client(new_key, url, retry=FAST_RETRY) as through,
+    ):
         with pytest.raises(dubkit.UpstreamError) as info:
             through.translate.create_async(["x"], source="en-US", target="fr-FR")
     assert says_maybe_committed(info.value, info.value.idempotency_key or "-")
     assert len(client_for(new_key).tasks.list()) == 0
 
-    with dubkit.Client("sk_x_0000000000000", "http://127.0.0.1:9",
-                       retry=dubkit.RetryPolicy(max_retries=1, backoff=0.01)) as dead:
+    with dubkit.Client(
+        "sk_x_0000000000000",
+        "http://127.0.0.1:9",
+        retry=dubkit.RetryPolicy(max_retries=1, backoff=0.01),
+    ) as dead:
         with pytest.raises(dubkit.APIConnectionError) as refused:
             dead.translate.create_async(["x"], source="en-US", target="fr-FR")
     assert refused.value.maybe_committed is False
@@ -135,6 +157,7 @@ def test_a_gateway_error_before_any_work_still_warns_but_a_refused_connection_do
 
 
 # ------------------------------------------------ 8. read-only POSTs are retried like GETs
+
 
 def key_consuming_list(sandbox) -> Callable:
     """A service that does consume keys on the list POST (the interface's guidance allows it)
@@ -144,22 +167,29 @@ def key_consuming_list(sandbox) -> Callable:
     def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
         key = _header(headers, "x-idempotency-key")
         if key in keys:
-            return 409, {"Retry-After": "2", "Content-Type": "application/json"}, (
-                b'{"code": 409, "message": "Idempotency key already used", "data": null}')
+            return (
+                409,
+                {"Retry-After": "2", "Content-Type": "application/json"},
+                (b'{"code": 409, "message": "Idempotency key already used", "data": null}'),
+            )
         keys.append(key)
         answer = forward(sandbox, PRESETS, headers, body)
         if len(keys) == 1:
-            time.sleep(0.6)    # longer than the client's read timeout: the answer is lost
+            time.sleep(0.6)  # longer than the client's read timeout: the answer is lost
         return answer
+
     return respond
 
 
 @pytest.mark.parametrize("how", ["voices.presets_page", "client.request"])
 def test_a_slow_then_refused_list_call_is_asked_again_and_answers(client, sandbox, how):
     expected = client.voices.presets_page(1, 10)
-    with local_http(key_consuming_list(sandbox)) as url, \
-            dubkit.Client(sandbox.api_key, url, retry=FAST_RETRY,
-                          timeout=dubkit.Timeout(connect=2, read=0.2)) as c:
+    with (
+        local_http(key_consuming_list(sandbox)) as url,
+        dubkit.Client(
+            sandbox.api_key, url, retry=FAST_RETRY, timeout=dubkit.Timeout(connect=2, read=0.2)
+        ) as c,
+    ):
         if how == "client.request":
             page = c.request("POST", PRESETS, json={"currentPage": 1, "pageSize": 10})
             ids = [r["voiceId"] for r in page["records"]]
@@ -171,8 +201,9 @@ def test_a_slow_then_refused_list_call_is_asked_again_and_answers(client, sandbo
 @pytest.mark.parametrize("faults", [{"latencyMs": 300}, {"error502After": 1.0}])
 def test_a_failed_list_call_never_claims_a_possible_charge(client, sandbox, faults):
     sandbox.set_faults(paths=[PRESETS], **faults)
-    with dubkit.Client(sandbox.api_key, sandbox.url, retry=FAST_RETRY,
-                       timeout=dubkit.Timeout(connect=2, read=0.05)) as c:
+    with dubkit.Client(
+        sandbox.api_key, sandbox.url, retry=FAST_RETRY, timeout=dubkit.Timeout(connect=2, read=0.05)
+    ) as c:
         with pytest.raises((dubkit.APITimeoutError, dubkit.UpstreamError)) as info:
             c.voices.presets_page(1, 10)
     assert info.value.maybe_committed is False
@@ -181,13 +212,14 @@ def test_a_failed_list_call_never_claims_a_possible_charge(client, sandbox, faul
 
 # ------------------------------------------------ 9. the key: well-formed, and only to base_url
 
+
 @pytest.mark.parametrize("flaw", ["\n", "\r\n", " ", "\t", "\x00", "\x7f"])
 @pytest.mark.parametrize("where", ["end", "start", "middle"])
 def test_a_key_with_whitespace_or_control_characters_is_refused_without_quoting_it(
-        sandbox, flaw, where):
+    sandbox, flaw, where
+):
     good = sandbox.api_key
-    bad = {"end": good + flaw, "start": flaw + good,
-           "middle": good[:10] + flaw + good[10:]}[where]
+    bad = {"end": good + flaw, "start": flaw + good, "middle": good[:10] + flaw + good[10:]}[where]
     with pytest.raises(dubkit.ValidationError) as info:
         with dubkit.Client(bad, sandbox.url, retry=FAST_RETRY) as c:
             c.tasks.list()
@@ -210,6 +242,7 @@ def catcher() -> tuple[Callable, list]:
     def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
         caught.append((method, headers, body))
         return 200, {"Content-Type": "application/json"}, b'{"code": 200, "data": {}}'
+
     return respond, caught
 
 
@@ -223,14 +256,15 @@ def test_a_redirect_to_another_host_is_not_followed(call):
         def redirect(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
             hops.append(method)
             return 307, {"Location": f"{elsewhere}/collect"}, b""
+
         with local_http(redirect) as url, dubkit.Client(key, url, retry=FAST_RETRY) as c:
             with pytest.raises(dubkit.DubkitError) as info:
                 if call == "create":
                     c.translate.create(["private text"], source="en-US", target="fr-FR")
                 else:
                     c.tasks.list()
-    assert caught == []               # the other host saw nothing: no body, no key
-    assert len(hops) == 1             # and the redirect is not a reason to retry
+    assert caught == []  # the other host saw nothing: no body, no key
+    assert len(hops) == 1  # and the redirect is not a reason to retry
     assert "another host" in str(info.value) and key not in str(info.value)
 
 
@@ -241,8 +275,11 @@ def test_a_redirect_within_base_url_is_refused_too():
     def redirect(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
         hops.append(method)
         return 308, {"Location": "/openapi/v1/task/translate/create-again"}, b""
-    with local_http(redirect) as url, \
-            dubkit.Client("sk_test_redirect_0000000000", url, retry=FAST_RETRY) as c:
+
+    with (
+        local_http(redirect) as url,
+        dubkit.Client("sk_test_redirect_0000000000", url, retry=FAST_RETRY) as c,
+    ):
         with pytest.raises(dubkit.APIError) as info:
             c.translate.create(["x"], source="en-US", target="fr-FR")
     assert hops == ["POST"] and info.value.http_status == 308

@@ -7,14 +7,14 @@ import threading
 
 import numpy as np
 import pytest
+from _http import local_http
 
 import dubkit
-from _http import local_http
 from dubkit.sandbox.engines import voiceprint
 from dubkit.webhooks import verify
 
-VOICE = "sv_s1_en_us_clear_f"          # S1
-OTHER_TIER = "sv_s3_en_us_story_m"     # S3
+VOICE = "sv_s1_en_us_clear_f"  # S1
+OTHER_TIER = "sv_s3_en_us_story_m"  # S3
 TEXT = "The quick brown fox jumps over the lazy dog."
 
 
@@ -39,6 +39,7 @@ def clone(client, client_for, new_key):
 
     def make(provider: str = "V1", reference: str | None = None) -> str:
         return maker.clones.create(reference or preview, provider=provider).voice_id
+
     return make
 
 
@@ -54,7 +55,7 @@ def test_speak_returns_playable_audio_of_the_reported_length(client, tmp_path, f
 
 def test_default_format_is_m4a_and_players_never_autoplay(client):
     speech_ = client.tts.create(["First line.", "Second line."], voice=VOICE)
-    assert [l.format for l in speech_] == ["m4a", "m4a"]
+    assert [ln.format for ln in speech_] == ["m4a", "m4a"]
     view = speech_._repr_html_()
     assert view.count("<audio") == 2 and "audio/mp4" in view
     assert "autoplay" not in view and "loop" not in view
@@ -69,45 +70,52 @@ def test_duration_is_met_within_five_percent(client, target):
 
 
 def test_trim_removes_leading_and_trailing_silence(client):
-    loose, tight = (client.tts.speak("Hello.", VOICE, output_format="wav", trim=t)
-                    for t in (False, True))
+    loose, tight = (
+        client.tts.speak("Hello.", VOICE, output_format="wav", trim=t) for t in (False, True)
+    )
     assert tight.duration < loose.duration
 
     def edge_silence(line) -> int:
         loud = np.flatnonzero(np.abs(line.audio) > 0.02)
         return int(loud[0] + len(line.audio) - loud[-1])
+
     assert edge_silence(tight) < edge_silence(loose)
 
 
 def test_emotion_prompts_change_pace_and_pitch(client):
     def say(**emotion):
         return client.tts.speak(TEXT, "sv_s7_en_us_emote_f", output_format="wav", **emotion)
+
     neutral, sad = say(), say(emo_prompt="sad and tired", emo_weight=1)
     excited = say(emo_prompt="excited!", emo_weight=1)
     assert sad.duration > neutral.duration * 1.1 > excited.duration * 1.1
     assert pitch_of(excited) > pitch_of(neutral) > pitch_of(sad)
     assert say(emo_prompt="excited!", emo_weight=0).duration == pytest.approx(
-        neutral.duration, rel=0.03)
+        neutral.duration, rel=0.03
+    )
     assert "excited" in excited.extra["emotion"]
 
 
 def test_emotion_reference_audio_lends_its_pace(client):
     voice = "sv_s1_en_us_clear_m"
     plain = client.tts.speak(TEXT, voice, output_format="wav")
-    hurried, dragged = (client.tts.speak(TEXT, VOICE, output_format="wav",
-                                         duration=plain.duration * f) for f in (0.5, 1.8))
+    hurried, dragged = (
+        client.tts.speak(TEXT, VOICE, output_format="wav", duration=plain.duration * f)
+        for f in (0.5, 1.8)
+    )
 
     def lent(reference):
-        return client.tts.speak(TEXT, voice, output_format="wav", emo_ref_audio=reference.uri,
-                                emo_weight=1)
+        return client.tts.speak(
+            TEXT, voice, output_format="wav", emo_ref_audio=reference.uri, emo_weight=1
+        )
+
     assert lent(hurried).duration < plain.duration * 0.85
     assert lent(dragged).duration > plain.duration * 1.15
 
 
 def test_language_target_changes_what_the_voice_speaks(client):
     english = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav")
-    french = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav",
-                              language="fr-FR")
+    french = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav", language="fr-FR")
     assert abs(french.duration - english.duration) > 0.05
     with pytest.raises(dubkit.UnprocessableError) as err:
         client.tts.speak("Kumusta", VOICE, language="fil-PH")
@@ -117,24 +125,27 @@ def test_language_target_changes_what_the_voice_speaks(client):
     assert "language.target" in str(err.value)
 
 
-def test_clone_voices_speak_with_the_pace_of_their_recording(client_for, new_key, clone,
-                                                            client):
+def test_clone_voices_speak_with_the_pace_of_their_recording(client_for, new_key, clone, client):
     plain = client.tts.speak(TEXT, VOICE, output_format="wav")
-    hurried, dragged = (client.tts.speak(TEXT, VOICE, output_format="wav",
-                                         duration=plain.duration * f).uri for f in (0.5, 2.0))
+    hurried, dragged = (
+        client.tts.speak(TEXT, VOICE, output_format="wav", duration=plain.duration * f).uri
+        for f in (0.5, 2.0)
+    )
     fast, slow = clone("V3", hurried), clone("V3", dragged)
-    speech_ = client_for(new_key).tts.create([{"text": TEXT, "voice_id": slow},
-                                              {"text": TEXT, "voice_id": fast}],
-                                             output_format="wav")
+    speech_ = client_for(new_key).tts.create(
+        [{"text": TEXT, "voice_id": slow}, {"text": TEXT, "voice_id": fast}], output_format="wav"
+    )
     assert speech_[0].duration > 1.8 * speech_[1].duration
 
 
 def test_timbre_reference_imitates_the_speakers_pitch(client_for, new_key, client):
     mine = client_for(new_key)
-    high = client.voices.preset("sv_s1_en_us_clear_f").audio      # sandbox-served WAVs
+    high = client.voices.preset("sv_s1_en_us_clear_f").audio  # sandbox-served WAVs
     low = client.voices.preset("sv_s1_en_us_clear_m").audio
-    speech_ = mine.tts.create([{"text": TEXT, "timbre_ref_audio": high},
-                               {"text": TEXT, "timbre_ref_audio": low}], output_format="wav")
+    speech_ = mine.tts.create(
+        [{"text": TEXT, "timbre_ref_audio": high}, {"text": TEXT, "timbre_ref_audio": low}],
+        output_format="wav",
+    )
     assert not speech_.errors
     assert pitch_of(speech_[0]) > 1.3 * pitch_of(speech_[1])
 
@@ -143,20 +154,27 @@ def test_one_bad_line_fails_alone_and_is_not_charged(client, sandbox):
     before = credits(sandbox, sandbox.api_key)
     lines = ["Fine.", {"text": TEXT, "duration": 0.2}, "Also fine."]
     speech_ = client.tts.create(lines, voice=VOICE, output_format="wav")
-    assert [l.ok for l in speech_] == [True, False, True]
+    assert [ln.ok for ln in speech_] == [True, False, True]
     assert speech_.errors[1].startswith("duration:") and "0.25x to 4x" in speech_.errors[1]
     assert credits(sandbox, sandbox.api_key) == before - len("Fine.") - len("Also fine.")
     with pytest.raises(dubkit.DubkitError, match="not spoken: duration"):
-        client.tts.speak(TEXT, VOICE, duration=0.2)          # the one-liner says so
+        client.tts.speak(TEXT, VOICE, duration=0.2)  # the one-liner says so
 
 
 def test_unreachable_reference_fails_only_its_line(client_for, new_key, clone, client):
     mine = client_for(new_key)
     voice = clone("V2")
-    speech_ = mine.tts.create([{"text": "Good.", "voice_id": voice},
-                               {"text": "Bad.", "voice_id": voice,
-                                "timbre_ref_audio": client.base_url + "/files/missing.wav"}],
-                              output_format="wav")
+    speech_ = mine.tts.create(
+        [
+            {"text": "Good.", "voice_id": voice},
+            {
+                "text": "Bad.",
+                "voice_id": voice,
+                "timbre_ref_audio": client.base_url + "/files/missing.wav",
+            },
+        ],
+        output_format="wav",
+    )
     assert speech_[0].ok and not speech_[1].ok
     assert "timbreRefAudio" in speech_.errors[1]
 
@@ -174,10 +192,16 @@ def test_bad_input_is_refused_before_sending(client, sandbox):
     cases = [
         (dict(lines=["x"] * 51, voice=VOICE), "data", "client.tts.batch()"),
         (dict(lines=["hi"], voice="alloy"), "data[0].voiceId", "no voice 'alloy'"),
-        (dict(lines=[{"text": "a", "voice_id": VOICE}, {"text": "b", "voice_id": OTHER_TIER}]),
-         "data[1].voiceId", "data[0] is S1 and data[1] is S3"),
-        (dict(lines=[{"text": "a", "voice_id": VOICE, "timbre_ref_audio": "https://x/y.wav"}]),
-         "data[0].timbreRefAudio", "preset voice (S1)"),
+        (
+            dict(lines=[{"text": "a", "voice_id": VOICE}, {"text": "b", "voice_id": OTHER_TIER}]),
+            "data[1].voiceId",
+            "data[0] is S1 and data[1] is S3",
+        ),
+        (
+            dict(lines=[{"text": "a", "voice_id": VOICE, "timbre_ref_audio": "https://x/y.wav"}]),
+            "data[0].timbreRefAudio",
+            "preset voice (S1)",
+        ),
         (dict(lines=["hi"], voice=VOICE, emo_weight=1.5), "data[0].emoWeight", "1"),
         (dict(lines=["hi"], voice=VOICE, output_format="ogg"), "outputFormat", "'m4a'"),
         (dict(lines=["hi"]), "data[0]", "voiceId or timbreRefAudio"),
@@ -187,25 +211,35 @@ def test_bad_input_is_refused_before_sending(client, sandbox):
             client.tts.create(**kwargs)
         assert err.value.field == field and words in err.value.problem, err.value
     assert "at most 50 lines per request, got 51" in str(
-        pytest.raises(dubkit.ValidationError, client.tts.create, ["x"] * 51, voice=VOICE).value)
+        pytest.raises(dubkit.ValidationError, client.tts.create, ["x"] * 51, voice=VOICE).value
+    )
     assert (credits(sandbox, sandbox.api_key), len(client.tasks.list(task_type="tts"))) == before
 
 
-@pytest.mark.parametrize("lines, message", [
-    ([{"text": "a", "voiceId": VOICE}, {"text": "b", "voiceId": "sv_nope"}],
-     "voiceId not found in system or clone voice library: data[1]"),
-    ([{"text": "a", "voiceId": VOICE}, {"text": "b", "voiceId": OTHER_TIER}],
-     "all voiceId in one batch must share the same provider, but found multiple: "
-     "S1 (data[0]); S3 (data[1])"),
-    ([{"text": "a", "voiceId": VOICE, "timbreRefAudio": "https://x/y.wav"}],
-     "timbreRefAudio requires a clone provider (V1-V5), but voiceId in this batch resolved "
-     "to a system provider (S1)"),
-    ([{"text": "a", "voiceId": VOICE, "emoWeight": 1.5}], "data[0].emoWeight"),
-    ([{"text": "a" * 10_001, "voiceId": VOICE}], "data[0].text: at most 10000 characters"),
-])
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (
+            [{"text": "a", "voiceId": VOICE}, {"text": "b", "voiceId": "sv_nope"}],
+            "voiceId not found in system or clone voice library: data[1]",
+        ),
+        (
+            [{"text": "a", "voiceId": VOICE}, {"text": "b", "voiceId": OTHER_TIER}],
+            "all voiceId in one batch must share the same provider, but found multiple: "
+            "S1 (data[0]); S3 (data[1])",
+        ),
+        (
+            [{"text": "a", "voiceId": VOICE, "timbreRefAudio": "https://x/y.wav"}],
+            "timbreRefAudio requires a clone provider (V1-V5), but voiceId in this batch resolved "
+            "to a system provider (S1)",
+        ),
+        ([{"text": "a", "voiceId": VOICE, "emoWeight": 1.5}], "data[0].emoWeight"),
+        ([{"text": "a" * 10_001, "voiceId": VOICE}], "data[0].text: at most 10000 characters"),
+    ],
+)
 @pytest.mark.sends_invalid_requests
 def test_sandbox_refuses_the_same_with_400(client, lines, message):
-    with pytest.raises(dubkit.BadRequestError) as err:      # sent raw, past client checks
+    with pytest.raises(dubkit.BadRequestError) as err:  # sent raw, past client checks
         client.request("POST", "/task/tts/create", json={"data": lines})
     assert err.value.http_status == 400 and message in err.value.message
 
@@ -213,8 +247,11 @@ def test_sandbox_refuses_the_same_with_400(client, lines, message):
 def test_sandbox_refuses_mixed_clone_engines(client_for, new_key, clone):
     v1, v2 = clone("V1"), clone("V2")
     with pytest.raises(dubkit.BadRequestError) as err:
-        client_for(new_key).request("POST", "/task/tts/create", json={"data": [
-            {"text": "a", "voiceId": v1}, {"text": "b", "voiceId": v2}]})
+        client_for(new_key).request(
+            "POST",
+            "/task/tts/create",
+            json={"data": [{"text": "a", "voiceId": v1}, {"text": "b", "voiceId": v2}]},
+        )
     assert "found multiple: V1 (data[0]); V2 (data[1])" in err.value.message
 
 
@@ -233,11 +270,15 @@ def test_async_create_delivers_a_signed_openapi_tts_webhook(client, sandbox):
 
     with local_http(hook) as url:
         sandbox.set_webhook(f"{url}/hook")
-        task = client.tts.create_async(["Later, alligator.", "In a while."], voice=VOICE,
-                                       output_format="wav", extra_data={"order": 7})
+        task = client.tts.create_async(
+            ["Later, alligator.", "In a while."],
+            voice=VOICE,
+            output_format="wav",
+            extra_data={"order": 7},
+        )
         result = task.wait(timeout=60).result
         assert isinstance(result, dubkit.Speech) and not result.errors
-        assert [l.text for l in result] == ["Later, alligator.", "In a while."]
+        assert [ln.text for ln in result] == ["Later, alligator.", "In a while."]
         assert result[0].audio.size > 0
         deadline = threading.Event()
         for _ in range(100):
@@ -249,8 +290,7 @@ def test_async_create_delivers_a_signed_openapi_tts_webhook(client, sandbox):
         envelope = json.loads(body)
         assert envelope["event"] == "openapi-tts" and envelope["data"]["taskId"] == task.task_id
         assert len(envelope["data"]["results"]) == 2
-        assert envelope["extraData"] == {"dubkitIdempotencyKey": task.idempotency_key,
-                                         "order": 7}
+        assert envelope["extraData"] == {"dubkitIdempotencyKey": task.idempotency_key, "order": 7}
 
 
 def test_batch_splits_providers_chunks_fifty_and_keeps_order(client):
@@ -258,20 +298,26 @@ def test_batch_splits_providers_chunks_fifty_and_keeps_order(client):
     lines = [{"text": f"Line number {i}.", "voice_id": tiers[i % 3]} for i in range(160)]
     lines[77] = {"text": TEXT, "voice_id": tiers[77 % 3], "duration": 0.1}
     speech_ = client.tts.batch(lines, output_format="wav", progress=False)
-    assert len(speech_) == 160 and [l.text for l in speech_] == [l["text"] for l in lines]
-    assert [l.voice_id for l in speech_] == [l["voice_id"] for l in lines]
+    assert len(speech_) == 160 and [ln.text for ln in speech_] == [ln["text"] for ln in lines]
+    assert [ln.voice_id for ln in speech_] == [ln["voice_id"] for ln in lines]
     assert list(speech_.errors) == [77]
-    assert len(speech_.task_ids) == 6          # 54/53/53 lines: two requests per provider
+    assert len(speech_.task_ids) == 6  # 54/53/53 lines: two requests per provider
     assert speech_[5].duration == pytest.approx(decoded_seconds(speech_[5]), rel=0.05)
 
 
 def test_batch_learns_clone_engines_it_has_not_seen(client_for, new_key, clone, sandbox):
     v1, v4 = clone("V1"), clone("V4")
-    fresh = client_for(new_key)                 # knows no providers yet
+    fresh = client_for(new_key)  # knows no providers yet
     assert fresh.voices.provider_of(v1) is None
-    speech_ = fresh.tts.batch([{"text": "One.", "voice_id": v1}, {"text": "Two.", "voice_id": v4},
-                               {"text": "Three.", "voice_id": v1}], output_format="wav",
-                              progress=False)
+    speech_ = fresh.tts.batch(
+        [
+            {"text": "One.", "voice_id": v1},
+            {"text": "Two.", "voice_id": v4},
+            {"text": "Three.", "voice_id": v1},
+        ],
+        output_format="wav",
+        progress=False,
+    )
     assert not speech_.errors and len(speech_.task_ids) == 2
     assert fresh.voices.provider_of(v4) == "V4"
 
@@ -286,8 +332,8 @@ def test_batch_reports_a_failed_request_on_its_lines(client, sandbox):
 
 def test_speech_joins_lines_and_saves_them_all(client, tmp_path):
     speech_ = client.tts.create(["One.", "Two.", "Three."], voice=VOICE, output_format="mp3")
-    assert speech_.audio.shape[0] == sum(len(l.audio) for l in speech_)
-    assert speech_.duration == pytest.approx(sum(l.duration for l in speech_))
+    assert speech_.audio.shape[0] == sum(len(ln.audio) for ln in speech_)
+    assert speech_.duration == pytest.approx(sum(ln.duration for ln in speech_))
     paths = speech_.save(tmp_path)
     assert [p.name for p in paths] == ["000.mp3", "001.mp3", "002.mp3"]
     frame = speech_.to_frame()
@@ -296,6 +342,7 @@ def test_speech_joins_lines_and_saves_them_all(client, tmp_path):
 
 def test_a_local_reference_is_uploaded_only_after_the_rest_is_valid(client, tmp_path):
     from dubkit import samples
+
     reference = samples.speech_recording(tmp_path / "me.wav", "My own voice, recorded.")
     before = len(client.materials.list())
     with pytest.raises(dubkit.ValidationError) as info:

@@ -19,10 +19,10 @@ from urllib.parse import urlencode
 
 import pytest
 import requests
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 from dubkit import samples
 from dubkit.uploads import pending_states
-from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 MiB = 1024 * 1024
 
@@ -80,7 +80,11 @@ def crash_while_uploading(api, path: Path, state_dir: Path, mode: str) -> None:
     """Run the uploader on ``path`` until it kills itself (``mode``, see UPLOADER)."""
     uploader = subprocess.run(
         [sys.executable, "-c", UPLOADER, api.base_url, str(path), str(state_dir), mode],
-        input=api.transport._secret + "\n", capture_output=True, text=True, timeout=120)
+        input=api.transport._secret + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert uploader.returncode == -signal.SIGKILL, (uploader.returncode, uploader.stderr)
     assert "finished" not in uploader.stdout
 
@@ -118,22 +122,20 @@ class Phases:
             self.phases.append(progress.phase)
 
 
-def test_a_file_edited_in_place_after_a_crash_is_uploaded_afresh(api, sandbox, tmp_path,
-                                                                 state_dir):
-    path = samples.noise_wav(tmp_path / "edited.wav", 16 * MiB)     # parts 5+5+5+1 MiB
+def test_a_file_edited_in_place_after_a_crash_is_uploaded_afresh(api, sandbox, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "edited.wav", 16 * MiB)  # parts 5+5+5+1 MiB
     crash_while_uploading(api, path, state_dir, "after-parts 1")
     (old,) = pending_states(state_dir)
     assert 1 in old.etags and len(old.etags) < 4
 
-    old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=MiB)   # inside sent part 1
-    assert old.matches(path)                  # size and mtime alone cannot see the edit
+    old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=MiB)  # inside sent part 1
+    assert old.matches(path)  # size and mtime alone cannot see the edit
 
     material = api.materials.upload(path, progress=False, state_dir=state_dir)
     assert material.file_hash == md5(path)
-    assert stored_md5(material) == md5(path)                  # the new bytes, all of them
+    assert stored_md5(material) == md5(path)  # the new bytes, all of them
     assert live_with_hash(api, old_md5) == []
-    assert sandbox.admin("GET", f"/storage/uploads/{old.data['uploadId']}")["state"] == \
-        "aborted"
+    assert sandbox.admin("GET", f"/storage/uploads/{old.data['uploadId']}")["state"] == "aborted"
     assert list(pending_states(state_dir)) == []
 
 
@@ -147,8 +149,14 @@ def test_parts_of_a_state_without_digests_are_not_trusted(api, sandbox, tmp_path
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        api.materials.upload(path, progress=stop_after_first_part, part_size=5 * MiB,
-                             multipart_threshold=MiB, concurrency=1, state_dir=state_dir)
+        api.materials.upload(
+            path,
+            progress=stop_after_first_part,
+            part_size=5 * MiB,
+            multipart_threshold=MiB,
+            concurrency=1,
+            state_dir=state_dir,
+        )
     (old,) = pending_states(state_dir)
     legacy = {k: v for k, v in old.data.items() if k != "partDigests"} | {"version": 1}
     old.file.write_text(json.dumps(legacy))
@@ -157,17 +165,17 @@ def test_parts_of_a_state_without_digests_are_not_trusted(api, sandbox, tmp_path
     material = api.materials.upload(path, progress=False, state_dir=state_dir)
     assert material.file_hash == md5(path) and stored_md5(material) == md5(path)
     assert live_with_hash(api, old_md5) == []
-    assert sandbox.admin("GET", f"/storage/uploads/{old.data['uploadId']}")["state"] == \
-        "aborted"
+    assert sandbox.admin("GET", f"/storage/uploads/{old.data['uploadId']}")["state"] == "aborted"
 
 
-def test_a_crash_right_after_registration_returns_the_registered_material(api, sandbox,
-                                                                          tmp_path, state_dir):
-    path = samples.noise_wav(tmp_path / "registered.wav", 12 * MiB)   # parts 5+5+2 MiB
+def test_a_crash_right_after_registration_returns_the_registered_material(
+    api, sandbox, tmp_path, state_dir
+):
+    path = samples.noise_wav(tmp_path / "registered.wav", 12 * MiB)  # parts 5+5+2 MiB
     crash_while_uploading(api, path, state_dir, "after-complete")
-    (state,) = pending_states(state_dir)                      # the crash left the state...
+    (state,) = pending_states(state_dir)  # the crash left the state...
     assert sorted(state.etags) == [1, 2, 3]
-    (registered,) = live_with_hash(api, md5(path))            # ...and the material
+    (registered,) = live_with_hash(api, md5(path))  # ...and the material
     assert registered == state.data["materialId"]
     assert len(sessions(api, sandbox)) == 1
 
@@ -175,22 +183,23 @@ def test_a_crash_right_after_registration_returns_the_registered_material(api, s
     material = api.materials.upload(path, progress=seen, state_dir=state_dir)
     assert material.material_id == registered
     assert live_with_hash(api, md5(path)) == [registered]
-    assert len(sessions(api, sandbox)) == 1                   # no second upload began
-    assert seen.last.sent == seen.last.resumed_bytes == path.stat().st_size   # none sent now
-    assert seen.last.verified == path.stat().st_size          # checked against the file first
+    assert len(sessions(api, sandbox)) == 1  # no second upload began
+    assert seen.last.sent == seen.last.resumed_bytes == path.stat().st_size  # none sent now
+    assert seen.last.verified == path.stat().st_size  # checked against the file first
     assert "registering" not in seen.phases and seen.phases[-1] == "done"
     assert list(pending_states(state_dir)) == []
 
 
-def test_a_file_edited_after_a_crash_after_registration_is_uploaded_again(api, sandbox,
-                                                                          tmp_path, state_dir):
+def test_a_file_edited_after_a_crash_after_registration_is_uploaded_again(
+    api, sandbox, tmp_path, state_dir
+):
     path = samples.noise_wav(tmp_path / "later.wav", 12 * MiB)
     crash_while_uploading(api, path, state_dir, "after-complete")
     (registered,) = live_with_hash(api, md5(path))
-    old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=6 * MiB)   # inside part 2
+    old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=6 * MiB)  # inside part 2
 
     material = api.materials.upload(path, progress=False, state_dir=state_dir)
     assert material.material_id != registered
     assert material.file_hash == md5(path) and stored_md5(material) == md5(path)
-    assert live_with_hash(api, old_md5) == [registered]        # the old material stays as is
+    assert live_with_hash(api, old_md5) == [registered]  # the old material stays as is
     assert list(pending_states(state_dir)) == []

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 import dubkit
 from dubkit import samples
 from dubkit.results import Material
 from dubkit.uploads import pending_states
 from dubkit.widgets.uploads import UploadProgressBar
-from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 MiB = 1024 * 1024
 
@@ -51,7 +51,8 @@ class Recorder:
             if progress.phase == "registering" and self._sandbox is not None:
                 (state,) = pending_states(self._state_dir)
                 self.parts_at_registering = self._sandbox.admin(
-                    "GET", f"/storage/uploads/{state.data['uploadId']}")["parts"]
+                    "GET", f"/storage/uploads/{state.data['uploadId']}"
+                )["parts"]
 
 
 def test_a_small_file_is_one_put_then_a_registered_material(api, tmp_path, state_dir):
@@ -73,20 +74,22 @@ def test_a_small_file_is_one_put_then_a_registered_material(api, tmp_path, state
 
 
 def test_bad_input_is_refused_before_any_request(tmp_path):
-    offline = dubkit.Client("sk_test_never_sent", "http://127.0.0.1:9")   # nothing listens
+    offline = dubkit.Client("sk_test_never_sent", "http://127.0.0.1:9")  # nothing listens
     (tmp_path / "empty.wav").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("just some text\n" * 100)
     (tmp_path / "script.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nHello\n")
     noname = samples.noise_wav(tmp_path / "noise", 4096)
     sound = samples.noise_wav(tmp_path / "noise.wav", 4096)
-    cases = [(tmp_path / "missing.wav", {}, "path", "no such file"),
-             (tmp_path / "empty.wav", {}, "path", "empty"),
-             (tmp_path / "notes.txt", {}, "path", "text file"),
-             (tmp_path / "script.srt", {}, "path", "text file"),
-             (tmp_path, {}, "path", "not a file"),
-             (noname, {}, "fileName", "extension"),
-             (sound, {"part_size": 1 * MiB}, "part_size", "5 MiB"),
-             (sound, {"concurrency": 0}, "concurrency", "at least 1")]
+    cases = [
+        (tmp_path / "missing.wav", {}, "path", "no such file"),
+        (tmp_path / "empty.wav", {}, "path", "empty"),
+        (tmp_path / "notes.txt", {}, "path", "text file"),
+        (tmp_path / "script.srt", {}, "path", "text file"),
+        (tmp_path, {}, "path", "not a file"),
+        (noname, {}, "fileName", "extension"),
+        (sound, {"part_size": 1 * MiB}, "part_size", "5 MiB"),
+        (sound, {"concurrency": 0}, "concurrency", "at least 1"),
+    ]
     for path, options, field, problem in cases:
         with pytest.raises(dubkit.ValidationError, match=problem) as caught:
             offline.materials.upload(path, progress=False, **options)
@@ -96,13 +99,24 @@ def test_bad_input_is_refused_before_any_request(tmp_path):
 def test_a_large_file_goes_in_parallel_parts_each_sent_once(api, sandbox, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "large.wav", 21 * MiB)
     seen = Recorder(sandbox, state_dir)
-    material = api.materials.upload(path, progress=seen, part_size=5 * MiB, concurrency=3,
-                                    multipart_threshold=8 * MiB, state_dir=state_dir)
+    material = api.materials.upload(
+        path,
+        progress=seen,
+        part_size=5 * MiB,
+        concurrency=3,
+        multipart_threshold=8 * MiB,
+        state_dir=state_dir,
+    )
     assert material.file_hash == md5(path) and material.filesize == 21 * MiB
-    assert [(p["partNumber"], p["size"], p["puts"]) for p in seen.parts_at_registering] == \
-        [(1, 5 * MiB, 1), (2, 5 * MiB, 1), (3, 5 * MiB, 1), (4, 5 * MiB, 1), (5, MiB, 1)]
+    assert [(p["partNumber"], p["size"], p["puts"]) for p in seen.parts_at_registering] == [
+        (1, 5 * MiB, 1),
+        (2, 5 * MiB, 1),
+        (3, 5 * MiB, 1),
+        (4, 5 * MiB, 1),
+        (5, MiB, 1),
+    ]
     assert seen.last.parts_done == seen.last.parts_total == 5
-    assert list(pending_states(state_dir)) == []          # nothing left to resume
+    assert list(pending_states(state_dir)) == []  # nothing left to resume
 
 
 # The kill test's uploader: a separate process, killed by the test while it uploads.
@@ -118,15 +132,24 @@ print("finished", flush=True)
 """
 
 
-def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_path,
-                                                               state_dir):
-    path = samples.noise_wav(tmp_path / "killed.wav", 27 * MiB)      # 6 parts of 5 MiB
-    sandbox.admin("POST", "/storage", putLatencyMs=400)            # parts take a while
+def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "killed.wav", 27 * MiB)  # 6 parts of 5 MiB
+    sandbox.admin("POST", "/storage", putLatencyMs=400)  # parts take a while
     uploader = subprocess.Popen(
-        [sys.executable, "-c", UPLOADER, api.transport._secret, api.base_url, str(path),
-         str(state_dir)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            UPLOADER,
+            api.transport._secret,
+            api.base_url,
+            str(path),
+            str(state_dir),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        for line in uploader.stdout:                               # type: ignore[union-attr]
+        for line in uploader.stdout:  # type: ignore[union-attr]
             assert line.strip() != "finished", "the upload ended before it was killed"
             if line.startswith("parts") and int(line.split()[1]) >= 2:
                 uploader.send_signal(signal.SIGKILL)
@@ -139,15 +162,15 @@ def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_
     (state,) = pending_states(state_dir)
     done_before = sorted(state.etags)
     assert 2 <= len(done_before) < 6
-    assert live_with_hash(api, md5(path)) == []               # nothing half registered
+    assert live_with_hash(api, md5(path)) == []  # nothing half registered
 
     seen = Recorder(sandbox, state_dir)
     material = api.materials.upload(path, progress=seen, state_dir=state_dir)
-    assert seen.phases[0] == "uploading"                      # no second MD5 pass either
+    assert seen.phases[0] == "uploading"  # no second MD5 pass either
     assert seen.last.resumed_parts == len(done_before)
     puts = {p["partNumber"]: p["puts"] for p in seen.parts_at_registering}
     assert sorted(puts) == [1, 2, 3, 4, 5, 6]
-    assert all(puts[n] == 1 for n in done_before)             # finished parts were not resent
+    assert all(puts[n] == 1 for n in done_before)  # finished parts were not resent
     assert [m.material_id for m in live_with_hash(api, md5(path))] == [material.material_id]
     assert material.filesize == path.stat().st_size
     assert list(pending_states(state_dir)) == []
@@ -156,13 +179,20 @@ def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_
 def interrupted_upload(api, path, state_dir):
     """Upload ``path`` in 5 MiB parts and interrupt it (as Ctrl-C would) after the first part;
     return the resume state it left."""
+
     def stop_after_first_part(progress):
         if progress.parts_done >= 1:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        api.materials.upload(path, progress=stop_after_first_part, part_size=5 * MiB,
-                             multipart_threshold=MiB, concurrency=1, state_dir=state_dir)
+        api.materials.upload(
+            path,
+            progress=stop_after_first_part,
+            part_size=5 * MiB,
+            multipart_threshold=MiB,
+            concurrency=1,
+            state_dir=state_dir,
+        )
     (state,) = pending_states(state_dir)
     return state
 
@@ -180,10 +210,15 @@ def test_an_upload_interrupted_by_the_caller_resumes(api, tmp_path, state_dir):
 def test_resume_false_aborts_the_old_session_and_starts_over(api, sandbox, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "restart.wav", 12 * MiB)
     state = interrupted_upload(api, path, state_dir)
-    material = api.materials.upload(path, progress=False, resume=False, part_size=5 * MiB,
-                                    multipart_threshold=MiB, state_dir=state_dir)
-    assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}")["state"] == \
-        "aborted"
+    material = api.materials.upload(
+        path,
+        progress=False,
+        resume=False,
+        part_size=5 * MiB,
+        multipart_threshold=MiB,
+        state_dir=state_dir,
+    )
+    assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}")["state"] == "aborted"
     assert material.file_hash == md5(path)
 
 
@@ -191,8 +226,11 @@ def test_abort_gives_up_an_interrupted_upload(api, sandbox, tmp_path, state_dir)
     path = samples.noise_wav(tmp_path / "give-up.wav", 12 * MiB)
     state = interrupted_upload(api, path, state_dir)
     assert api.materials.abort(path, state_dir=state_dir) is True
-    assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}") == \
-        {"uploadId": state.data["uploadId"], "state": "aborted", "parts": []}
+    assert sandbox.admin("GET", f"/storage/uploads/{state.data['uploadId']}") == {
+        "uploadId": state.data["uploadId"],
+        "state": "aborted",
+        "parts": [],
+    }
     assert list(pending_states(state_dir)) == []
     assert api.materials.abort(path, state_dir=state_dir) is False
 
@@ -203,9 +241,14 @@ def test_expired_part_urls_are_presigned_again(api, sandbox, tmp_path, state_dir
     sandbox.admin("POST", "/storage", presignTtl=2, putLatencyMs=1200)
     before = sandbox.admin("GET", "/storage")["refused"].get("expired", 0)
     path = samples.noise_wav(tmp_path / "slow.wav", 6 * MiB)
-    material = api.materials.upload(path, progress=False, part_size=5 * MiB,
-                                    multipart_threshold=MiB, concurrency=1,
-                                    state_dir=state_dir)
+    material = api.materials.upload(
+        path,
+        progress=False,
+        part_size=5 * MiB,
+        multipart_threshold=MiB,
+        concurrency=1,
+        state_dir=state_dir,
+    )
     assert material.file_hash == md5(path)
     assert sandbox.admin("GET", "/storage")["refused"].get("expired", 0) > before
 
@@ -214,24 +257,30 @@ def test_an_upload_that_cannot_finish_is_aborted(api, sandbox, tmp_path, state_d
     sandbox.set_limits(uploadLimit=8 * MiB)
     path = samples.noise_wav(tmp_path / "toolarge.wav", 13 * MiB)
     with pytest.raises(dubkit.PayloadTooLargeError, match="aborted"):
-        api.materials.upload(path, progress=False, part_size=5 * MiB, multipart_threshold=MiB,
-                             concurrency=1, state_dir=state_dir)
+        api.materials.upload(
+            path,
+            progress=False,
+            part_size=5 * MiB,
+            multipart_threshold=MiB,
+            concurrency=1,
+            state_dir=state_dir,
+        )
     assert list(pending_states(state_dir)) == [] and api.materials.list() == []
     with pytest.raises(dubkit.PayloadTooLargeError, match="upload limit"):
-        api.materials.upload(path, progress=False, state_dir=state_dir)     # one PUT
+        api.materials.upload(path, progress=False, state_dir=state_dir)  # one PUT
 
 
 def test_bytes_that_are_not_media_are_aborted_not_registered(api, tmp_path, state_dir):
     junk = tmp_path / "junk.mp4"
-    junk.write_bytes(bytes(range(256)) * (24 * 1024 * 4))                  # 24 MiB, binary
+    junk.write_bytes(bytes(range(256)) * (24 * 1024 * 4))  # 24 MiB, binary
     with pytest.raises(dubkit.UnprocessableError, match="not audio or video"):
-        api.materials.upload(junk, progress=False, part_size=5 * MiB, multipart_threshold=MiB,
-                             state_dir=state_dir)
+        api.materials.upload(
+            junk, progress=False, part_size=5 * MiB, multipart_threshold=MiB, state_dir=state_dir
+        )
     assert list(pending_states(state_dir)) == [] and api.materials.list() == []
 
 
-def test_a_lost_answer_to_complete_still_yields_the_one_material(api, sandbox, tmp_path,
-                                                                 state_dir):
+def test_a_lost_answer_to_complete_still_yields_the_one_material(api, sandbox, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "lost.wav", 64 * 1024)
     sandbox.set_faults(dropAfterCommit=1.0, paths=["/assets/material/upload/complete"])
     material = api.materials.upload(path, progress=False, state_dir=state_dir)
@@ -240,8 +289,12 @@ def test_a_lost_answer_to_complete_still_yields_the_one_material(api, sandbox, t
 
 
 def test_list_pages_and_ids_must_be_registered(api, client_for, new_key, tmp_path, state_dir):
-    made = [api.materials.upload(samples.noise_wav(tmp_path / f"n{i}.wav", 8192 + i),
-                                 progress=False, state_dir=state_dir) for i in range(3)]
+    made = [
+        api.materials.upload(
+            samples.noise_wav(tmp_path / f"n{i}.wav", 8192 + i), progress=False, state_dir=state_dir
+        )
+        for i in range(3)
+    ]
     listed = api.materials.list(page_size=2)
     assert [m.material_id for m in listed] == [m.material_id for m in made[::-1]]
     frame = listed.to_frame()
@@ -249,15 +302,16 @@ def test_list_pages_and_ids_must_be_registered(api, client_for, new_key, tmp_pat
     assert list(frame["name"]) == ["n2.wav", "n1.wav", "n0.wav"]
     assert api.materials.list(limit=1)[0].material_id == made[-1].material_id
 
-    fresh = client_for(new_key)                  # no cache: the id is looked up in the list
+    fresh = client_for(new_key)  # no cache: the id is looked up in the list
     assert fresh.materials.require_registered(made[0].material_id) == made[0].material_id
     api.materials.delete(made[0])
     for client in (api, client_for(new_key)):
         with pytest.raises(dubkit.ValidationError, match="not a registered material") as caught:
             client.materials.require_registered(made[0].material_id)
         assert caught.value.field == "source.materialId"
-    unfinished = api.call("materials.gen_upload_url",
-                          {"fileHash": "0" * 32, "fileName": "never.wav"})["materialId"]
+    unfinished = api.call(
+        "materials.gen_upload_url", {"fileHash": "0" * 32, "fileName": "never.wav"}
+    )["materialId"]
     with pytest.raises(dubkit.ValidationError, match="unfinished upload"):
         api.materials.require_registered(unfinished)
 
@@ -265,8 +319,9 @@ def test_list_pages_and_ids_must_be_registered(api, client_for, new_key, tmp_pat
 def test_the_progress_bar_shows_bytes_rate_and_parts(api, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "bar.wav", 11 * MiB)
     bar = UploadProgressBar("bar.wav")
-    material = api.materials.upload(path, progress=bar, part_size=5 * MiB,
-                                    multipart_threshold=MiB, state_dir=state_dir)
+    material = api.materials.upload(
+        path, progress=bar, part_size=5 * MiB, multipart_threshold=MiB, state_dir=state_dir
+    )
     bundle = bar._repr_mimebundle_()
     assert f"registered as material {material.material_id}" in bundle["text/html"]
     assert "11.0 MiB" in bundle["text/html"] and "parts 3/3" in bundle["text/html"]

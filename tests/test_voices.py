@@ -13,10 +13,27 @@ import soundfile as sf
 import dubkit
 from dubkit.widgets.voices import VoiceBrowser
 
-RECORD_FIELDS = ("voice_id", "local_name", "display_name", "locale", "locale_name", "provider",
-                 "gender", "style", "role_play", "description", "personalities",
-                 "personality_list", "scenarios", "scenario_list", "score", "cover", "audio",
-                 "create_time", "update_time")
+RECORD_FIELDS = (
+    "voice_id",
+    "local_name",
+    "display_name",
+    "locale",
+    "locale_name",
+    "provider",
+    "gender",
+    "style",
+    "role_play",
+    "description",
+    "personalities",
+    "personality_list",
+    "scenarios",
+    "scenario_list",
+    "score",
+    "cover",
+    "audio",
+    "create_time",
+    "update_time",
+)
 
 
 @pytest.fixture
@@ -26,8 +43,12 @@ def make_clone(client, client_for):
     reference = client.voices.preset("sv_s1_en_us_clear_f").audio
 
     def make(api_key: str, name: str, provider: str = "V1") -> str:
-        return client_for(api_key).clones.create(reference, name=name, provider=provider,
-                                                language="en-US", text="sample").voice_id
+        return (
+            client_for(api_key)
+            .clones.create(reference, name=name, provider=provider, language="en-US", text="sample")
+            .voice_id
+        )
+
     return make
 
 
@@ -96,8 +117,7 @@ def test_ordering_and_pinned_ids(client):
     by_score = client.voices.presets(locale="fr-FR", order_by="score", order="asc")
     assert [v.score for v in by_score] == sorted(v.score for v in by_score)
     newest = client.voices.presets(locale="fr-FR", order_by="create_time")
-    assert [v.create_time for v in newest] == sorted((v.create_time for v in newest),
-                                                     reverse=True)
+    assert [v.create_time for v in newest] == sorted((v.create_time for v in newest), reverse=True)
     pinned = ["sv_s6_fr_fr_whisper_m", "sv_s1_fr_fr_clear_m"]
     listed = client.voices.presets(locale="fr-FR", top_ids=pinned, order_by="voiceId")
     assert listed.ids[:2] == pinned
@@ -144,10 +164,12 @@ def test_preset_lookup_and_missing_preset(client):
 
 def test_clone_list_filters_order_and_paging(client, new_key, client_for, make_clone):
     mine = client_for(new_key)
-    ids = [make_clone(new_key, name, provider) for name, provider in
-           (("Narrator warm", "V2"), ("Anna", "V3"), ("narrator cold", "V5"))]
+    ids = [
+        make_clone(new_key, name, provider)
+        for name, provider in (("Narrator warm", "V2"), ("Anna", "V3"), ("narrator cold", "V5"))
+    ]
     assert mine.voices.provider_of(ids[2]) is None
-    assert mine.voices.clones().ids == ids[::-1]            # newest first by default
+    assert mine.voices.clones().ids == ids[::-1]  # newest first by default
     assert mine.voices.clones(order_by="name", order="asc").ids == [ids[1], ids[0], ids[2]]
     assert mine.voices.clones(search="NARRATOR").ids == [ids[2], ids[0]]
     assert mine.voices.clones(voice_id=ids[1]).ids == [ids[1]]
@@ -157,8 +179,8 @@ def test_clone_list_filters_order_and_paging(client, new_key, client_for, make_c
     assert page["total"] == 3 and [r["voiceId"] for r in page["records"]] == [ids[0]]
     record = mine.voices.clones(voice_id=ids[1])[0]
     assert (record.provider, record.example_language, record.content) == ("V3", "en-US", "sample")
-    assert mine.voices.provider_of(ids[2]) == "V5"          # learnt from the listing
-    assert client.voices.clones(voice_ids=ids).ids == []     # another key sees none of them
+    assert mine.voices.provider_of(ids[2]) == "V5"  # learnt from the listing
+    assert client.voices.clones(voice_ids=ids).ids == []  # another key sees none of them
 
 
 def test_rename_and_delete_clone(client, new_key, client_for, make_clone):
@@ -169,7 +191,7 @@ def test_rename_and_delete_clone(client, new_key, client_for, make_clone):
     after = mine.voices.clones(voice_id=voice_id)[0]
     assert after.name == "New name" and after.update_time >= before.update_time
     with pytest.raises(dubkit.NotFoundError):
-        client.voices.rename(voice_id, "Stolen")             # another key's clone is 404
+        client.voices.rename(voice_id, "Stolen")  # another key's clone is 404
     with pytest.raises(dubkit.BadRequestError) as err:
         mine.voices.rename(voice_id, "  ")
     assert "voiceName" in str(err.value)
@@ -177,10 +199,10 @@ def test_rename_and_delete_clone(client, new_key, client_for, make_clone):
     assert mine.voices.clones().ids == []
     with pytest.raises(dubkit.NotFoundError):
         mine.voices.delete(voice_id)
-    with pytest.raises(dubkit.ValidationError) as err:        # a deleted clone cannot speak:
-        mine.tts.create(["Hello"], voice=voice_id)            # the client looks it up first
+    with pytest.raises(dubkit.ValidationError) as err:  # a deleted clone cannot speak:
+        mine.tts.create(["Hello"], voice=voice_id)  # the client looks it up first
     assert err.value.field == "data[0].voiceId" and "no voice" in err.value.problem
-    with pytest.raises(dubkit.BadRequestError) as err:        # and the service refuses it too
+    with pytest.raises(dubkit.BadRequestError) as err:  # and the service refuses it too
         mine.call("tts.create", {"data": [{"text": "Hello", "voiceId": voice_id}]})
     assert "voiceId not found" in str(err.value)
 
@@ -201,12 +223,12 @@ def test_browser_filters_ticks_and_auditions_side_by_side(client):
     assert browser.voices and all(v.gender == "male" and v.is_hd for v in browser.voices)
     assert browser.page == 1 and len(browser.voices) <= 5
     browser.tick(browser.voice_ids[:2])
-    browser.set_filters(quality=None, age="senior")          # ticks survive a new page
+    browser.set_filters(quality=None, age="senior")  # ticks survive a new page
     browser.tick(browser.voice_ids[:1])
     assert len(browser.ticked) == 3
     audition = browser.audition("Welcome aboard, everyone.")
     assert audition is not None and len(audition.speech) == 3 and not audition.speech.errors
-    assert len({line.voice_id for line in audition.speech}) == 3   # several tiers, one call
+    assert len({line.voice_id for line in audition.speech}) == 3  # several tiers, one call
     view = browser._repr_mimebundle_()["text/html"]
     assert view.count("<audio") >= 3 + len(browser.voices) and "autoplay" not in view
     assert client.transport._secret not in view

@@ -13,8 +13,16 @@ import pytest
 
 import dubkit
 from dubkit.schema import CloneResult, MediaTranslationResult, TranslateResult, TTSResult
-from dubkit.webhooks import (CloneEvent, MediaTranslationEvent, TranslateEvent, TTSEvent,
-                             WebhookEvent, parse, sign, verify)
+from dubkit.webhooks import (
+    CloneEvent,
+    MediaTranslationEvent,
+    TranslateEvent,
+    TTSEvent,
+    WebhookEvent,
+    parse,
+    sign,
+    verify,
+)
 
 SECRET = "whsec_test_" + "ab" * 16
 OLD_SECRET = "whsec_old_" + "cd" * 16
@@ -26,12 +34,21 @@ def signed(body: bytes, secret: str = SECRET, *, at: float | None = None) -> tup
 
 
 def envelope(event: str, data: dict, **fields) -> bytes:
-    return json.dumps({"code": 200, "version": "v1", "event": event,
-                       "pipelineKey": "0123456789abcdef" * 2, "message": "", "data": data,
-                       **fields}).encode()
+    return json.dumps(
+        {
+            "code": 200,
+            "version": "v1",
+            "event": event,
+            "pipelineKey": "0123456789abcdef" * 2,
+            "message": "",
+            "data": data,
+            **fields,
+        }
+    ).encode()
 
 
 # ---------------------------------------------------------------- verify
+
 
 def test_a_timestamp_301_seconds_in_the_future_is_refused_and_300_is_not():
     body = envelope("openapi-tts", {"taskId": "t"})
@@ -104,15 +121,29 @@ def test_parsed_json_instead_of_raw_bytes_is_a_programming_error():
 
 # ---------------------------------------------------------------- parse
 
+
 def test_each_event_parses_to_its_class_with_a_typed_result():
-    tts = parse(envelope("openapi-tts", {"taskId": "t1", "createdAt": "2024-01-01T00:00:00Z",
-                                         "results": [{"uri": "https://x/a.m4a", "duration": 1.5}]}))
+    tts = parse(
+        envelope(
+            "openapi-tts",
+            {
+                "taskId": "t1",
+                "createdAt": "2024-01-01T00:00:00Z",
+                "results": [{"uri": "https://x/a.m4a", "duration": 1.5}],
+            },
+        )
+    )
     assert isinstance(tts, TTSEvent) and isinstance(tts.result, TTSResult)
     assert (tts.task_id, tts.task_type, tts.status) == ("t1", "tts", "finished")
     assert tts.result.results[0].duration == 1.5
 
-    tr = parse(envelope("openapi-translate", {"taskId": "t2", "items": [{"text": "Bonjour"}]},
-                        extraData={"dubkitIdempotencyKey": "k-1", "order": 7}))
+    tr = parse(
+        envelope(
+            "openapi-translate",
+            {"taskId": "t2", "items": [{"text": "Bonjour"}]},
+            extraData={"dubkitIdempotencyKey": "k-1", "order": 7},
+        )
+    )
     assert isinstance(tr, TranslateEvent) and isinstance(tr.result, TranslateResult)
     assert tr.result.items[0].text == "Bonjour" and tr.task_type == "textTranslation"
     assert tr.idempotency_key == "k-1" and tr.extra_data["order"] == 7
@@ -121,9 +152,17 @@ def test_each_event_parses_to_its_class_with_a_typed_result():
     assert isinstance(clone, CloneEvent) and isinstance(clone.result, CloneResult)
     assert clone.result.voice_id == "cv_1" and clone.task_type == "cloneVoice"
 
-    media = parse(envelope("openapi-media-translation",
-                           {"taskId": "t4", "taskType": "vt", "status": "finished",
-                            "result": {"build": {"video": {"url": "https://x/v.mp4"}}}}))
+    media = parse(
+        envelope(
+            "openapi-media-translation",
+            {
+                "taskId": "t4",
+                "taskType": "vt",
+                "status": "finished",
+                "result": {"build": {"video": {"url": "https://x/v.mp4"}}},
+            },
+        )
+    )
     assert isinstance(media, MediaTranslationEvent)
     assert (media.task_type, media.status) == ("vt", "finished")
     assert isinstance(media.result, MediaTranslationResult)
@@ -132,12 +171,24 @@ def test_each_event_parses_to_its_class_with_a_typed_result():
 
 
 def test_a_failed_task_has_no_result_and_carries_the_error_as_tasks_detail_does():
-    failed = parse(json.dumps({"code": 402, "event": "openapi-translate", "pipelineKey": "p",
-                               "message": "insufficient credits", "data": {"taskId": "t9"}}))
+    failed = parse(
+        json.dumps(
+            {
+                "code": 402,
+                "event": "openapi-translate",
+                "pipelineKey": "p",
+                "message": "insufficient credits",
+                "data": {"taskId": "t9"},
+            }
+        )
+    )
     assert failed.status == "failed" and not failed.succeeded and failed.result is None
     assert failed.task_result() == {"errorCode": 402, "errorMessage": "insufficient credits"}
-    media = parse(envelope("openapi-media-translation",
-                           {"taskId": "t5", "taskType": "at", "status": "failed"}))
+    media = parse(
+        envelope(
+            "openapi-media-translation", {"taskId": "t5", "taskType": "at", "status": "failed"}
+        )
+    )
     assert media.status == "failed" and media.result is None
 
 
@@ -154,13 +205,16 @@ def test_data_that_does_not_fit_its_event_is_kept_with_the_field_named():
     assert event.data["items"] == "not a list"
 
 
-@pytest.mark.parametrize("body, problem", [
-    (b"not json at all", "is not JSON"),
-    (b"\xff\xfe\x00garbage", "is not JSON"),
-    (b"[" * 100_000, "is not JSON"),
-    (b"[1, 2]", "must be a JSON object"),
-    (b'"a string"', "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        (b"not json at all", "is not JSON"),
+        (b"\xff\xfe\x00garbage", "is not JSON"),
+        (b"[" * 100_000, "is not JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'"a string"', "must be a JSON object"),
+    ],
+)
 def test_a_body_that_is_not_a_json_object_is_a_validation_error_on_body(body, problem):
     with pytest.raises(dubkit.ValidationError) as info:
         parse(body)

@@ -37,10 +37,17 @@ something and may be charged.
 Backoff is exponential with full jitter, capped; ``Retry-After`` wins when the service sends it.
 """
 
-
 from .keys import check_api_key, check_idempotency_key, new_idempotency_key
 from .policy import RetryPolicy, Timeout
 from .transport import API_PREFIX, Transport, is_read
 
-__all__ = ["Transport", "RetryPolicy", "Timeout", "API_PREFIX", "is_read", "check_api_key",
-           "check_idempotency_key", "new_idempotency_key"]
+__all__ = [
+    "Transport",
+    "RetryPolicy",
+    "Timeout",
+    "API_PREFIX",
+    "is_read",
+    "check_api_key",
+    "check_idempotency_key",
+    "new_idempotency_key",
+]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import requests
 from urllib3.exceptions import NewConnectionError
@@ -20,16 +21,16 @@ class Call:
     method: str
     url: str
     query: dict[str, Any]
-    body: Any                       # JSON for API calls
-    key: str | None                 # X-Idempotency-Key (API POSTs)
-    read: bool                      # repeating it changes nothing (GET, or a read-only POST)
+    body: Any  # JSON for API calls
+    key: str | None  # X-Idempotency-Key (API POSTs)
+    read: bool  # repeating it changes nothing (GET, or a read-only POST)
     context: dict[str, Any]
     raw: bool = False
-    data: Callable[[], Any] | None = None   # raw: a fresh body for each attempt
+    data: Callable[[], Any] | None = None  # raw: a fresh body for each attempt
     headers: dict[str, str] = field(default_factory=dict)
-    maybe_committed: bool = False   # an attempt may have been accepted without our hearing
-    ambiguity: str = ""             # what made the first such attempt ambiguous
-    refusals: int = 0               # 409s after an ambiguous attempt, over the whole call
+    maybe_committed: bool = False  # an attempt may have been accepted without our hearing
+    ambiguity: str = ""  # what made the first such attempt ambiguous
+    refusals: int = 0  # 409s after an ambiguous attempt, over the whole call
     retryable: bool = True
 
     def request_headers(self) -> dict[str, str]:
@@ -51,14 +52,15 @@ def final_error(call: Call, error: DubkitError) -> DubkitError:
     if call.maybe_committed and error.code not in SAME_EVERY_TIME:
         why = call.ambiguity
         if call.refusals:
-            why += ("; then a retry was refused with 409 (the service already held this "
-                    "key), so most likely an attempt was committed")
+            why += (
+                "; then a retry was refused with 409 (the service already held this "
+                "key), so most likely an attempt was committed"
+            )
         possibly_committed(error, call.key, why)
     return error
 
 
-def conflict(refusal: IdempotencyConflictError,
-             maybe_committed: bool) -> IdempotencyConflictError:
+def conflict(refusal: IdempotencyConflictError, maybe_committed: bool) -> IdempotencyConflictError:
     key = refusal.idempotency_key
     if maybe_committed:
         message = (
@@ -66,18 +68,28 @@ def conflict(refusal: IdempotencyConflictError,
             f"with the same idempotency key {key!r} were refused ({refusal.message}). dubkit "
             f"did not send it again, so no second task exists. Find the result in "
             f"client.tasks.list() or, for async creates, in the webhook whose "
-            f"extraData.dubkitIdempotencyKey is {key!r}.")
+            f"extraData.dubkitIdempotencyKey is {key!r}."
+        )
     else:
-        message = (f"{refusal.message}: the idempotency key {key!r} was already used on this "
-                   f"path within the service's window. Use a new key for a new job.")
+        message = (
+            f"{refusal.message}: the idempotency key {key!r} was already used on this "
+            f"path within the service's window. Use a new key for a new job."
+        )
     return IdempotencyConflictError(
-        message, idempotency_key=key or "", first_attempt_accepted=maybe_committed,
-        retry_after=refusal.retry_after, code=409, http_status=refusal.http_status,
-        method=refusal.method, path=refusal.path, req_id=refusal.req_id)
+        message,
+        idempotency_key=key or "",
+        first_attempt_accepted=maybe_committed,
+        retry_after=refusal.retry_after,
+        code=409,
+        http_status=refusal.http_status,
+        method=refusal.method,
+        path=refusal.path,
+        req_id=refusal.req_id,
+    )
 
 
 def never_connected(exc: requests.exceptions.ConnectionError) -> bool:
     if isinstance(exc, requests.exceptions.SSLError):
-        return True   # the TLS handshake comes before a byte of the request is sent
+        return True  # the TLS handshake comes before a byte of the request is sent
     reason = getattr(exc.args[0], "reason", None) if exc.args else None
     return isinstance(reason, NewConnectionError)

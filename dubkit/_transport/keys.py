@@ -19,12 +19,14 @@ def check_idempotency_key(key: str) -> str:
     if not isinstance(key, str) or not key.strip():
         raise ValidationError("X-Idempotency-Key", "must be a non-empty string")
     if len(key) > MAX_IDEMPOTENCY_KEY:
-        raise ValidationError("X-Idempotency-Key",
-                              f"at most {MAX_IDEMPOTENCY_KEY} characters, got {len(key)}")
+        raise ValidationError(
+            "X-Idempotency-Key", f"at most {MAX_IDEMPOTENCY_KEY} characters, got {len(key)}"
+        )
     if not key.isprintable() or key[0].isspace():
         # A header cannot carry them: requests would fail mid-call instead of here.
-        raise ValidationError("X-Idempotency-Key",
-                              "must not start with whitespace or contain control characters")
+        raise ValidationError(
+            "X-Idempotency-Key", "must not start with whitespace or contain control characters"
+        )
     return key
 
 
@@ -33,12 +35,21 @@ def check_api_key(api_key: Any, field: str = "api_key") -> str:
     if not isinstance(api_key, str) or not api_key:
         raise ValidationError(field, "an API key (a non-empty string) is required")
     for position, char in enumerate(api_key):
-        if not "!" <= char <= "~":   # visible ASCII only: what an HTTP header carries intact
-            kind = ("whitespace" if char.isspace() else "a control character"
-                    if not char.isprintable() else "a non-ASCII character")
-            raise ValidationError(field, (
-                f"contains {kind} (U+{ord(char):04X}) at position {position + 1} of "
-                f"{len(api_key)}; a key read from a file often ends with a newline: strip it"))
+        if not "!" <= char <= "~":  # visible ASCII only: what an HTTP header carries intact
+            kind = (
+                "whitespace"
+                if char.isspace()
+                else "a control character"
+                if not char.isprintable()
+                else "a non-ASCII character"
+            )
+            raise ValidationError(
+                field,
+                (
+                    f"contains {kind} (U+{ord(char):04X}) at position {position + 1} of "
+                    f"{len(api_key)}; a key read from a file often ends with a newline: strip it"
+                ),
+            )
     return api_key
 
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 import requests
 
 THROTTLED = {429, 503}
-AMBIGUOUS = {500, 502}        # the service may have done the work
+AMBIGUOUS = {500, 502}  # the service may have done the work
 # Refusals the same request gets on every attempt: if a retry got one, so did the first attempt,
 # which therefore committed nothing. (402 and 404 depend on state the first attempt may have
 # changed, e.g. the credits it spent, so they prove nothing.)
 SAME_EVERY_TIME = {400, 401, 413, 422}
-CONFLICT_CHECKS = 2   # 409s after a lost answer before concluding the first attempt committed
-REPEATABLE = {"GET", "HEAD", "PUT"}    # raw exchanges safe to send again as they are
+CONFLICT_CHECKS = 2  # 409s after a lost answer before concluding the first attempt committed
+REPEATABLE = {"GET", "HEAD", "PUT"}  # raw exchanges safe to send again as they are
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         if retry_after is not None:
             return min(retry_after, self.max_retry_after)
-        return random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
+        return random.uniform(0, min(self.max_backoff, self.backoff * 2**attempt))
 
 
 def retry_after(response: requests.Response) -> float | None:

@@ -7,7 +7,8 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -16,13 +17,28 @@ from requests.adapters import HTTPAdapter
 from .._util.masking import mask_key
 from .._version import __version__
 from .._wire import parse
-from ..errors import (APIConnectionError, APIError, APITimeoutError, DubkitError,
-                      IdempotencyConflictError, ValidationError, error_class_for, origin_of)
+from ..errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    DubkitError,
+    IdempotencyConflictError,
+    ValidationError,
+    error_class_for,
+    origin_of,
+)
 from ..schema import OPERATIONS, Operation
 from .calls import Call, conflict, final_error, never_connected
 from .keys import SecretHeader, check_api_key, check_idempotency_key, new_idempotency_key
-from .policy import (AMBIGUOUS, CONFLICT_CHECKS, REPEATABLE, THROTTLED, RetryPolicy, Timeout,
-                     retry_after)
+from .policy import (
+    AMBIGUOUS,
+    CONFLICT_CHECKS,
+    REPEATABLE,
+    THROTTLED,
+    RetryPolicy,
+    Timeout,
+    retry_after,
+)
 
 log = logging.getLogger("dubkit")
 API_PREFIX = "/openapi/v1"
@@ -37,13 +53,21 @@ class Transport:
     sandbox handle without an admin token has no secret: its calls go out bare.)
     """
 
-    def __init__(self, secret: str | None, base_url: str, *, timeout: Timeout | None = None,
-                 retry: RetryPolicy | None = None, pool_size: int = 16,
-                 header: str = "Authorization", scheme: str = "Bearer ",
-                 scope: str = API_PREFIX) -> None:
+    def __init__(
+        self,
+        secret: str | None,
+        base_url: str,
+        *,
+        timeout: Timeout | None = None,
+        retry: RetryPolicy | None = None,
+        pool_size: int = 16,
+        header: str = "Authorization",
+        scheme: str = "Bearer ",
+        scope: str = API_PREFIX,
+    ) -> None:
         self._secret = check_api_key(secret) if secret is not None else None
         self.base_url = base_url.rstrip("/")
-        self.origin = origin_of(self.base_url)   # what connection errors name, nothing more
+        self.origin = origin_of(self.base_url)  # what connection errors name, nothing more
         self.timeout = timeout or Timeout()
         self.retry = retry or RetryPolicy()
         self.session = requests.Session()
@@ -76,8 +100,14 @@ class Transport:
 
     # ------------------------------------------------------------------ the service's API
 
-    def call(self, name: str, payload: Any = None, *, idempotency_key: str | None = None,
-             deadline: float | None = None) -> Any:
+    def call(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Any:
         """Validate ``payload`` against operation ``name`` and send it; the envelope's data.
 
         Validation happens before the network, so bad input costs nothing and the error names
@@ -88,13 +118,27 @@ class Transport:
         wire = parse(model, payload if payload is not None else {}).to_wire() if model else None
         if op.method == "GET":
             return self.request("GET", op.path, params=wire, deadline=deadline)
-        return self.request("POST", op.path, body=wire, read=is_read(op),
-                            idempotency_key=idempotency_key, deadline=deadline)
+        return self.request(
+            "POST",
+            op.path,
+            body=wire,
+            read=is_read(op),
+            idempotency_key=idempotency_key,
+            deadline=deadline,
+        )
 
-    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
-                body: Any = None, idempotency_key: str | None = None,
-                req_id: str | None = None, deadline: float | None = None,
-                read: bool | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        idempotency_key: str | None = None,
+        req_id: str | None = None,
+        deadline: float | None = None,
+        read: bool | None = None,
+    ) -> Any:
         """Send one API call and return the envelope's ``data``.
 
         POSTs carry an ``X-Idempotency-Key`` (the caller's, or one made here). ``read`` says
@@ -105,28 +149,52 @@ class Transport:
         method = method.upper()
         url = self.url(path)
         req_id = req_id or uuid.uuid4().hex
-        key = check_idempotency_key(idempotency_key or new_idempotency_key()) \
-            if method == "POST" else None
-        call = Call(method, url, {k: v for k, v in (params or {}).items() if v is not None},
-                    body, key, method == "GET" if read is None else read,
-                    {"method": method, "path": url[len(self.base_url):].split("?")[0],
-                     "req_id": req_id})
+        key = (
+            check_idempotency_key(idempotency_key or new_idempotency_key())
+            if method == "POST"
+            else None
+        )
+        call = Call(
+            method,
+            url,
+            {k: v for k, v in (params or {}).items() if v is not None},
+            body,
+            key,
+            method == "GET" if read is None else read,
+            {"method": method, "path": url[len(self.base_url) :].split("?")[0], "req_id": req_id},
+        )
         call.query["req_id"] = req_id
         return self._run(call, deadline)
 
     # ------------------------------------------------------------------ plain HTTP
 
-    def send(self, method: str, url: str, *, data: Callable[[], Any] | bytes | None = None,
-             headers: Mapping[str, str] | None = None, json: Any = None,
-             params: Mapping[str, Any] | None = None) -> requests.Response:
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        data: Callable[[], Any] | bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> requests.Response:
         """One plain HTTP exchange (a file, a storage PUT, an admin call), with the same retries
         and errors as API calls; the 2xx response. ``data`` may be a callable that makes a
         fresh body for each attempt (a file slice is read once per attempt)."""
         method = method.upper()
         body = data if callable(data) or data is None else (lambda: data)
-        call = Call(method, url, dict(params or {}), json, None, method in REPEATABLE,
-                    {"method": method, "path": urlsplit(url).path}, raw=True, data=body,
-                    headers=dict(headers or {}))
+        call = Call(
+            method,
+            url,
+            dict(params or {}),
+            json,
+            None,
+            method in REPEATABLE,
+            {"method": method, "path": urlsplit(url).path},
+            raw=True,
+            data=body,
+            headers=dict(headers or {}),
+        )
         return self._run(call, None)
 
     def download(self, url: str) -> bytes:
@@ -143,9 +211,12 @@ class Transport:
         """
         if path.startswith(("http://", "https://")):
             if not self._under_base(path):
-                raise ValidationError("path", f"must be under the client's base_url "
-                                              f"{self.base_url!r}; fetch other hosts without "
-                                              f"the API key")
+                raise ValidationError(
+                    "path",
+                    f"must be under the client's base_url "
+                    f"{self.base_url!r}; fetch other hosts without "
+                    f"the API key",
+                )
             return path
         if not path.startswith(API_PREFIX):
             path = API_PREFIX + (path if path.startswith("/") else "/" + path)
@@ -153,7 +224,7 @@ class Transport:
 
     def api_path(self, path: str) -> str:
         """``path`` as the operation table writes it (below the prefix, no query)."""
-        return self.url(path)[len(self.base_url):].split("?")[0].removeprefix(API_PREFIX)
+        return self.url(path)[len(self.base_url) :].split("?")[0].removeprefix(API_PREFIX)
 
     def _under_base(self, url: str) -> bool:
         return url == self.base_url or url.startswith(self.base_url + "/")
@@ -181,8 +252,14 @@ class Transport:
             delay = self.retry.delay(retries - 1, error.retry_after)
             if deadline is not None and time.monotonic() + delay >= deadline:
                 raise final_error(call, error)
-            log.info("retrying %s %s in %.2fs (req_id %s): %s", call.method,
-                     call.context["path"], delay, call.context.get("req_id"), error.message)
+            log.info(
+                "retrying %s %s in %.2fs (req_id %s): %s",
+                call.method,
+                call.context["path"],
+                delay,
+                call.context.get("req_id"),
+                error.message,
+            )
             time.sleep(delay)
             if call.read and call.key:
                 call.key = new_idempotency_key()
@@ -200,56 +277,73 @@ class Transport:
         try:
             # Redirects are not followed: see _redirect_refused.
             response = self.session.request(
-                call.method, call.url, params=call.query, json=call.body,
-                data=call.data() if call.data else None, headers=call.request_headers(),
-                timeout=(self.timeout.connect, read), allow_redirects=False)
+                call.method,
+                call.url,
+                params=call.query,
+                json=call.body,
+                data=call.data() if call.data else None,
+                headers=call.request_headers(),
+                timeout=(self.timeout.connect, read),
+                allow_redirects=False,
+            )
         except requests.exceptions.ConnectTimeout:
-            return None, APITimeoutError(f"could not connect to {where} within "
-                                         f"{self.timeout.connect}s", **call.context)
+            return None, APITimeoutError(
+                f"could not connect to {where} within {self.timeout.connect}s", **call.context
+            )
         except requests.exceptions.ReadTimeout:
-            call.sent_without_answer(f"an attempt got no answer within the read timeout "
-                                     f"of {read:.3g}s")
+            call.sent_without_answer(
+                f"an attempt got no answer within the read timeout of {read:.3g}s"
+            )
             call.retryable = call.read or not call.raw
-            return None, APITimeoutError(f"no answer within the read timeout of {read:.3g}s",
-                                         **call.context)
+            return None, APITimeoutError(
+                f"no answer within the read timeout of {read:.3g}s", **call.context
+            )
         except requests.exceptions.ChunkedEncodingError:
             call.sent_without_answer("an attempt's connection dropped mid-answer")
             call.retryable = call.read or not call.raw
-            return None, APIConnectionError(f"the connection to {where} dropped mid-answer",
-                                            **call.context)
+            return None, APIConnectionError(
+                f"the connection to {where} dropped mid-answer", **call.context
+            )
         except requests.exceptions.ConnectionError as exc:
             if never_connected(exc):
-                return None, APIConnectionError(f"could not connect to {where}",
-                                                **call.context)
+                return None, APIConnectionError(f"could not connect to {where}", **call.context)
             call.sent_without_answer("an attempt's connection dropped before the answer arrived")
             call.retryable = call.read or not call.raw
-            return None, APIConnectionError(f"the connection to {where} dropped before the "
-                                            "answer arrived", **call.context)
+            return None, APIConnectionError(
+                f"the connection to {where} dropped before the answer arrived", **call.context
+            )
         if response.is_redirect:
             call.retryable = False
             return None, self._redirect_refused(call, response)
         return self._raw_answer(call, response) if call.raw else self._api_answer(call, response)
 
-    def _api_answer(self, call: Call, response: requests.Response
-                    ) -> tuple[Any, DubkitError | None]:
+    def _api_answer(
+        self, call: Call, response: requests.Response
+    ) -> tuple[Any, DubkitError | None]:
         status = response.status_code
         try:
             payload = response.json()
-        except ValueError:   # not JSON: a proxy's error page, a truncated body
+        except ValueError:  # not JSON: a proxy's error page, a truncated body
             payload = None
         code = payload.get("code") if isinstance(payload, dict) else None
         if code == 200:
             return payload.get("data"), None  # type: ignore[union-attr]
         code = code if isinstance(code, int) else status
         message = (payload.get("message") if isinstance(payload, dict) else None) or (
-            f"the service answered HTTP {status} without a JSON envelope" if payload is None
-            else f"the service answered code {code}")
+            f"the service answered HTTP {status} without a JSON envelope"
+            if payload is None
+            else f"the service answered code {code}"
+        )
         context = {**call.context, "code": code, "http_status": status}
         if code == 409 or status == 409:
-            call.retryable = call.read   # a read's key means nothing: retry with a new one
+            call.retryable = call.read  # a read's key means nothing: retry with a new one
             return None, IdempotencyConflictError(
-                message, idempotency_key=call.key or "", first_attempt_accepted=False,
-                retry_after=retry_after(response), **context)
+                message,
+                idempotency_key=call.key or "",
+                first_attempt_accepted=False,
+                retry_after=retry_after(response),
+                **context,
+            )
         error = error_class_for(code)(message, **context)
         error.retry_after = retry_after(response)
         if code in AMBIGUOUS or status in AMBIGUOUS:
@@ -257,8 +351,9 @@ class Transport:
         call.retryable = code in AMBIGUOUS | THROTTLED or status in AMBIGUOUS | THROTTLED
         return None, error
 
-    def _raw_answer(self, call: Call, response: requests.Response
-                    ) -> tuple[Any, DubkitError | None]:
+    def _raw_answer(
+        self, call: Call, response: requests.Response
+    ) -> tuple[Any, DubkitError | None]:
         status = response.status_code
         if 200 <= status < 300:
             return response, None
@@ -269,7 +364,10 @@ class Transport:
             message = None
         error = error_class_for(status)(
             f"HTTP {status}: {message or response.text[:200] or response.reason}",
-            code=status, http_status=status, **call.context)
+            code=status,
+            http_status=status,
+            **call.context,
+        )
         error.retry_after = retry_after(response)
         call.retryable = call.read and status in AMBIGUOUS | THROTTLED | {503, 504}
         return None, error
@@ -291,10 +389,13 @@ class Transport:
         else:
             where = f"to another host, {parts.scheme}://{parts.netloc}"
             hint = "following it would send the request and the API key there"
-        return APIError(f"the service answered HTTP {response.status_code}, redirecting {where}; "
-                        f"dubkit does not follow redirects for API calls ({hint}): check "
-                        f"base_url {self.base_url!r}", http_status=response.status_code,
-                        **call.context)
+        return APIError(
+            f"the service answered HTTP {response.status_code}, redirecting {where}; "
+            f"dubkit does not follow redirects for API calls ({hint}): check "
+            f"base_url {self.base_url!r}",
+            http_status=response.status_code,
+            **call.context,
+        )
 
     def close(self) -> None:
         self.session.close()

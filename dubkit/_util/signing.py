@@ -11,5 +11,6 @@ def sign(secret: str, timestamp: str, raw_body: bytes) -> str:
 
     What the service puts in ``X-Signature``; the sandbox signs with it, tests forge with it.
     """
-    return hmac.new(secret.encode(), timestamp.encode() + bytes(raw_body),
-                    hashlib.sha256).hexdigest()
+    return hmac.new(
+        secret.encode(), timestamp.encode() + bytes(raw_body), hashlib.sha256
+    ).hexdigest()

@@ -20,16 +20,24 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import jsonschema_rs
 import yaml
 
 DOCUMENT = Path(__file__).with_name("openapi.yaml")
-NO_BODY: Any = object()   # check_request(body=NO_BODY): no body was sent
-_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
-               float: "number", type(None): "null"}
+NO_BODY: Any = object()  # check_request(body=NO_BODY): no body was sent
+_JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    type(None): "null",
+}
 
 
 class Problem(NamedTuple):
@@ -67,8 +75,9 @@ def operations() -> dict[str, Operation]:
     for section in ("paths", "webhooks"):
         for path, item in doc.get(section, {}).items():
             for method, spec in item.items():
-                found[spec["operationId"]] = Operation(spec["operationId"], method.upper(),
-                                                       path, spec)
+                found[spec["operationId"]] = Operation(
+                    spec["operationId"], method.upper(), path, spec
+                )
     return found
 
 
@@ -90,8 +99,11 @@ def resolve(node: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def _validator(schema_json: str) -> Any:
-    root = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "components": document()["components"], **json.loads(schema_json)}
+    root = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "components": document()["components"],
+        **json.loads(schema_json),
+    }
     return jsonschema_rs.validator_for(root)
 
 
@@ -101,9 +113,13 @@ def problems(schema: Mapping[str, Any], instance: Any, *, at: str = "") -> list[
     return [_problem(error, at) for error in validator.iter_errors(instance)]
 
 
-def check_request(operation: str, *, body: Any = NO_BODY,
-                  query: Mapping[str, str] | None = None,
-                  headers: Mapping[str, str] | None = None) -> list[Problem]:
+def check_request(
+    operation: str,
+    *,
+    body: Any = NO_BODY,
+    query: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> list[Problem]:
     """Problems of one request: its documented headers, query parameters and JSON body.
 
     ``body`` is the decoded JSON (:data:`NO_BODY` when none was sent); query values are strings as
@@ -117,9 +133,14 @@ def check_request(operation: str, *, body: Any = NO_BODY,
     query = query or {}
     params = [resolve(p) for p in spec.get("parameters", [])]
     listed = {p["name"] for p in params if p["in"] == "query"}
-    found += [Problem(name or "(empty name)", f"not a query parameter of {operation} (it has "
-                                              f"{', '.join(sorted(listed))})")
-              for name in query if name not in listed]
+    found += [
+        Problem(
+            name or "(empty name)",
+            f"not a query parameter of {operation} (it has {', '.join(sorted(listed))})",
+        )
+        for name in query
+        if name not in listed
+    ]
     for param in params:
         where = param["in"]
         values = headers if where == "header" else query
@@ -143,8 +164,9 @@ def check_request(operation: str, *, body: Any = NO_BODY,
     return found
 
 
-def check_answer(operation: str | None, status: int, payload: Any,
-                 headers: Mapping[str, str] | None = None) -> list[Problem]:
+def check_answer(
+    operation: str | None, status: int, payload: Any, headers: Mapping[str, str] | None = None
+) -> list[Problem]:
     """Problems of one answer: a documented status, its headers, and the envelope's shape.
 
     ``operation=None`` (an unknown path or method) checks the error envelope only.
@@ -154,8 +176,13 @@ def check_answer(operation: str | None, status: int, payload: Any,
     responses = operations()[operation].spec["responses"]
     answer = responses.get(str(status)) or responses.get("default")
     if answer is None:
-        return [Problem("status", f"HTTP {status} is not a documented answer of {operation} "
-                                  f"(documented: {', '.join(responses)})")]
+        return [
+            Problem(
+                "status",
+                f"HTTP {status} is not a documented answer of {operation} "
+                f"(documented: {', '.join(responses)})",
+            )
+        ]
     answer = resolve(answer)
     found: list[Problem] = []
     headers = {k.lower(): v for k, v in (headers or {}).items()}
@@ -193,6 +220,7 @@ def check_webhook(event: str, payload: Any, headers: Mapping[str, str]) -> list[
 
 # --------------------------------------------------------------------------- plumbing
 
+
 def _read_query(value: str, schema: Mapping[str, Any]) -> Any:
     """A query string value as the parameter's JSON type, when it reads as one."""
     kind = resolve(dict(schema)).get("type")
@@ -215,8 +243,11 @@ def _problem(error: Any, at: str) -> Problem:
         parts.append(error.kind.property)
         return Problem(_path(parts), "is required")
     if kind == "Type":
-        return Problem(_path(parts), f"expected {_expected(error.kind)}, got "
-                                     f"{_JSON_TYPES.get(type(error.instance), 'a value')}")
+        return Problem(
+            _path(parts),
+            f"expected {_expected(error.kind)}, got "
+            f"{_JSON_TYPES.get(type(error.instance), 'a value')}",
+        )
     message = error.message
     if len(message) > 160:
         message = message[:157] + "..."

@@ -85,20 +85,33 @@ def exe() -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def run(args: list[str], *, input: bytes | None = None,
-        check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def run(
+    args: list[str], *, input: bytes | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
     """Run ffmpeg with our defaults; stderr comes back as text; ``MediaError`` if it fails.
 
     ``args`` ends with the output (absent when only reading the input summary).
     """
     # -threads binds to the next input (decoder) or to the output (encoder): give it to each.
     # A run with several outputs gives each its own, and then the last one is left alone.
-    bounded = [part for arg in args for part in (["-threads", str(THREADS)] if arg == "-i" else []) + [arg]]
+    bounded = [
+        part for arg in args for part in (["-threads", str(THREADS)] if arg == "-i" else []) + [arg]
+    ]
     if len(args) > 1 and args[-2] != "-i" and "-threads" not in args:
         bounded[-1:-1] = ["-threads", str(THREADS)]
-    cmd = [exe(), "-hide_banner", "-nostdin", "-nostats", "-y", "-filter_threads", str(THREADS), *bounded]
-    done = subprocess.run(cmd, input=input, capture_output=True,
-                          stdin=subprocess.DEVNULL if input is None else None)
+    cmd = [
+        exe(),
+        "-hide_banner",
+        "-nostdin",
+        "-nostats",
+        "-y",
+        "-filter_threads",
+        str(THREADS),
+        *bounded,
+    ]
+    done = subprocess.run(
+        cmd, input=input, capture_output=True, stdin=subprocess.DEVNULL if input is None else None
+    )
     stderr = done.stderr.decode("utf-8", errors="replace")
     if check and done.returncode != 0:
         raise MediaError(f"ffmpeg failed (exit {done.returncode}) making {args[-1]}", stderr)
@@ -156,20 +169,29 @@ def parse_input(stderr: str, src: str, *, check_length: bool = False) -> MediaIn
         # A duration estimated from the bitrate (headerless VBR mp3) can be off either way.
         trusted = duration > 0 and "Estimating duration from bitrate" not in stderr
         if check_length and trusted and measured < duration - max(0.5, 0.02 * duration):
-            raise MediaError(f"{src} is cut short: its data ends at {measured:.2f}s of the "
-                             f"{duration:.2f}s its header announces")
+            raise MediaError(
+                f"{src} is cut short: its data ends at {measured:.2f}s of the "
+                f"{duration:.2f}s its header announces"
+            )
         duration = duration if duration > 0 else measured
     return MediaInfo(
-        duration=duration, has_video=bool(video), has_audio=bool(audio),
-        width=video[0]["width"] if video else None, height=video[0]["height"] if video else None,
+        duration=duration,
+        has_video=bool(video),
+        has_audio=bool(audio),
+        width=video[0]["width"] if video else None,
+        height=video[0]["height"] if video else None,
         fps=video[0]["fps"] if video else None,
         audio_rate=audio[0]["rate"] if audio else None,
         audio_channels=audio[0]["channels"] if audio else None,
-        subtitle_streams=len(streams["Subtitle"]), format_name=format_name,
-        video_codec=video[0]["codec"] if video else None, audio_codec=audio[0]["codec"] if audio else None,
+        subtitle_streams=len(streams["Subtitle"]),
+        format_name=format_name,
+        video_codec=video[0]["codec"] if video else None,
+        audio_codec=audio[0]["codec"] if audio else None,
         subtitle_codecs=tuple(s["codec"] for s in streams["Subtitle"]),
-        brand="webm" if "matroska" in format_name and codecs <= _WEBM_CODECS else
-        (brand.group(1) if brand else ""))
+        brand="webm"
+        if "matroska" in format_name and codecs <= _WEBM_CODECS
+        else (brand.group(1) if brand else ""),
+    )
 
 
 def parse_streams(summary: str) -> dict[str, list[dict]]:
@@ -194,8 +216,10 @@ def parse_streams(summary: str) -> dict[str, list[dict]]:
         elif kind == "Audio":
             rate = re.search(r"(\d+) Hz", rest)
             layout = re.search(r"Hz, ([^,]+)", rest)
-            stream.update(rate=int(rate.group(1)) if rate else None,
-                          channels=_channel_count(layout.group(1)) if layout else None)
+            stream.update(
+                rate=int(rate.group(1)) if rate else None,
+                channels=_channel_count(layout.group(1)) if layout else None,
+            )
         streams[kind].append(stream)
     return streams
 
@@ -213,8 +237,10 @@ def _channel_count(layout: str) -> int | None:
 def _measure_duration(src: str) -> float:
     # Copying packets to nowhere reads the whole file without decoding it: fast, and it knows
     # where the data really ends, also for streams written without a duration (piped webm).
-    result = run(["-i", src, "-map", "0:V:0?", "-map", "0:a:0?", "-c", "copy", "-f", "null", "-"],
-                 check=False)
+    result = run(
+        ["-i", src, "-map", "0:V:0?", "-map", "0:a:0?", "-c", "copy", "-f", "null", "-"],
+        check=False,
+    )
     times = re.findall(r"time=(\d+):(\d+):(\d+(?:\.\d+)?)", result.stderr)
     return _seconds(times[-1]) if times else 0.0
 

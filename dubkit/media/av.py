@@ -29,27 +29,61 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import soundfile as sf
 
-from ._ffmpeg import (THREADS, MediaError, MediaInfo, PathLike, existing, filter_value, header, out,
-                      parse_input, parse_streams, run)
+from ._ffmpeg import (
+    THREADS,
+    MediaError,
+    MediaInfo,
+    PathLike,
+    existing,
+    filter_value,
+    header,
+    out,
+    parse_input,
+    parse_streams,
+    run,
+)
 from .subtitles import Cue, ass_style, parse_srt, to_srt
 
 __all__ = [
-    "MediaError", "MediaInfo", "probe", "decode_audio", "encode_audio", "time_stretch",
-    "thumbnail", "extract_audio", "extract_subtitles", "mux", "compress", "stretch_video",
-    "make_test_pattern", "default_fontsdir", "AUDIO_FORMATS", "FONT_FAMILY", "THREADS",
+    "MediaError",
+    "MediaInfo",
+    "probe",
+    "decode_audio",
+    "encode_audio",
+    "time_stretch",
+    "thumbnail",
+    "extract_audio",
+    "extract_subtitles",
+    "mux",
+    "compress",
+    "stretch_video",
+    "make_test_pattern",
+    "default_fontsdir",
+    "AUDIO_FORMATS",
+    "FONT_FAMILY",
+    "THREADS",
     "X264_PRESETS",
 ]
 
 AUDIO_FORMATS = ("wav", "mp3", "m4a", "flac", "ogg")
 FONT_FAMILY = "Noto Sans"
-X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
-                "veryslow")
+X264_PRESETS = (
+    "ultrafast",
+    "superfast",
+    "veryfast",
+    "faster",
+    "fast",
+    "medium",
+    "slow",
+    "slower",
+    "veryslow",
+)
 # Text codecs ffmpeg turns into SubRip; bitmap subtitles (DVD, PGS) cannot become cues.
 _TEXT_SUBTITLES = {"mov_text", "subrip", "srt", "ass", "ssa", "webvtt", "text"}
 # Video an mp4 carries as it is, so muxing copies instead of re-encoding.
@@ -64,8 +98,9 @@ def probe(path: PathLike) -> MediaInfo:
     """
     src = existing(path)
     # The input summary and a short decode of the main streams, which catches broken data.
-    result = run(["-i", src, "-map", "0:V:0?", "-map", "0:a:0?", "-t", "0.5", "-f", "null", "-"],
-                 check=False)
+    result = run(
+        ["-i", src, "-map", "0:V:0?", "-map", "0:a:0?", "-t", "0.5", "-f", "null", "-"], check=False
+    )
     # Parsing first: "not media" and "no audio or video" say more than "damaged".
     info = parse_input(result.stderr, src, check_length=result.returncode == 0)
     if result.returncode != 0:
@@ -73,8 +108,9 @@ def probe(path: PathLike) -> MediaInfo:
     return info
 
 
-def decode_audio(path: PathLike, sample_rate: int | None = None,
-                 mono: bool = True) -> tuple[np.ndarray, int]:
+def decode_audio(
+    path: PathLike, sample_rate: int | None = None, mono: bool = True
+) -> tuple[np.ndarray, int]:
     """First audio track of any file ffmpeg reads, as float32 in [-1, 1], and its sample rate.
 
     Mono gives shape ``(n,)``; ``mono=False`` keeps the channels: shape ``(n, channels)``.
@@ -82,12 +118,27 @@ def decode_audio(path: PathLike, sample_rate: int | None = None,
     >>> samples, rate = decode_audio("talk.mp4", sample_rate=16000)  # doctest: +SKIP
     """
     src = existing(path)
-    args = ["-i", src, "-map", "0:a:0", "-vn", "-sn", "-dn", *(["-ac", "1"] if mono else []),
-            *(["-ar", str(sample_rate)] if sample_rate else []), "-f", "f32le", "-c:a", "pcm_f32le",
-            "pipe:1"]
+    args = [
+        "-i",
+        src,
+        "-map",
+        "0:a:0",
+        "-vn",
+        "-sn",
+        "-dn",
+        *(["-ac", "1"] if mono else []),
+        *(["-ar", str(sample_rate)] if sample_rate else []),
+        "-f",
+        "f32le",
+        "-c:a",
+        "pcm_f32le",
+        "pipe:1",
+    ]
     result = run(args, check=False)
     if result.returncode != 0:
-        reason = "no audio track" if "matches no streams" in result.stderr else "cannot decode audio"
+        reason = (
+            "no audio track" if "matches no streams" in result.stderr else "cannot decode audio"
+        )
         raise MediaError(f"{reason} in {src}", result.stderr)
     # Rate and channels of what ffmpeg actually wrote, read from its output summary.
     written = parse_streams(result.stderr.split("Output #0", 1)[-1])["Audio"][0]
@@ -105,11 +156,19 @@ def encode_audio(samples: np.ndarray, sample_rate: int, fmt: str, path: PathLike
     # 16-bit and lossy encoders wrap around or distort past full scale: clip first.
     data = np.clip(np.asarray(samples, dtype=np.float32), -1.0, 1.0)
     if fmt in ("wav", "flac", "ogg"):
-        sf.write(str(path), data, sample_rate, format=fmt.upper(),
-                 subtype="VORBIS" if fmt == "ogg" else "PCM_16")
+        sf.write(
+            str(path),
+            data,
+            sample_rate,
+            format=fmt.upper(),
+            subtype="VORBIS" if fmt == "ogg" else "PCM_16",
+        )
         return
-    codec = ["-c:a", "libmp3lame", "-b:a", "128k", "-f", "mp3"] if fmt == "mp3" else \
-        ["-c:a", "aac", "-b:a", "128k", "-f", "ipod"]  # ipod: the mp4 muxer with the M4A brand
+    codec = (
+        ["-c:a", "libmp3lame", "-b:a", "128k", "-f", "mp3"]
+        if fmt == "mp3"
+        else ["-c:a", "aac", "-b:a", "128k", "-f", "ipod"]
+    )  # ipod: the mp4 muxer with the M4A brand
     run([*_raw_input(data, sample_rate), *codec, out(path)], input=data.tobytes())
 
 
@@ -126,8 +185,17 @@ def time_stretch(samples: np.ndarray, sample_rate: int, factor: float) -> np.nda
         raise ValueError(f"factor must be within 0.25..4; got {factor}")
     data = np.asarray(samples, dtype=np.float32)
     if factor != 1 and len(data):
-        result = run([*_raw_input(data, sample_rate), "-af", f"rubberband=tempo={1 / factor:.6f}",
-                      "-f", "f32le", "pipe:1"], input=data.tobytes())
+        result = run(
+            [
+                *_raw_input(data, sample_rate),
+                "-af",
+                f"rubberband=tempo={1 / factor:.6f}",
+                "-f",
+                "f32le",
+                "pipe:1",
+            ],
+            input=data.tobytes(),
+        )
         data = np.frombuffer(result.stdout, dtype="<f4").reshape(-1, *data.shape[1:])
     target = round(len(samples) * factor)
     pad = np.zeros((max(0, target - len(data)), *data.shape[1:]), dtype=np.float32)
@@ -143,8 +211,25 @@ def thumbnail(video_path: PathLike, out_jpg: PathLike, at: float | None = None) 
     when = info.duration / 10 if at is None else at
     # Seeking at or past the last frame yields nothing, so stay a little before the end.
     when = min(max(0.0, when), max(0.0, info.duration - 0.1))
-    run(["-ss", f"{when:.3f}", "-i", src, "-map", "0:V:0", "-frames:v", "1", "-q:v", "3",
-         "-update", "1", "-f", "image2", out(out_jpg)])
+    run(
+        [
+            "-ss",
+            f"{when:.3f}",
+            "-i",
+            src,
+            "-map",
+            "0:V:0",
+            "-frames:v",
+            "1",
+            "-q:v",
+            "3",
+            "-update",
+            "1",
+            "-f",
+            "image2",
+            out(out_jpg),
+        ]
+    )
     if not Path(out_jpg).is_file() or Path(out_jpg).stat().st_size == 0:
         raise MediaError(f"no frame at {when:.2f}s in {src}")
 
@@ -157,8 +242,20 @@ def extract_audio(path: PathLike, out_path: PathLike) -> None:
     src, info = existing(path), header(path)
     if not info.has_audio:
         raise MediaError(f"no audio track in {src}")
-    run(["-i", src, "-map", "0:a:0", *_aac(info, "128k"), "-movflags", "+faststart", "-f", "ipod",
-         out(out_path)])
+    run(
+        [
+            "-i",
+            src,
+            "-map",
+            "0:a:0",
+            *_aac(info, "128k"),
+            "-movflags",
+            "+faststart",
+            "-f",
+            "ipod",
+            out(out_path),
+        ]
+    )
 
 
 def extract_subtitles(path: PathLike) -> list[Cue]:
@@ -178,9 +275,17 @@ def extract_subtitles(path: PathLike) -> list[Cue]:
     return [Cue(c.start, c.end, re.sub(r"<[^>]*>|\{\\[^}]*\}", "", c.text).strip()) for c in cues]
 
 
-def mux(video_path: PathLike, audio_path: PathLike, out_path: PathLike, *,
-        subtitles_path: PathLike | None = None, burn: bool = False, soft: bool = True,
-        style: dict[str, object] | None = None, fontsdir: PathLike | None = None) -> None:
+def mux(
+    video_path: PathLike,
+    audio_path: PathLike,
+    out_path: PathLike,
+    *,
+    subtitles_path: PathLike | None = None,
+    burn: bool = False,
+    soft: bool = True,
+    style: dict[str, object] | None = None,
+    fontsdir: PathLike | None = None,
+) -> None:
     """Put the picture of one file and the audio of another into an mp4 as long as the picture.
 
     With ``subtitles_path`` (SRT or VTT) the mp4 gets a soft ``mov_text`` track (unless
@@ -195,26 +300,50 @@ def mux(video_path: PathLike, audio_path: PathLike, out_path: PathLike, *,
     if not sound.has_audio:
         raise MediaError(f"no audio track in {audio}")
     subs = existing(subtitles_path) if subtitles_path is not None else None
-    args = ["-i", video, "-i", audio, *(["-i", subs] if subs else []), "-map", "0:V:0", "-map", "1:a:0"]
+    args = [
+        "-i",
+        video,
+        "-i",
+        audio,
+        *(["-i", subs] if subs else []),
+        "-map",
+        "0:V:0",
+        "-map",
+        "1:a:0",
+    ]
     if subs and burn:
         fonts = Path(fontsdir) if fontsdir is not None else default_fontsdir()
         if fonts is None:
-            raise MediaError("burned subtitles need a font: install fontpkg-noto-sans or pass fontsdir")
+            raise MediaError(
+                "burned subtitles need a font: install fontpkg-noto-sans or pass fontsdir"
+            )
         force = ass_style({"FontName": FONT_FAMILY, **(style or {})})
-        burner = (f"subtitles=filename={filter_value(subs)}:fontsdir={filter_value(str(fonts))}"
-                  f":force_style={filter_value(force)}")
+        burner = (
+            f"subtitles=filename={filter_value(subs)}:fontsdir={filter_value(str(fonts))}"
+            f":force_style={filter_value(force)}"
+        )
         args += ["-vf", burner, *_x264(), "-crf", "23"]
     else:
         args += ["-c:v", "copy"] if info.video_codec in _MP4_VIDEO else [*_x264(), "-crf", "23"]
     args += _aac(sound, "128k")
     if subs and soft:
         # A burned cue plus a soft track shown by default would put every line on screen twice.
-        args += ["-map", "2:s:0", "-c:s", "mov_text", "-disposition:s:0", "0" if burn else "default"]
-    run([*args, "-t", f"{info.duration:.3f}", "-movflags", "+faststart", "-f", "mp4", out(out_path)])
+        args += [
+            "-map",
+            "2:s:0",
+            "-c:s",
+            "mov_text",
+            "-disposition:s:0",
+            "0" if burn else "default",
+        ]
+    run(
+        [*args, "-t", f"{info.duration:.3f}", "-movflags", "+faststart", "-f", "mp4", out(out_path)]
+    )
 
 
-def compress(video_path: PathLike, outputs: Mapping[int, PathLike], *,
-             preset: str = "veryfast") -> None:
+def compress(
+    video_path: PathLike, outputs: Mapping[int, PathLike], *, preset: str = "veryfast"
+) -> None:
     """Transcode to one mp4 per ``{height: path}``, each at most that tall, keeping the aspect ratio.
 
     The picture is decoded once and split between the outputs (one scaler and x264 encoder
@@ -232,8 +361,12 @@ def compress(video_path: PathLike, outputs: Mapping[int, PathLike], *,
     src, info = _video(video_path)
     # Never upscale; 4:2:0 video needs even dimensions.
     heights = [min(h, info.height or h) // 2 * 2 for h in outputs]
-    graph = (f"[0:V:0]split={len(heights)}" + "".join(f"[s{i}]" for i in range(len(heights))) + ";"
-             + ";".join(f"[s{i}]scale=-2:{h}[v{i}]" for i, h in enumerate(heights)))
+    graph = (
+        f"[0:V:0]split={len(heights)}"
+        + "".join(f"[s{i}]" for i in range(len(heights)))
+        + ";"
+        + ";".join(f"[s{i}]scale=-2:{h}[v{i}]" for i, h in enumerate(heights))
+    )
     track = _text_track(info)
     args = ["-i", src, "-filter_complex", graph]
     for i, path in enumerate(outputs.values()):
@@ -258,13 +391,38 @@ def stretch_video(video_path: PathLike, out_path: PathLike, factor: float) -> No
         raise ValueError(f"factor must be within 0.25..4; got {factor}")
     src, info = _video(video_path)
     rate = f",fps={info.fps:g}" if info.fps else ""
-    run(["-i", src, "-map", "0:V:0", "-vf", f"setpts={factor:.6f}*PTS{rate}", *_x264(), "-crf", "23",
-         "-an", "-sn", "-movflags", "+faststart", "-f", "mp4", out(out_path)])
+    run(
+        [
+            "-i",
+            src,
+            "-map",
+            "0:V:0",
+            "-vf",
+            f"setpts={factor:.6f}*PTS{rate}",
+            *_x264(),
+            "-crf",
+            "23",
+            "-an",
+            "-sn",
+            "-movflags",
+            "+faststart",
+            "-f",
+            "mp4",
+            out(out_path),
+        ]
+    )
 
 
-def make_test_pattern(out_path: PathLike, duration: float, width: int = 1280, height: int = 720,
-                      fps: int = 25, audio: np.ndarray | None = None, sample_rate: int = 44100,
-                      subtitles: list[Cue] | None = None) -> None:
+def make_test_pattern(
+    out_path: PathLike,
+    duration: float,
+    width: int = 1280,
+    height: int = 720,
+    fps: int = 25,
+    audio: np.ndarray | None = None,
+    sample_rate: int = 44100,
+    subtitles: list[Cue] | None = None,
+) -> None:
     """An mp4 test card (ffmpeg's ``testsrc2``) with the given audio and a soft subtitle track.
 
     ``audio`` is padded or cut to ``duration``; without it the track is a quiet 440 Hz tone.
@@ -287,9 +445,33 @@ def make_test_pattern(out_path: PathLike, duration: float, width: int = 1280, he
             inputs += ["-i", srt]
             maps += ["-map", "2:0", "-c:s", "mov_text", "-disposition:s:0", "default"]
         # ultrafast: a synthetic card compresses well anyway, and sample clips are made on demand.
-        run([*inputs, *maps, "-af", "apad", "-t", f"{duration:.3f}", "-c:v", "libx264",
-             "-preset", "ultrafast", "-crf", "28", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "128k",
-             "-movflags", "+faststart", "-f", "mp4", out(out_path)])
+        run(
+            [
+                *inputs,
+                *maps,
+                "-af",
+                "apad",
+                "-t",
+                f"{duration:.3f}",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-crf",
+                "28",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:a",
+                "aac",
+                "-b:a",
+                "128k",
+                "-movflags",
+                "+faststart",
+                "-f",
+                "mp4",
+                out(out_path),
+            ]
+        )
 
 
 def default_fontsdir() -> Path | None:
@@ -303,6 +485,7 @@ def default_fontsdir() -> Path | None:
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
 
 def _x264(preset: str = "veryfast") -> list[str]:
     return ["-c:v", "libx264", "-preset", preset, "-pix_fmt", "yuv420p"]
@@ -326,5 +509,3 @@ def _video(path: PathLike) -> tuple[str, MediaInfo]:
 
 def _text_track(info: MediaInfo) -> int | None:
     return next((i for i, c in enumerate(info.subtitle_codecs) if c in _TEXT_SUBTITLES), None)
-
-

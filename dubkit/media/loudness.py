@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import soundfile as sf
 
-TARGET = -23.0          # LUFS, EBU R128 programme loudness
-PEAK_CEILING = -1.0     # dBFS: the gain never pushes a sample above this
-SILENCE = -70.0         # LUFS: BS.1770's absolute gate; ffmpeg reports this for silence
+TARGET = -23.0  # LUFS, EBU R128 programme loudness
+PEAK_CEILING = -1.0  # dBFS: the gain never pushes a sample above this
+SILENCE = -70.0  # LUFS: BS.1770's absolute gate; ffmpeg reports this for silence
 _SUMMARY = re.compile(r"Integrated loudness:\s*I:\s*(-?(?:\d+(?:\.\d+)?|inf))\s*LUFS")
 
 
@@ -45,19 +45,40 @@ def measure(samples: np.ndarray, rate: int) -> float:
     -70.0
     """
     import imageio_ffmpeg
+
     pcm = np.ascontiguousarray(np.asarray(samples, dtype="<f4"))
     channels = 1 if pcm.ndim == 1 else pcm.shape[1]
     if pcm.size == 0:
         return SILENCE
     done = subprocess.run(
-        [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-nostats", "-nostdin",
-         "-f", "f32le", "-ar", str(int(rate)), "-ac", str(channels), "-i", "pipe:0",
-         "-af", "ebur128=framelog=quiet", "-f", "null", "-"],
-        input=pcm.tobytes(), capture_output=True)
+        [
+            imageio_ffmpeg.get_ffmpeg_exe(),
+            "-hide_banner",
+            "-nostats",
+            "-nostdin",
+            "-f",
+            "f32le",
+            "-ar",
+            str(int(rate)),
+            "-ac",
+            str(channels),
+            "-i",
+            "pipe:0",
+            "-af",
+            "ebur128=framelog=quiet",
+            "-f",
+            "null",
+            "-",
+        ],
+        input=pcm.tobytes(),
+        capture_output=True,
+    )
     found = _SUMMARY.search(done.stderr.decode("utf-8", "replace"))
     if done.returncode != 0 or found is None:
-        raise LoudnessError("ffmpeg could not measure the loudness: "
-                            + done.stderr.decode("utf-8", "replace").strip()[-300:])
+        raise LoudnessError(
+            "ffmpeg could not measure the loudness: "
+            + done.stderr.decode("utf-8", "replace").strip()[-300:]
+        )
     value = float(found.group(1))
     return max(value, SILENCE)
 
@@ -110,8 +131,14 @@ class Matched:
         return "data:audio/wav;base64," + base64.b64encode(self.wav()).decode("ascii")
 
 
-def match(samples: np.ndarray, rate: int, *, target: float = TARGET,
-          ceiling: float = PEAK_CEILING, original: float | None = None) -> Matched:
+def match(
+    samples: np.ndarray,
+    rate: int,
+    *,
+    target: float = TARGET,
+    ceiling: float = PEAK_CEILING,
+    original: float | None = None,
+) -> Matched:
     """``samples`` with the gain that brings them to ``target`` LUFS, peaks kept ≤ ``ceiling``.
 
     ``original`` skips the measurement when the loudness is already known.
@@ -124,7 +151,7 @@ def match(samples: np.ndarray, rate: int, *, target: float = TARGET,
     if level <= SILENCE:
         return Matched(samples, int(rate), level, 0.0, target, False)
     gain = target - level
-    headroom = ceiling - peak_dbfs(samples)      # the most gain the peak allows
+    headroom = ceiling - peak_dbfs(samples)  # the most gain the peak allows
     limited = gain > headroom
     if limited:
         gain = headroom

@@ -8,10 +8,20 @@ from urllib.parse import urlparse
 # A file extension or an ffmpeg format name -> its MIME type. "*" is the kind of the media:
 # an ogg or asf file may hold a picture or only sound.
 MIME_TYPES = {
-    "wav": "audio/wav", "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac",
-    "flac": "audio/flac", "aiff": "audio/aiff", "opus": "audio/ogg", "ogg": "*/ogg",
-    "webm": "*/webm", "asf": "*/x-ms-asf", "mp4": "*/mp4", "avi": "video/x-msvideo",
-    "flv": "video/x-flv", "mpegts": "video/mp2t",
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "m4a": "audio/mp4",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "aiff": "audio/aiff",
+    "opus": "audio/ogg",
+    "ogg": "*/ogg",
+    "webm": "*/webm",
+    "asf": "*/x-ms-asf",
+    "mp4": "*/mp4",
+    "avi": "video/x-msvideo",
+    "flv": "video/x-flv",
+    "mpegts": "video/mp2t",
 }
 
 

@@ -48,8 +48,13 @@ def trim_silence(samples: np.ndarray, sample_rate: int, threshold_db: float = -4
     return data[start:end]
 
 
-def duck(original: np.ndarray, sr: int, segments: list[tuple[float, float]],
-         gain_db: float = -18, remove: bool = False) -> np.ndarray:
+def duck(
+    original: np.ndarray,
+    sr: int,
+    segments: list[tuple[float, float]],
+    gain_db: float = -18,
+    remove: bool = False,
+) -> np.ndarray:
     """Lower (or with ``remove=True`` silence) the original under each ``(start, end)`` span.
 
     The gain is fully applied inside each span; the fades sit just outside it, so the original
@@ -70,9 +75,9 @@ def duck(original: np.ndarray, sr: int, segments: list[tuple[float, float]],
         span = np.full(b - a, floor, dtype=np.float32)
         # Envelopes of overlapping spans combine by taking the lower gain.
         np.minimum(envelope[a:b], span, out=envelope[a:b])
-        before = envelope[max(0, a - fade):a]
-        np.minimum(before, ramp[::-1][fade - len(before):], out=before)
-        after = envelope[b:b + fade]
+        before = envelope[max(0, a - fade) : a]
+        np.minimum(before, ramp[::-1][fade - len(before) :], out=before)
+        after = envelope[b : b + fade]
         np.minimum(after, ramp[: len(after)], out=after)
     return data * (envelope if data.ndim == 1 else envelope[:, None])
 
@@ -90,10 +95,10 @@ def place(clips: list[tuple[float, np.ndarray]], sr: int, total: float) -> np.nd
     track = np.zeros((length, *shape), dtype=np.float32)
     for start, clip in clips:
         at = round(start * sr)
-        clip = np.asarray(clip, dtype=np.float32)[max(0, -at):]
+        clip = np.asarray(clip, dtype=np.float32)[max(0, -at) :]
         at = max(0, at)
         piece = clip[: max(0, length - at)]
-        track[at:at + len(piece)] += piece
+        track[at : at + len(piece)] += piece
     return track
 
 

@@ -75,8 +75,14 @@ class Prosody:
             ("volume", 0, 200),
         ):
             value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not low <= value <= high:
-                raise SpeechError(f"Prosody.{name} must be an integer in {low}..{high}, got {value!r}")
+            if (
+                not isinstance(value, numbers.Integral)
+                or isinstance(value, bool)
+                or not low <= value <= high
+            ):
+                raise SpeechError(
+                    f"Prosody.{name} must be an integer in {low}..{high}, got {value!r}"
+                )
             object.__setattr__(self, name, int(value))  # numpy integers in, plain ints out
 
 
@@ -109,7 +115,9 @@ class _Voice(ctypes.Structure):
     ]
 
 
-_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
+)
 
 _lib: ctypes.CDLL | None = None
 _chunks: list[bytes] = []
@@ -146,17 +154,28 @@ def _library() -> ctypes.CDLL:
     lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.espeak_SetParameter.restype = ctypes.c_int
     lib.espeak_Synth.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int,
-        ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+        ctypes.c_uint,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
     ]
     lib.espeak_Synth.restype = ctypes.c_int
     lib.espeak_ListVoices.argtypes = [ctypes.POINTER(_Voice)]
     lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
     rate = lib.espeak_Initialize(
-        _AUDIO_OUTPUT_SYNCHRONOUS, _BUFFER_MS, espeakng_loader.get_data_path().encode(), _INITIALIZE_DONT_EXIT
+        _AUDIO_OUTPUT_SYNCHRONOUS,
+        _BUFFER_MS,
+        espeakng_loader.get_data_path().encode(),
+        _INITIALIZE_DONT_EXIT,
     )
     if rate <= 0:
-        raise SpeechError(f"espeak_Initialize failed (returned {rate}); data at {espeakng_loader.get_data_path()}")
+        raise SpeechError(
+            f"espeak_Initialize failed (returned {rate}); data at {espeakng_loader.get_data_path()}"
+        )
     lib.espeak_SetSynthCallback(_collect)
     SAMPLE_RATE = rate
     _lib = lib
@@ -175,7 +194,9 @@ def _has_dictionary(identifier: str, languages: tuple[str, ...]) -> bool:
     data = _data_path()
     dictionary = languages[0].split("-")[0] if languages else ""
     try:
-        for line in (data / "lang" / identifier).read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in (
+            (data / "lang" / identifier).read_text(encoding="utf-8", errors="replace").splitlines()
+        ):
             parts = line.split()
             if len(parts) >= 2 and parts[0] == "dictionary":
                 dictionary = parts[1]
@@ -202,12 +223,14 @@ def _list_raw(spec: _Voice | None) -> list[tuple[str, str, tuple[tuple[str, int]
     i = 0
     while array[i]:
         v = array[i].contents
-        out.append((
-            (v.identifier or b"").decode("utf-8", "replace"),
-            (v.name or b"").decode("utf-8", "replace"),
-            _read_languages(v.languages),
-            v.gender,
-        ))
+        out.append(
+            (
+                (v.identifier or b"").decode("utf-8", "replace"),
+                (v.name or b"").decode("utf-8", "replace"),
+                _read_languages(v.languages),
+                v.gender,
+            )
+        )
         i += 1
     return out
 
@@ -226,7 +249,9 @@ def list_voices() -> list[EspeakVoice]:
             for ident, name, langs, gender in _list_raw(None):
                 languages = tuple(lang for lang, _ in langs)
                 if _has_dictionary(ident, languages):
-                    voices.append(EspeakVoice(ident, name, languages, genders.get(gender, "unknown")))
+                    voices.append(
+                        EspeakVoice(ident, name, languages, genders.get(gender, "unknown"))
+                    )
                     priorities.update({(ident, lang): prio for lang, prio in langs})
             _voices, _priorities = voices, priorities
         return list(_voices)
@@ -244,7 +269,11 @@ def list_variants() -> list[str]:
             spec = _Voice()
             keep = ctypes.c_char_p(b"variant")
             spec.languages = ctypes.cast(keep, ctypes.c_void_p)
-            names = {ident.split("/", 1)[1] for ident, _, _, _ in _list_raw(spec) if ident.startswith("!v/")}
+            names = {
+                ident.split("/", 1)[1]
+                for ident, _, _, _ in _list_raw(spec)
+                if ident.startswith("!v/")
+            }
             _variants = sorted(names, key=str.lower)
         return list(_variants)
 
@@ -279,7 +308,9 @@ def _resolve(voice: str, variant: str | None) -> str:
     """Turn a user voice spec into the exact string for espeak_SetVoiceByName."""
     base, _, inline = voice.strip().partition("+")
     if inline and variant and inline != variant:
-        raise SpeechError(f"voice {voice!r} already names variant {inline!r}; got variant={variant!r} too")
+        raise SpeechError(
+            f"voice {voice!r} already names variant {inline!r}; got variant={variant!r} too"
+        )
     variant = variant or inline or None
     identifier = _voice_lookup().get(base.strip().lower())
     if identifier is None:
@@ -329,23 +360,39 @@ def synthesize(
                 raise SpeechError(f"espeak rejected parameter {parameter}={value} (error {code})")
         _chunks.clear()
         try:
-            code = lib.espeak_Synth(payload, len(payload) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
+            code = lib.espeak_Synth(
+                payload, len(payload) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None
+            )
             raw = b"".join(_chunks)
         finally:
             _chunks.clear()
     if code != _EE_OK:
         raise SpeechError(f"espeak_Synth failed for voice {spec!r} (error {code})")
-    return (np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0)
+    return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
 
 
 # BCP-47 tags whose best espeak voice is not found by plain prefix matching.
 _LOCALE_ALIASES = {
-    "zh": "cmn", "zh-cn": "cmn", "zh-sg": "cmn", "zh-tw": "cmn", "zh-hans": "cmn", "zh-hant": "cmn",
-    "zh-hk": "yue", "zh-mo": "yue", "yue-cn": "yue", "yue-hk": "yue",
+    "zh": "cmn",
+    "zh-cn": "cmn",
+    "zh-sg": "cmn",
+    "zh-tw": "cmn",
+    "zh-hans": "cmn",
+    "zh-hant": "cmn",
+    "zh-hk": "yue",
+    "zh-mo": "yue",
+    "yue-cn": "yue",
+    "yue-hk": "yue",
     # espeak has no Wu or Min Nan voice; Mandarin is the nearest it can speak.
-    "wuu": "cmn", "nan": "cmn",
-    "en-ca": "en-us", "en-ph": "en-us", "es-es": "es",
-    "iw": "he", "in": "id", "no": "nb", "kmr": "ku",
+    "wuu": "cmn",
+    "nan": "cmn",
+    "en-ca": "en-us",
+    "en-ph": "en-us",
+    "es-es": "es",
+    "iw": "he",
+    "in": "id",
+    "no": "nb",
+    "kmr": "ku",
 }
 
 

@@ -37,7 +37,9 @@ class Cue:
 
     def __post_init__(self) -> None:
         if self.start < 0 or self.end < self.start:
-            raise ValueError(f"cue times must satisfy 0 <= start <= end, got {self.start}..{self.end}")
+            raise ValueError(
+                f"cue times must satisfy 0 <= start <= end, got {self.start}..{self.end}"
+            )
 
 
 def to_srt(cues: list[Cue]) -> str:
@@ -101,9 +103,15 @@ def ass_style(style: dict[str, object]) -> str:
     return ",".join(f"{name}={text}" for name, text in fields.items())
 
 
-_STYLE_SHORTHANDS = {"font": "FontName", "size": "FontSize", "color": "PrimaryColour",
-                     "colour": "PrimaryColour", "outline_color": "OutlineColour",
-                     "outline_colour": "OutlineColour", "position": "position"}
+_STYLE_SHORTHANDS = {
+    "font": "FontName",
+    "size": "FontSize",
+    "color": "PrimaryColour",
+    "colour": "PrimaryColour",
+    "outline_color": "OutlineColour",
+    "outline_colour": "OutlineColour",
+    "position": "position",
+}
 
 
 def _ass_colour(css: str) -> str:
@@ -144,12 +152,14 @@ def _blocks(text: str, *, vtt: bool) -> list[tuple[float, float, str, int]]:
         at = 0 if _TIMING.match(block[0]) else 1
         match = _TIMING.match(block[at]) if at < len(block) else None
         if match is None:
-            raise ValueError(f"line {first_line + at}: expected a timing line like "
-                             f"'00:00:01{'.' if vtt else ','}500 --> 00:00:02{'.' if vtt else ','}000'")
+            raise ValueError(
+                f"line {first_line + at}: expected a timing line like "
+                f"'00:00:01{'.' if vtt else ','}500 --> 00:00:02{'.' if vtt else ','}000'"
+            )
         start, end = _seconds(match.groups()[:4]), _seconds(match.groups()[4:])
         if end < start:
             raise ValueError(f"line {first_line + at}: cue ends before it starts")
-        cues.append((start, end, "\n".join(block[at + 1:]), first_line))
+        cues.append((start, end, "\n".join(block[at + 1 :]), first_line))
     return cues
 
 

@@ -11,5 +11,13 @@ from .translate import TranslateResource
 from .tts import TTSResource
 from .voices import VoicesResource, unknown_voice
 
-__all__ = ["CloneResource", "MaterialsResource", "MediaResource", "TasksResource",
-           "TranslateResource", "TTSResource", "VoicesResource", "unknown_voice"]
+__all__ = [
+    "CloneResource",
+    "MaterialsResource",
+    "MediaResource",
+    "TasksResource",
+    "TranslateResource",
+    "TTSResource",
+    "VoicesResource",
+    "unknown_voice",
+]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Iterator, Literal, Mapping, Sequence, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from tqdm.auto import tqdm
 
@@ -26,19 +27,39 @@ class Resource:
         return f"<{type(self).__name__} of {self._transport.base_url}>"
 
     @overload
-    def _create(self, op: str, body: Wire, *, asynchronous: Literal[False],
-                idempotency_key: str | None = None) -> Any: ...
+    def _create(
+        self,
+        op: str,
+        body: Wire,
+        *,
+        asynchronous: Literal[False],
+        idempotency_key: str | None = None,
+    ) -> Any: ...
 
     @overload
-    def _create(self, op: str, body: Wire, *, asynchronous: Literal[True], task_type: str,
-                context: dict[str, Any] | None = None,
-                extra_data: Mapping[str, Any] | None = None,
-                idempotency_key: str | None = None) -> Task: ...
+    def _create(
+        self,
+        op: str,
+        body: Wire,
+        *,
+        asynchronous: Literal[True],
+        task_type: str,
+        context: dict[str, Any] | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task: ...
 
-    def _create(self, op: str, body: Wire, *, asynchronous: bool, task_type: str = "",
-                context: dict[str, Any] | None = None,
-                extra_data: Mapping[str, Any] | None = None,
-                idempotency_key: str | None = None) -> Any:
+    def _create(
+        self,
+        op: str,
+        body: Wire,
+        *,
+        asynchronous: bool,
+        task_type: str = "",
+        context: dict[str, Any] | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Any:
         """Send a create: the envelope's data (synchronous), or the accepted :class:`Task`.
 
         An async create's idempotency key also rides in ``extraData.dubkitIdempotencyKey``, so
@@ -47,19 +68,29 @@ class Resource:
         if not asynchronous:
             return self._transport.call(op, body, idempotency_key=idempotency_key)
         key = idempotency_key or new_idempotency_key()
-        stamped = {"dubkitIdempotencyKey": key, **(getattr(body, "extra_data", None) or {}),
-                   **(extra_data or {})}
+        stamped = {
+            "dubkitIdempotencyKey": key,
+            **(getattr(body, "extra_data", None) or {}),
+            **(extra_data or {}),
+        }
         body = body.model_copy(update={"extra_data": stamped})
         data = self._transport.call(op, body, idempotency_key=key)
         accepted = AsyncAcceptance.model_validate(data)
         extra = accepted.model_extra or {}
-        return Task(self._transport, accepted.task_id, task_type=extra.get("taskType") or task_type,
-                    status=extra.get("status") or "running", created_at=accepted.created_at,
-                    idempotency_key=key, context=context)
+        return Task(
+            self._transport,
+            accepted.task_id,
+            task_type=extra.get("taskType") or task_type,
+            status=extra.get("status") or "running",
+            created_at=accepted.created_at,
+            idempotency_key=key,
+            context=context,
+        )
 
 
-def iterate_pages(fetch: Callable[[int, int], dict[str, Any]], page_size: int,
-                  limit: int | None = None) -> Iterator[dict[str, Any]]:
+def iterate_pages(
+    fetch: Callable[[int, int], dict[str, Any]], page_size: int, limit: int | None = None
+) -> Iterator[dict[str, Any]]:
     """Yield records across pages until ``total`` (or ``limit``) records were seen."""
     current, seen = 1, 0
     while True:
@@ -81,21 +112,30 @@ def as_list(items: Any) -> list[Any]:
 
 
 def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def chunk_failure(exc: DubkitError) -> str:
     """The per-line message for a chunk whose request failed; an accepted-but-lost chunk is
     said to be so, because running it again would be charged again."""
     if isinstance(exc, IdempotencyConflictError) and exc.first_attempt_accepted:
-        return (f"accepted, answer lost: this chunk was done and charged once (idempotency key "
-                f"{exc.idempotency_key}); find it in client.tasks.list() rather than re-running")
+        return (
+            f"accepted, answer lost: this chunk was done and charged once (idempotency key "
+            f"{exc.idempotency_key}); find it in client.tasks.list() rather than re-running"
+        )
     return f"request failed: {exc}"
 
 
-def run_chunks(chunks: Sequence[T], send: Callable[[T], R], *, concurrency: int,
-               progress: bool, description: str, weight: Callable[[T], int] = len,
-               on_error: Callable[[T, DubkitError], R] | None = None) -> list[R]:
+def run_chunks(
+    chunks: Sequence[T],
+    send: Callable[[T], R],
+    *,
+    concurrency: int,
+    progress: bool,
+    description: str,
+    weight: Callable[[T], int] = len,
+    on_error: Callable[[T, DubkitError], R] | None = None,
+) -> list[R]:
     """Send chunks concurrently; results come back in the chunks' order.
 
     The batch helpers' one policy: everything is validated before the first chunk is sent;
@@ -105,8 +145,11 @@ def run_chunks(chunks: Sequence[T], send: Callable[[T], R], *, concurrency: int,
     """
     results: list[R] = [None] * len(chunks)  # type: ignore[list-item]
     total = sum(weight(c) for c in chunks)
-    with tqdm(total=total, desc=description, disable=not progress, leave=False) as bar, \
-            ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with (
+        tqdm(total=total, desc=description, disable=not progress, leave=False) as bar,
+        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
+    ):
+
         def guarded(chunk: T) -> R:
             try:
                 return send(chunk)

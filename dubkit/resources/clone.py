@@ -28,43 +28,69 @@ from .materials import MaterialsResource
 from .tts import TTSResource
 from .voices import VoicesResource
 
-Recording = Union[str, "os.PathLike[str]", Material]   # a local file, an http(s) URL, a Material
+Recording = Union[str, "os.PathLike[str]", Material]  # a local file, an http(s) URL, a Material
 DEFAULT_TEXT = "Hello! This is my voice, cloned from a short recording."
 
 
 class CloneResource(Resource):
     """``client.clones``: make cloned voices (list, rename, delete them with ``client.voices``)."""
 
-    def __init__(self, transport: Transport, voices: VoicesResource,
-                 materials: MaterialsResource, tts: TTSResource) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        voices: VoicesResource,
+        materials: MaterialsResource,
+        tts: TTSResource,
+    ) -> None:
         super().__init__(transport)
         self._voices, self._materials, self._tts = voices, materials, tts
 
-    def create(self, source: Recording, *, name: str | None = None,
-               provider: CloneProvider | None = None, language: str | None = None,
-               text: str | None = None, idempotency_key: str | None = None) -> Clone:
+    def create(
+        self,
+        source: Recording,
+        *,
+        name: str | None = None,
+        provider: CloneProvider | None = None,
+        language: str | None = None,
+        text: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Clone:
         """Clone the voice in ``source`` and wait for it (see the module docstring).
 
         ``language`` is the sample's locale (``sampleLanguage``), ``text`` its transcript
         (``sampleText``). Everything is checked before a local file is uploaded.
         """
         body = self._request(CloneRequest, source, name, provider, language, text)
-        data = self._create("clone.create", body, asynchronous=False,
-                            idempotency_key=idempotency_key)
+        data = self._create(
+            "clone.create", body, asynchronous=False, idempotency_key=idempotency_key
+        )
         clone = Clone(CloneResult.model_validate(data), _context(body))
         self._voices.remember(clone.voice_id, clone.provider)
         return clone
 
-    def create_async(self, source: Recording, *, name: str | None = None,
-                     provider: CloneProvider | None = None, language: str | None = None,
-                     text: str | None = None, extra_data: Mapping[str, Any] | None = None,
-                     idempotency_key: str | None = None) -> Task:
+    def create_async(
+        self,
+        source: Recording,
+        *,
+        name: str | None = None,
+        provider: CloneProvider | None = None,
+        language: str | None = None,
+        text: str | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
         """Like :meth:`create`, but returns a :class:`Task` at once (webhook
         ``openapi-clone-voice``); ``task.wait().result`` is the :class:`Clone`."""
         body = self._request(CloneAsyncRequest, source, name, provider, language, text)
-        return self._create("clone.create_async", body, asynchronous=True,
-                            task_type="cloneVoice", context=_context(body),
-                            extra_data=extra_data, idempotency_key=idempotency_key)
+        return self._create(
+            "clone.create_async",
+            body,
+            asynchronous=True,
+            task_type="cloneVoice",
+            context=_context(body),
+            extra_data=extra_data,
+            idempotency_key=idempotency_key,
+        )
 
     def ab(self, clone: Clone, text: str | None = None, **tts: Any) -> ABPlayers:
         """Speak ``text`` (default: the clone's transcript) with the clone, to play against
@@ -75,19 +101,32 @@ class CloneResource(Resource):
         line = self._tts.speak(words, clone.voice_id, **tts)
         return ABPlayers(self._transport, clone, line.uri or "", words)
 
-    def _request(self, model: type[CloneRequest], source: Any, name: str | None,
-                 provider: str | None, language: str | None, text: str | None
-                 ) -> CloneRequest:
-        fields = {"voice_name": name, "provider": provider, "sample_language": language,
-                  "sample_text": text}
+    def _request(
+        self,
+        model: type[CloneRequest],
+        source: Any,
+        name: str | None,
+        provider: str | None,
+        language: str | None,
+        text: str | None,
+    ) -> CloneRequest:
+        fields = {
+            "voice_name": name,
+            "provider": provider,
+            "sample_language": language,
+            "sample_text": text,
+        }
         fields = {k: v for k, v in fields.items() if v is not None}
-        parse(model, fields)              # a bad provider is refused before anything is uploaded
-        return parse(model, {**fields, "ref_audio": self._materials.audio_url(source,
-                                                                              "refAudio")})
+        parse(model, fields)  # a bad provider is refused before anything is uploaded
+        return parse(model, {**fields, "ref_audio": self._materials.audio_url(source, "refAudio")})
 
 
 def _context(body: CloneRequest) -> dict[str, Any]:
     """What the result cannot say itself: what the voice was cloned from."""
-    return {"name": body.voice_name, "provider": body.provider,
-            "language": body.sample_language, "text": body.sample_text,
-            "refAudio": body.ref_audio}
+    return {
+        "name": body.voice_name,
+        "provider": body.provider,
+        "language": body.sample_language,
+        "text": body.sample_text,
+        "refAudio": body.ref_audio,
+    }

@@ -14,7 +14,8 @@ Only registered materials can feed media translation. A :class:`Material` return
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .._transport import Transport
 from ..errors import NotFoundError, ValidationError
@@ -29,17 +30,25 @@ ProgressDisplay = Callable[[str], ProgressCallback]
 class MaterialsResource(Resource):
     """``client.materials``: upload, list, delete; ids of registered materials are remembered."""
 
-    def __init__(self, transport: Transport, *,
-                 progress_display: ProgressDisplay | None = None) -> None:
+    def __init__(
+        self, transport: Transport, *, progress_display: ProgressDisplay | None = None
+    ) -> None:
         super().__init__(transport)
         self._registered: set[str] = set()
         self._progress_display = progress_display
 
-    def upload(self, path: str | os.PathLike[str], *, name: str | None = None,
-               progress: bool | ProgressCallback = True, part_size: int | None = None,
-               concurrency: int = 4, multipart_threshold: int = MULTIPART_THRESHOLD,
-               resume: bool = True, state_dir: str | os.PathLike[str] | None = None
-               ) -> Material:
+    def upload(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        progress: bool | ProgressCallback = True,
+        part_size: int | None = None,
+        concurrency: int = 4,
+        multipart_threshold: int = MULTIPART_THRESHOLD,
+        resume: bool = True,
+        state_dir: str | os.PathLike[str] | None = None,
+    ) -> Material:
         """Upload a local audio or video file and return it registered.
 
         Bad input (missing, empty or text file, part size under 5 MiB) is refused before any
@@ -51,10 +60,17 @@ class MaterialsResource(Resource):
 
         >>> m = client.materials.upload("talk.mp4", concurrency=8)
         """
-        upload = Upload(self._transport, path, find_by_hash=self._record_by_hash, name=name,
-                        part_size=part_size, concurrency=concurrency,
-                        multipart_threshold=multipart_threshold, resume=resume,
-                        state_dir=state_dir)     # bad input stops here
+        upload = Upload(
+            self._transport,
+            path,
+            find_by_hash=self._record_by_hash,
+            name=name,
+            part_size=part_size,
+            concurrency=concurrency,
+            multipart_threshold=multipart_threshold,
+            resume=resume,
+            state_dir=state_dir,
+        )  # bad input stops here
         if callable(progress):
             upload.on_progress = progress
         elif progress and self._progress_display is not None:
@@ -69,8 +85,10 @@ class MaterialsResource(Resource):
     def iterate(self, *, limit: int | None = None, page_size: int = 100) -> Iterator[Material]:
         def fetch(page: int, size: int) -> dict[str, Any]:
             answer: dict[str, Any] = self._transport.call(
-                "materials.list", {"current_page": page, "page_size": size})
+                "materials.list", {"current_page": page, "page_size": size}
+            )
             return answer
+
         for record in iterate_pages(fetch, page_size, limit):
             yield self._seen(Material.model_validate(record))
 
@@ -83,8 +101,9 @@ class MaterialsResource(Resource):
 
     def find_by_hash(self, file_hash: str) -> Material | None:
         """The registered material with these bytes (MD5 hex), if any."""
-        return next((m for m in self.iterate() if (m.file_hash or "").lower()
-                     == file_hash.lower()), None)
+        return next(
+            (m for m in self.iterate() if (m.file_hash or "").lower() == file_hash.lower()), None
+        )
 
     def delete(self, material: Material | str) -> None:
         """Delete a material (soft: it leaves lists and cannot feed new tasks)."""
@@ -92,11 +111,13 @@ class MaterialsResource(Resource):
         self._transport.call("materials.delete", {"material_id": material_id})
         self._registered.discard(material_id or "")
 
-    def abort(self, path: str | os.PathLike[str], *,
-              state_dir: str | os.PathLike[str] | None = None) -> bool:
+    def abort(
+        self, path: str | os.PathLike[str], *, state_dir: str | os.PathLike[str] | None = None
+    ) -> bool:
         """Abort the interrupted upload of ``path``; False if none was pending."""
-        return Upload(self._transport, path, find_by_hash=self._record_by_hash,
-                      state_dir=state_dir).abort_pending()
+        return Upload(
+            self._transport, path, find_by_hash=self._record_by_hash, state_dir=state_dir
+        ).abort_pending()
 
     def is_registered(self, material_id: str) -> bool:
         """True if ``material_id`` is a live registered material (asks the service if unsure)."""
@@ -104,8 +125,7 @@ class MaterialsResource(Resource):
             return True
         return any(m.material_id == material_id for m in self.iterate())
 
-    def require_registered(self, material: Material | str,
-                           field: str = "source.materialId") -> str:
+    def require_registered(self, material: Material | str, field: str = "source.materialId") -> str:
         """The id of a registered material, or ValidationError naming ``field`` before any task.
 
         A :class:`Material` is registered by construction; a string is checked against the ids
@@ -117,14 +137,16 @@ class MaterialsResource(Resource):
         if isinstance(material, Material) and material.material_id:
             return material.material_id
         if not isinstance(material, str) or not material.strip():
-            raise ValidationError(field, f"expected a Material or a material id, got "
-                                         f"{material!r}")
+            raise ValidationError(field, f"expected a Material or a material id, got {material!r}")
         if not self.is_registered(material):
-            raise ValidationError(field, f"{material!r} is not a registered material of this "
-                                         f"key: use an id from client.materials.upload() or "
-                                         f"client.materials.list(); an id from gen-upload-url "
-                                         f"or multipart initiate only identifies an "
-                                         f"unfinished upload")
+            raise ValidationError(
+                field,
+                f"{material!r} is not a registered material of this "
+                f"key: use an id from client.materials.upload() or "
+                f"client.materials.list(); an id from gen-upload-url "
+                f"or multipart initiate only identifies an "
+                f"unfinished upload",
+            )
         return material
 
     def audio_url(self, recording: Any, field: str) -> str:
@@ -137,17 +159,20 @@ class MaterialsResource(Resource):
         if isinstance(recording, Material):
             url = recording.audio_url or recording.address_url
             if not url:
-                raise ValidationError(field, f"material {recording.material_id} has no audio "
-                                             f"URL")
+                raise ValidationError(field, f"material {recording.material_id} has no audio URL")
             return url
         if recording is None or (isinstance(recording, str) and not recording.strip()):
-            raise ValidationError(field, "is required: a local audio file, an http(s) URL or "
-                                         "a Material")
+            raise ValidationError(
+                field, "is required: a local audio file, an http(s) URL or a Material"
+            )
         if isinstance(recording, str) and recording.startswith(("http://", "https://")):
             return recording
         if not isinstance(recording, (str, os.PathLike)):
-            raise ValidationError(field, f"expected a local audio file, an http(s) URL or a "
-                                         f"Material, got {type(recording).__name__}")
+            raise ValidationError(
+                field,
+                f"expected a local audio file, an http(s) URL or a "
+                f"Material, got {type(recording).__name__}",
+            )
         check_media_file(recording, field)
         return self.audio_url(self.upload(recording, progress=False), field)
 

@@ -15,8 +15,8 @@ Options are keyword arguments named after the wire fields (``clone_mode`` is
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any, Literal, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Union
 
 from .._transport import Transport
 from .._wire import parse, python_names
@@ -27,35 +27,42 @@ from ._base import Resource
 from .materials import MaterialsResource
 from .voices import VoicesResource
 
-MaterialLike = Union[Material, str, "os.PathLike[str]"]   # a Material, its id, or a local file
+MaterialLike = Union[Material, str, "os.PathLike[str]"]  # a Material, its id, or a local file
 
 
 class MediaResource(Resource):
     """``client.media``: translate and dub registered materials (async; results by poll or webhook)."""
 
-    def __init__(self, transport: Transport, voices: VoicesResource,
-                 materials: MaterialsResource) -> None:
+    def __init__(
+        self, transport: Transport, voices: VoicesResource, materials: MaterialsResource
+    ) -> None:
         super().__init__(transport)
         self._voices, self._materials = voices, materials
 
-    def translate(self, material: MaterialLike, *, target: str, source: str = "auto",
-                  task_type: Literal["vt", "at"] | None = None,
-                  clone_mode: Literal["role", "mix", "sentence"] | None = None,
-                  clone_style: Literal["emotional", "consistent"] | None = None,
-                  clone_provider: str | None = None,
-                  speaker_num: int | Literal["auto"] | None = None,
-                  timbre_method: Literal["clone", "smart"] | None = None,
-                  selected_voices: Sequence[str | Mapping[str, Any]] | None = None,
-                  separation_mode: str | None = None,
-                  dynamic_video_length: bool | None = None,
-                  lipsync: bool | None = None,
-                  text: Mapping[str, Any] | None = None,
-                  translate_mode: Literal["default", "machine"] | None = None,
-                  translate_prompt: str | None = None,
-                  transcribe_mode: Literal["fast", "normal"] | None = None,
-                  options: Mapping[str, Any] | None = None,
-                  extra_data: Mapping[str, Any] | None = None,
-                  idempotency_key: str | None = None) -> Task:
+    def translate(
+        self,
+        material: MaterialLike,
+        *,
+        target: str,
+        source: str = "auto",
+        task_type: Literal["vt", "at"] | None = None,
+        clone_mode: Literal["role", "mix", "sentence"] | None = None,
+        clone_style: Literal["emotional", "consistent"] | None = None,
+        clone_provider: str | None = None,
+        speaker_num: int | Literal["auto"] | None = None,
+        timbre_method: Literal["clone", "smart"] | None = None,
+        selected_voices: Sequence[str | Mapping[str, Any]] | None = None,
+        separation_mode: str | None = None,
+        dynamic_video_length: bool | None = None,
+        lipsync: bool | None = None,
+        text: Mapping[str, Any] | None = None,
+        translate_mode: Literal["default", "machine"] | None = None,
+        translate_prompt: str | None = None,
+        transcribe_mode: Literal["fast", "normal"] | None = None,
+        options: Mapping[str, Any] | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
         """Start dubbing ``material`` into ``target``; returns the running :class:`Task`.
 
         ``material`` is a registered :class:`~dubkit.resources.materials.Material`, its id,
@@ -73,20 +80,38 @@ class MediaResource(Resource):
         ...                               timbre_method="smart", text={"burn": True})
         """
         if not isinstance(target, str) or not target.strip():
-            raise ValidationError("language.target", "is required: the locale to dub into, "
-                                                     "e.g. 'fr-FR'")
-        wire_options = _merge(_options(
-            clone_mode=clone_mode, clone_style=clone_style, clone_provider=clone_provider,
-            speaker_num=speaker_num, timbre_method=timbre_method,
-            selected_voices=selected_voices, separation_mode=separation_mode,
-            dynamic_video_length=dynamic_video_length, lipsync=lipsync, text=text,
-            translate_mode=translate_mode, translate_prompt=translate_prompt,
-            transcribe_mode=transcribe_mode), python_names(MediaOptions, options or {}))
+            raise ValidationError(
+                "language.target", "is required: the locale to dub into, e.g. 'fr-FR'"
+            )
+        wire_options = _merge(
+            _options(
+                clone_mode=clone_mode,
+                clone_style=clone_style,
+                clone_provider=clone_provider,
+                speaker_num=speaker_num,
+                timbre_method=timbre_method,
+                selected_voices=selected_voices,
+                separation_mode=separation_mode,
+                dynamic_video_length=dynamic_video_length,
+                lipsync=lipsync,
+                text=text,
+                translate_mode=translate_mode,
+                translate_prompt=translate_prompt,
+                transcribe_mode=transcribe_mode,
+            ),
+            python_names(MediaOptions, options or {}),
+        )
 
         def request(kind: str, material_id: str) -> MediaTranslationRequest:
-            return parse(MediaTranslationRequest, {
-                "task_type": kind, "source": {"material_id": material_id},
-                "language": {"source": source, "target": target}, "options": wire_options})
+            return parse(
+                MediaTranslationRequest,
+                {
+                    "task_type": kind,
+                    "source": {"material_id": material_id},
+                    "language": {"source": source, "target": target},
+                    "options": wire_options,
+                },
+            )
 
         # Bad options and unknown voices never cost an upload.
         draft = request(task_type or "vt", "not-uploaded-yet")
@@ -94,39 +119,54 @@ class MediaResource(Resource):
         chosen = self._material(material)
         kind = task_type or ("vt" if chosen.category == "video" else "at")
         body = request(kind, chosen.material_id or "")
-        return self._create("media.create_async", body, asynchronous=True, task_type=kind,
-                            context={"material": chosen.to_wire(), "source": source,
-                                     "target": target},
-                            extra_data=extra_data, idempotency_key=idempotency_key)
+        return self._create(
+            "media.create_async",
+            body,
+            asynchronous=True,
+            task_type=kind,
+            context={"material": chosen.to_wire(), "source": source, "target": target},
+            extra_data=extra_data,
+            idempotency_key=idempotency_key,
+        )
 
     def _check_voices(self, body: MediaTranslationRequest, *, raw: bool) -> None:
         """Every chosen voice exists for this key (looked up in the service's own lists), with
         the provider the lists give it. ``raw``: the list came in ``options=``, so the fields
         are named as on the wire."""
         speakers = body.options.voice_speakers if body.options else None
-        slots = [(i, v) for i, v in enumerate(speakers.selected_voices_list or [])
-                 if v.voice_id is not None] if speakers else []
+        slots = (
+            [
+                (i, v)
+                for i, v in enumerate(speakers.selected_voices_list or [])
+                if v.voice_id is not None
+            ]
+            if speakers
+            else []
+        )
         if not slots:
-            return      # no voice chosen: the service picks them
-        field = ("options.voiceSpeakers.selectedVoicesList[{}]" if raw
-                 else "selected_voices[{}]")
+            return  # no voice chosen: the service picks them
+        field = "options.voiceSpeakers.selectedVoicesList[{}]" if raw else "selected_voices[{}]"
         providers = self._voices.require(
             [v.voice_id for _, v in slots],
-            [field.format(i) + (".voiceId" if raw else "") for i, _ in slots])
+            [field.format(i) + (".voiceId" if raw else "") for i, _ in slots],
+        )
         for (i, voice), provider in zip(slots, providers):
             if voice.provider and voice.provider != provider:
-                raise ValidationError(f"{field.format(i)}.provider",
-                                      f"{voice.provider!r} is not the provider of "
-                                      f"{voice.voice_id!r}, which is {provider!r}; give the "
-                                      f"voice id alone, or with the provider "
-                                      f"client.voices.presets()/clones() list for it")
+                raise ValidationError(
+                    f"{field.format(i)}.provider",
+                    f"{voice.provider!r} is not the provider of "
+                    f"{voice.voice_id!r}, which is {provider!r}; give the "
+                    f"voice id alone, or with the provider "
+                    f"client.voices.presets()/clones() list for it",
+                )
 
     def _material(self, material: MaterialLike) -> Material:
         """The registered material; a local file (a path, or a string naming a file with an
         extension) is uploaded first."""
         if isinstance(material, os.PathLike) or (
-                isinstance(material, str) and (os.path.isfile(material)
-                                               or os.path.splitext(material)[1])):
+            isinstance(material, str)
+            and (os.path.isfile(material) or os.path.splitext(material)[1])
+        ):
             material = self._materials.upload(material)
         material_id = self._materials.require_registered(material)
         if isinstance(material, Material):
@@ -134,28 +174,43 @@ class MediaResource(Resource):
         return self._materials.get(material_id)
 
 
-def _options(*, clone_mode: str | None, clone_style: str | None, clone_provider: str | None,
-             speaker_num: int | str | None, timbre_method: str | None,
-             selected_voices: Sequence[str | Mapping[str, Any]] | None,
-             separation_mode: str | None, dynamic_video_length: bool | None,
-             lipsync: bool | None, text: Mapping[str, Any] | None,
-             translate_mode: str | None, translate_prompt: str | None,
-             transcribe_mode: str | None) -> dict[str, Any]:
+def _options(
+    *,
+    clone_mode: str | None,
+    clone_style: str | None,
+    clone_provider: str | None,
+    speaker_num: int | str | None,
+    timbre_method: str | None,
+    selected_voices: Sequence[str | Mapping[str, Any]] | None,
+    separation_mode: str | None,
+    dynamic_video_length: bool | None,
+    lipsync: bool | None,
+    text: Mapping[str, Any] | None,
+    translate_mode: str | None,
+    translate_prompt: str | None,
+    transcribe_mode: str | None,
+) -> dict[str, Any]:
     """Typed keyword options -> the ``options`` object (``voice_clone`` always present)."""
-    options: dict[str, Any] = {"voice_clone": _present(mode=clone_mode, style=clone_style,
-                                                       provider=clone_provider)}
+    options: dict[str, Any] = {
+        "voice_clone": _present(mode=clone_mode, style=clone_style, provider=clone_provider)
+    }
     voices = None
     if selected_voices is not None:
         voices = [{"voice_id": v} if isinstance(v, str) else dict(v) for v in selected_voices]
-    speakers = _present(selected_voices_list=voices, timbre_method=timbre_method,
-                        speaker_num=None if speaker_num is None else str(speaker_num))
-    parts = {"voice_speakers": speakers,
-             "separation": _present(mode=separation_mode),
-             "dynamic_video_length": _present(enable=dynamic_video_length),
-             "lipsync": _present(enable=lipsync),
-             "translate": _present(mode=translate_mode, prompt=translate_prompt),
-             "transcribe": _present(mode=transcribe_mode),
-             "text": dict(text) if text is not None else {}}
+    speakers = _present(
+        selected_voices_list=voices,
+        timbre_method=timbre_method,
+        speaker_num=None if speaker_num is None else str(speaker_num),
+    )
+    parts = {
+        "voice_speakers": speakers,
+        "separation": _present(mode=separation_mode),
+        "dynamic_video_length": _present(enable=dynamic_video_length),
+        "lipsync": _present(enable=lipsync),
+        "translate": _present(mode=translate_mode, prompt=translate_prompt),
+        "transcribe": _present(mode=transcribe_mode),
+        "text": dict(text) if text is not None else {},
+    }
     options.update({name: value for name, value in parts.items() if value})
     return python_names(MediaOptions, options)
 

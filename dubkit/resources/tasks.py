@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..results import Task, TaskList
 from ..schema import TaskSummary
@@ -16,21 +17,39 @@ from ._base import Resource, iterate_pages
 class TasksResource(Resource):
     """``client.tasks``: records of jobs made by any product, scoped to the API key."""
 
-    def list(self, *, task_type: str | None = None, status: str | None = None,
-             limit: int | None = None, page_size: int = 100) -> TaskList:
+    def list(
+        self,
+        *,
+        task_type: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        page_size: int = 100,
+    ) -> TaskList:
         """All matching tasks, newest first, fetched page by page (``limit`` caps the count)."""
-        return TaskList(TaskSummary.model_validate(r)
-                        for r in self.iterate(task_type=task_type, status=status, limit=limit,
-                                              page_size=page_size))
+        return TaskList(
+            TaskSummary.model_validate(r)
+            for r in self.iterate(
+                task_type=task_type, status=status, limit=limit, page_size=page_size
+            )
+        )
 
-    def iterate(self, *, task_type: str | None = None, status: str | None = None,
-                limit: int | None = None, page_size: int = 100) -> Iterator[dict[str, Any]]:
+    def iterate(
+        self,
+        *,
+        task_type: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        page_size: int = 100,
+    ) -> Iterator[dict[str, Any]]:
         """The matching task records (wire dicts), page by page as they are read."""
+
         def fetch(page: int, size: int) -> dict[str, Any]:
             answer: dict[str, Any] = self._transport.call(
-                "tasks.list", {"task_type": task_type, "status": status, "current_page": page,
-                               "page_size": size})
+                "tasks.list",
+                {"task_type": task_type, "status": status, "current_page": page, "page_size": size},
+            )
             return answer
+
         return iterate_pages(fetch, page_size, limit)
 
     def detail(self, task_id: str) -> Task:

@@ -9,26 +9,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .._wire import parse, python_names
 from ..errors import DubkitError, ValidationError
 from ..results import Task, Translation
 from ..results.translation import is_pseudo
-from ..schema import (MAX_LINES, TranslateAsyncRequest, TranslateItem, TranslateOptions,
-                      TranslateRequest, TranslateResult)
+from ..schema import (
+    MAX_LINES,
+    TranslateAsyncRequest,
+    TranslateItem,
+    TranslateOptions,
+    TranslateRequest,
+    TranslateResult,
+)
 from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 
-Segments = Union[str, Sequence[Union[str, Mapping[str, Any]]]]   # a plain string is one segment
+Segments = str | Sequence[str | Mapping[str, Any]]  # a plain string is one segment
 
 
 class TranslateResource(Resource):
     """``client.translate``: ≤ 50 segments per call, or :meth:`batch` for any number."""
 
-    def create(self, segments: Segments | Mapping[str, Any], *, source: str | None = None,
-               target: str | None = None, idempotency_key: str | None = None,
-               **options: Any) -> Translation:
+    def create(
+        self,
+        segments: Segments | Mapping[str, Any],
+        *,
+        source: str | None = None,
+        target: str | None = None,
+        idempotency_key: str | None = None,
+        **options: Any,
+    ) -> Translation:
         """Translate up to 50 segments and wait for the answer.
 
         ``segments`` are strings or segment dicts (``text``, ``speaker``, ``start``/``end``,
@@ -38,22 +50,43 @@ class TranslateResource(Resource):
         body dict is accepted as the first argument.
         """
         body = self._request(TranslateRequest, segments, source, target, options)
-        data = self._create("translate.create", body, asynchronous=False,
-                            idempotency_key=idempotency_key)
+        data = self._create(
+            "translate.create", body, asynchronous=False, idempotency_key=idempotency_key
+        )
         return Translation(TranslateResult.model_validate(data), [s.text for s in body.segments])
 
-    def create_async(self, segments: Segments | Mapping[str, Any], *, source: str | None = None,
-                     target: str | None = None, extra_data: Mapping[str, Any] | None = None,
-                     idempotency_key: str | None = None, **options: Any) -> Task:
+    def create_async(
+        self,
+        segments: Segments | Mapping[str, Any],
+        *,
+        source: str | None = None,
+        target: str | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        **options: Any,
+    ) -> Task:
         """Like :meth:`create`, but returns a :class:`Task` at once; results by webhook or poll."""
         body = self._request(TranslateAsyncRequest, segments, source, target, options)
-        return self._create("translate.create_async", body, asynchronous=True,
-                            task_type="textTranslation",
-                            context={"sources": [s.text for s in body.segments]},
-                            extra_data=extra_data, idempotency_key=idempotency_key)
+        return self._create(
+            "translate.create_async",
+            body,
+            asynchronous=True,
+            task_type="textTranslation",
+            context={"sources": [s.text for s in body.segments]},
+            extra_data=extra_data,
+            idempotency_key=idempotency_key,
+        )
 
-    def batch(self, segments: Segments, *, source: str, target: str, concurrency: int = 4,
-              progress: bool = True, **options: Any) -> Translation:
+    def batch(
+        self,
+        segments: Segments,
+        *,
+        source: str,
+        target: str,
+        concurrency: int = 4,
+        progress: bool = True,
+        **options: Any,
+    ) -> Translation:
         """Translate any number of segments: chunks of 50, sent concurrently, order kept.
 
         Every chunk is validated before the first is sent. Per-segment failures come back in
@@ -61,60 +94,104 @@ class TranslateResource(Resource):
         losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
         items = as_list(segments)
-        bodies = [self._request(TranslateRequest, chunk, source, target, options,
-                                offset=i * MAX_LINES)
-                  for i, chunk in enumerate(chunked(items, MAX_LINES))]
+        bodies = [
+            self._request(TranslateRequest, chunk, source, target, options, offset=i * MAX_LINES)
+            for i, chunk in enumerate(chunked(items, MAX_LINES))
+        ]
 
         def send(body: TranslateRequest) -> TranslateResult:
             return TranslateResult.model_validate(
-                self._create("translate.create", body, asynchronous=False))
+                self._create("translate.create", body, asynchronous=False)
+            )
 
         def failed(body: TranslateRequest, exc: DubkitError) -> TranslateResult:
-            return TranslateResult(items=[TranslateItem(error_message=chunk_failure(exc))]
-                                   * len(body.segments))
+            return TranslateResult(
+                items=[TranslateItem(error_message=chunk_failure(exc))] * len(body.segments)
+            )
 
-        results = run_chunks(bodies, send, concurrency=concurrency, progress=progress,
-                             description="translating", weight=lambda b: len(b.segments),
-                             on_error=failed)
-        merged = TranslateResult(task_id=None, items=[
-            item for result in results for item in result.items])
-        return Translation(merged, [s.text for b in bodies for s in b.segments],
-                           pseudo=any(is_pseudo(r) for r in results))
+        results = run_chunks(
+            bodies,
+            send,
+            concurrency=concurrency,
+            progress=progress,
+            description="translating",
+            weight=lambda b: len(b.segments),
+            on_error=failed,
+        )
+        merged = TranslateResult(
+            task_id=None, items=[item for result in results for item in result.items]
+        )
+        return Translation(
+            merged,
+            [s.text for b in bodies for s in b.segments],
+            pseudo=any(is_pseudo(r) for r in results),
+        )
 
-    def _request(self, model: type[TranslateRequest], segments: Any, source: str | None,
-                 target: str | None, options: dict[str, Any], offset: int = 0
-                 ) -> TranslateRequest:
-        if isinstance(segments, Mapping):       # a raw wire body
+    def _request(
+        self,
+        model: type[TranslateRequest],
+        segments: Any,
+        source: str | None,
+        target: str | None,
+        options: dict[str, Any],
+        offset: int = 0,
+    ) -> TranslateRequest:
+        if isinstance(segments, Mapping):  # a raw wire body
             return parse(model, segments)
         segments = [{"text": s} if isinstance(s, str) else dict(s) for s in as_list(segments)]
         if len(segments) > MAX_LINES:
-            raise ValidationError("segments", f"at most {MAX_LINES} per request, got "
-                                              f"{len(segments)}; client.translate.batch() "
-                                              f"sends any number in concurrent chunks")
+            raise ValidationError(
+                "segments",
+                f"at most {MAX_LINES} per request, got "
+                f"{len(segments)}; client.translate.batch() "
+                f"sends any number in concurrent chunks",
+            )
         try:
-            return parse(model, {"language": {"source": source, "target": target},
-                                 "segments": segments, "options": _options(**options)})
+            return parse(
+                model,
+                {
+                    "language": {"source": source, "target": target},
+                    "segments": segments,
+                    "options": _options(**options),
+                },
+            )
         except ValidationError as exc:
             if offset and exc.field.startswith("segments["):
-                index = int(exc.field[9:exc.field.index("]")])
-                raise ValidationError(f"segments[{index + offset}]"
-                                      + exc.field[exc.field.index("]") + 1:],
-                                      exc.problem) from None
+                index = int(exc.field[9 : exc.field.index("]")])
+                raise ValidationError(
+                    f"segments[{index + offset}]" + exc.field[exc.field.index("]") + 1 :],
+                    exc.problem,
+                ) from None
             raise
 
 
-def _options(*, glossary: Mapping[str, str] | None = None, context_mode: str | None = None,
-             context_window: int | None = None, scene: str | None = None,
-             allow_stutter: bool | None = None, prompt: str | None = None,
-             skip_missing_translation_check: bool | None = None,
-             options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _options(
+    *,
+    glossary: Mapping[str, str] | None = None,
+    context_mode: str | None = None,
+    context_window: int | None = None,
+    scene: str | None = None,
+    allow_stutter: bool | None = None,
+    prompt: str | None = None,
+    skip_missing_translation_check: bool | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Typed keyword options -> the ``options`` object (a raw ``options`` dict wins)."""
     typed: dict[str, Any] = {
         "source_context": {"mode": context_mode, "context_window": context_window},
         "scene_customized": {"scene": scene, "allow_stutter": allow_stutter},
         "glossary": dict(glossary) if isinstance(glossary, Mapping) else glossary,
-        "prompt": prompt, "skip_missing_translation_check": skip_missing_translation_check}
-    typed = {name: value for name, value in typed.items() if value is not None and (
-        not isinstance(value, dict) or name == "glossary" or any(
-            v is not None for v in value.values()))}
+        "prompt": prompt,
+        "skip_missing_translation_check": skip_missing_translation_check,
+    }
+    typed = {
+        name: value
+        for name, value in typed.items()
+        if value is not None
+        and (
+            not isinstance(value, dict)
+            or name == "glossary"
+            or any(v is not None for v in value.values())
+        )
+    }
     return {**typed, **python_names(TranslateOptions, options or {})}

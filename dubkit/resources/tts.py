@@ -14,8 +14,8 @@ Keyword options of the same names apply to every line that does not set its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .._transport import Transport
 from .._wire import parse, python_names, wire_name
@@ -26,35 +26,42 @@ from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .materials import MaterialsResource
 from .voices import VoicesResource
 
-Lines = Union[str, Sequence[Union[str, Mapping[str, Any]]]]   # a plain string is one line
+Lines = str | Sequence[str | Mapping[str, Any]]  # a plain string is one line
 LINE_OPTIONS = tuple(name for name in TTSLine.model_fields if name != "text")
-_RECORDINGS = ("timbre_ref_audio", "emo_ref_audio")     # may be local files, uploaded first
+_RECORDINGS = ("timbre_ref_audio", "emo_ref_audio")  # may be local files, uploaded first
 
 
 class TTSResource(Resource):
     """``client.tts``: ≤ 50 lines a call with :meth:`create`, any number with :meth:`batch`."""
 
-    def __init__(self, transport: Transport, voices: VoicesResource,
-                 materials: MaterialsResource) -> None:
+    def __init__(
+        self, transport: Transport, voices: VoicesResource, materials: MaterialsResource
+    ) -> None:
         super().__init__(transport)
         self._voices, self._materials = voices, materials
 
-    def create(self, lines: Lines | Mapping[str, Any], *, voice: str | None = None,
-               language: str | None = None, output_format: str | None = None,
-               trim: bool | None = None, idempotency_key: str | None = None,
-               **line_options: Any) -> Speech:
+    def create(
+        self,
+        lines: Lines | Mapping[str, Any],
+        *,
+        voice: str | None = None,
+        language: str | None = None,
+        output_format: str | None = None,
+        trim: bool | None = None,
+        idempotency_key: str | None = None,
+        **line_options: Any,
+    ) -> Speech:
         """Speak up to 50 lines of one provider and wait for the audio.
 
         ``voice`` is the default ``voiceId``; ``language`` the target locale;
         ``output_format`` wav, mp3 or m4a (the service's default); ``trim`` strips silence.
         A raw wire body dict (with ``data``) is accepted as the first argument.
         """
-        body = self._request(TTSRequest, lines, voice, language, output_format, trim,
-                             line_options)
-        data = self._create("tts.create", body, asynchronous=False,
-                            idempotency_key=idempotency_key)
-        return Speech.from_results(self._transport, [TTSResult.model_validate(data)],
-                                   *_texts_and_voices(body))
+        body = self._request(TTSRequest, lines, voice, language, output_format, trim, line_options)
+        data = self._create("tts.create", body, asynchronous=False, idempotency_key=idempotency_key)
+        return Speech.from_results(
+            self._transport, [TTSResult.model_validate(data)], *_texts_and_voices(body)
+        )
 
     def speak(self, text: str, voice: str, **options: Any) -> SpeechLine:
         """The one-liner: one text, one voice, one :class:`SpeechLine` (with a player).
@@ -66,61 +73,112 @@ class TTSResource(Resource):
             raise DubkitError(f"the line was not spoken: {line.error_message}")
         return line
 
-    def create_async(self, lines: Lines | Mapping[str, Any], *, voice: str | None = None,
-                     language: str | None = None, output_format: str | None = None,
-                     trim: bool | None = None, extra_data: Mapping[str, Any] | None = None,
-                     idempotency_key: str | None = None, **line_options: Any) -> Task:
+    def create_async(
+        self,
+        lines: Lines | Mapping[str, Any],
+        *,
+        voice: str | None = None,
+        language: str | None = None,
+        output_format: str | None = None,
+        trim: bool | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        **line_options: Any,
+    ) -> Task:
         """Like :meth:`create` but returns a :class:`Task` at once (webhook ``openapi-tts``)."""
-        body = self._request(TTSAsyncRequest, lines, voice, language, output_format, trim,
-                             line_options)
+        body = self._request(
+            TTSAsyncRequest, lines, voice, language, output_format, trim, line_options
+        )
         texts, voices = _texts_and_voices(body)
-        return self._create("tts.create_async", body, asynchronous=True, task_type="tts",
-                            context={"texts": texts, "voices": voices},
-                            extra_data=extra_data, idempotency_key=idempotency_key)
+        return self._create(
+            "tts.create_async",
+            body,
+            asynchronous=True,
+            task_type="tts",
+            context={"texts": texts, "voices": voices},
+            extra_data=extra_data,
+            idempotency_key=idempotency_key,
+        )
 
-    def batch(self, lines: Lines, *, voice: str | None = None, language: str | None = None,
-              output_format: str | None = None, trim: bool | None = None,
-              concurrency: int = 4, progress: bool = True, **line_options: Any) -> Speech:
+    def batch(
+        self,
+        lines: Lines,
+        *,
+        voice: str | None = None,
+        language: str | None = None,
+        output_format: str | None = None,
+        trim: bool | None = None,
+        concurrency: int = 4,
+        progress: bool = True,
+        **line_options: Any,
+    ) -> Speech:
         """Speak any number of lines: split by provider, chunks of 50, sent concurrently.
 
         Results keep the input order. Every line is checked before the first request; a
         request that still fails (e.g. 402) marks its lines failed in ``errors`` instead of
         losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
-        items = [self._line(line, voice, line_options, i)
-                 for i, line in enumerate(as_list(lines))]
+        items = [self._line(line, voice, line_options, i) for i, line in enumerate(as_list(lines))]
         if not items:
             raise ValidationError("data", "at least one line is required")
         voiced = [i for i, item in enumerate(items) if item.get("voice_id")]
-        providers = dict(zip(voiced, self._voices.require(
-            [items[i]["voice_id"] for i in voiced], [f"data[{i}].voiceId" for i in voiced])))
+        providers = dict(
+            zip(
+                voiced,
+                self._voices.require(
+                    [items[i]["voice_id"] for i in voiced], [f"data[{i}].voiceId" for i in voiced]
+                ),
+            )
+        )
         groups: dict[str, list[int]] = {}
         for i in range(len(items)):
             groups.setdefault(providers.get(i, "timbre"), []).append(i)
-        jobs = [(indices, self._request(TTSRequest, [items[i] for i in indices], None,
-                                        language, output_format, trim, {}, offsets=indices))
-                for group in groups.values() for indices in chunked(group, MAX_LINES)]
+        jobs = [
+            (
+                indices,
+                self._request(
+                    TTSRequest,
+                    [items[i] for i in indices],
+                    None,
+                    language,
+                    output_format,
+                    trim,
+                    {},
+                    offsets=indices,
+                ),
+            )
+            for group in groups.values()
+            for indices in chunked(group, MAX_LINES)
+        ]
 
         def send(job: tuple[Sequence[int], TTSRequest]) -> TTSResult:
-            return TTSResult.model_validate(self._create("tts.create", job[1],
-                                                         asynchronous=False))
+            return TTSResult.model_validate(self._create("tts.create", job[1], asynchronous=False))
 
         def failed(job: tuple[Sequence[int], TTSRequest], exc: DubkitError) -> TTSResult:
-            return TTSResult(results=[TTSResultItem(error_message=chunk_failure(exc))] *
-                             len(job[0]))
+            return TTSResult(
+                results=[TTSResultItem(error_message=chunk_failure(exc))] * len(job[0])
+            )
 
-        answers = run_chunks(jobs, send, concurrency=concurrency, progress=progress,
-                             description="speaking", weight=lambda job: len(job[0]),
-                             on_error=failed)
+        answers = run_chunks(
+            jobs,
+            send,
+            concurrency=concurrency,
+            progress=progress,
+            description="speaking",
+            weight=lambda job: len(job[0]),
+            on_error=failed,
+        )
         ordered: list[TTSResultItem | None] = [None] * len(items)
         for (indices, _), answer in zip(jobs, answers):
             for i, item in zip(indices, answer.results):
                 ordered[i] = item
-        merged = TTSResult(results=[o or TTSResultItem(error_message="no result")
-                                    for o in ordered])
-        speech = Speech.from_results(self._transport, [merged],
-                                     [item.get("text") for item in items],
-                                     [item.get("voice_id") for item in items])
+        merged = TTSResult(results=[o or TTSResultItem(error_message="no result") for o in ordered])
+        speech = Speech.from_results(
+            self._transport,
+            [merged],
+            [item.get("text") for item in items],
+            [item.get("voice_id") for item in items],
+        )
         speech.task_ids = [a.task_id for a in answers if a.task_id]
         return speech
 
@@ -129,61 +187,83 @@ class TTSResource(Resource):
         voice_ids = as_list(voice_ids)
         # Checked here so an unknown id is named as the caller passed it (voice_ids[i]).
         self._voices.require(voice_ids, [f"voice_ids[{i}]" for i in range(len(voice_ids))])
-        speech = self.batch([{"text": text, "voice_id": v} for v in voice_ids],
-                            progress=False, **options)
+        speech = self.batch(
+            [{"text": text, "voice_id": v} for v in voice_ids], progress=False, **options
+        )
         return Audition(text, voice_ids, speech)
 
     # ----------------------------------------------------------------- building requests
 
-    def _line(self, line: Any, voice: str | None, options: Mapping[str, Any],
-              index: int) -> dict[str, Any]:
+    def _line(
+        self, line: Any, voice: str | None, options: Mapping[str, Any], index: int
+    ) -> dict[str, Any]:
         """A line as a dict of Python field names, with the call's defaults filled in."""
         unknown = set(options) - set(LINE_OPTIONS)
         if unknown:
-            raise ValidationError(sorted(unknown)[0], "not an option of client.tts; line "
-                                  f"options are {', '.join(LINE_OPTIONS)}")
+            raise ValidationError(
+                sorted(unknown)[0],
+                f"not an option of client.tts; line options are {', '.join(LINE_OPTIONS)}",
+            )
         if not isinstance(line, (str, Mapping)):
-            raise ValidationError(f"data[{index}]", f"a line is a string or a dict, got "
-                                                    f"{type(line).__name__}")
+            raise ValidationError(
+                f"data[{index}]", f"a line is a string or a dict, got {type(line).__name__}"
+            )
         item = {"text": line} if isinstance(line, str) else python_names(TTSLine, line)
         for name, value in {"voice_id": voice, **options}.items():
             if value is None or item.get(name) is not None:
                 continue
             if name == "voice_id" and item.get("timbre_ref_audio"):
-                continue     # a timbre reference is this line's voice
+                continue  # a timbre reference is this line's voice
             item[name] = value
         return item
 
-    def _request(self, model: type[TTSRequest], lines: Any, voice: str | None,
-                 language: str | None, output_format: str | None, trim: bool | None,
-                 options: Mapping[str, Any], offsets: Sequence[int] | None = None
-                 ) -> TTSRequest:
-        if isinstance(lines, Mapping):       # a raw wire body
+    def _request(
+        self,
+        model: type[TTSRequest],
+        lines: Any,
+        voice: str | None,
+        language: str | None,
+        output_format: str | None,
+        trim: bool | None,
+        options: Mapping[str, Any],
+        offsets: Sequence[int] | None = None,
+    ) -> TTSRequest:
+        if isinstance(lines, Mapping):  # a raw wire body
             body = parse(model, lines)
             self._check_voices(body, offsets)
             return body
         items = [self._line(line, voice, options, i) for i, line in enumerate(as_list(lines))]
         if len(items) > MAX_LINES:
-            raise ValidationError("data", f"at most {MAX_LINES} lines per request, got "
-                                          f"{len(items)}; client.tts.batch() speaks any "
-                                          f"number of lines in concurrent chunks of "
-                                          f"{MAX_LINES}")
+            raise ValidationError(
+                "data",
+                f"at most {MAX_LINES} lines per request, got "
+                f"{len(items)}; client.tts.batch() speaks any "
+                f"number of lines in concurrent chunks of "
+                f"{MAX_LINES}",
+            )
         # Local recordings become materials, but only once everything else is known good:
         # validate with a stand-in URL first, so bad input never costs an upload.
-        local = {(i, name): item[name] for i, item in enumerate(items) for name in _RECORDINGS
-                 if item.get(name) and not str(item[name]).startswith(("http://", "https://"))}
+        local = {
+            (i, name): item[name]
+            for i, item in enumerate(items)
+            for name in _RECORDINGS
+            if item.get(name) and not str(item[name]).startswith(("http://", "https://"))
+        }
         for i, name in local:
             items[i][name] = "https://local.file.invalid/reference"
-        request = {"data": items, "output_format": output_format, "trim": trim,
-                   "language": {"target": language} if language else None}
+        request = {
+            "data": items,
+            "output_format": output_format,
+            "trim": trim,
+            "language": {"target": language} if language else None,
+        }
         try:
             body = parse(model, {k: v for k, v in request.items() if v is not None})
         except ValidationError as exc:
             raise _renumbered(exc, offsets) from None
         self._check_voices(body, offsets)
         for (i, name), path in local.items():
-            setattr(body.data[i], name,
-                    self._materials.audio_url(path, wire_name(TTSLine, name)))
+            setattr(body.data[i], name, self._materials.audio_url(path, wire_name(TTSLine, name)))
         return body
 
     def _check_voices(self, body: TTSRequest, offsets: Sequence[int] | None) -> None:
@@ -192,22 +272,26 @@ class TTSResource(Resource):
         Voices not seen yet are looked up in the service's own lists (once, then remembered),
         so no id the service would accept is refused and no create is sent for one it would not.
         """
+
         def name(i: int) -> str:
             return f"data[{offsets[i] if offsets else i}]"
 
         voiced = [i for i, line in enumerate(body.data) if line.voice_id]
-        found = self._voices.require([body.data[i].voice_id for i in voiced],
-                                     [f"{name(i)}.voiceId" for i in voiced])
+        found = self._voices.require(
+            [body.data[i].voice_id for i in voiced], [f"{name(i)}.voiceId" for i in voiced]
+        )
         providers: dict[str, int] = {}
         for i, provider in zip(voiced, found):
             providers.setdefault(provider, i)
         if len(providers) > 1:
             (first, i), (second, j) = list(providers.items())[:2]
-            raise ValidationError(f"{name(j)}.voiceId",
-                                  f"all lines of one request must share one provider, but "
-                                  f"{name(i)} is {first} and {name(j)} is {second}; "
-                                  f"client.tts.batch() splits providers into separate "
-                                  f"requests")
+            raise ValidationError(
+                f"{name(j)}.voiceId",
+                f"all lines of one request must share one provider, but "
+                f"{name(i)} is {first} and {name(j)} is {second}; "
+                f"client.tts.batch() splits providers into separate "
+                f"requests",
+            )
         system = next(((p, i) for p, i in providers.items() if p.startswith("S")), None)
         if system:
             for i, line in enumerate(body.data):
@@ -215,16 +299,18 @@ class TTSResource(Resource):
                     raise ValidationError(
                         f"{name(i)}.timbreRefAudio",
                         f"needs a cloned voice (provider V1-V5), but {name(system[1])}.voiceId "
-                        f"{body.data[system[1]].voice_id!r} is a preset voice ({system[0]})")
+                        f"{body.data[system[1]].voice_id!r} is a preset voice ({system[0]})",
+                    )
 
 
 def _renumbered(exc: ValidationError, offsets: Sequence[int] | None) -> ValidationError:
     """Name a chunk's line by its index in the caller's whole list."""
     if not offsets or not exc.field.startswith("data["):
         return exc
-    local = int(exc.field[5:exc.field.index("]")])
-    return ValidationError(f"data[{offsets[local]}]" + exc.field[exc.field.index("]") + 1:],
-                           exc.problem)
+    local = int(exc.field[5 : exc.field.index("]")])
+    return ValidationError(
+        f"data[{offsets[local]}]" + exc.field[exc.field.index("]") + 1 :], exc.problem
+    )
 
 
 def _texts_and_voices(body: TTSRequest) -> tuple[list[str | None], list[str | None]]:

@@ -16,7 +16,8 @@ wherever it is passed: looked up in the service's own lists before anything is s
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from ..errors import ValidationError
 from ..results import VoiceList
@@ -33,16 +34,22 @@ def unknown_voice(field: str, voice_id: Any, *, presets_only: bool = False) -> V
     >>> raise unknown_voice("selected_voices[1]", "sv_nowhere")
     """
     if not isinstance(voice_id, str) or not voice_id.strip():
-        return ValidationError(field, f"a voice id is required, got {voice_id!r}; "
-                                      f"{LISTING_HINT}")
+        return ValidationError(field, f"a voice id is required, got {voice_id!r}; {LISTING_HINT}")
     if presets_only:
         # cv_ is the interface's own prefix of cloned voices: say where those are found.
-        clone = (f"; {voice_id!r} looks like a cloned voice id: client.voices.clones("
-                 f"voice_id=...)" if voice_id.startswith("cv_") else "")
-        return ValidationError(field, f"no preset voice {voice_id!r} in the catalogue; find "
-                                      f"ids with client.voices.presets(){clone}")
-    return ValidationError(field, f"no voice {voice_id!r} in the preset or clone library of "
-                                  f"this key; {LISTING_HINT}")
+        clone = (
+            f"; {voice_id!r} looks like a cloned voice id: client.voices.clones(voice_id=...)"
+            if voice_id.startswith("cv_")
+            else ""
+        )
+        return ValidationError(
+            field,
+            f"no preset voice {voice_id!r} in the catalogue; find "
+            f"ids with client.voices.presets(){clone}",
+        )
+    return ValidationError(
+        field, f"no voice {voice_id!r} in the preset or clone library of this key; {LISTING_HINT}"
+    )
 
 
 class VoicesResource(Resource):
@@ -54,13 +61,24 @@ class VoicesResource(Resource):
 
     # ----------------------------------------------------------------- presets
 
-    def presets(self, *, locale: str | None = None, gender: str | None = None,
-                age: str | None = None, quality: str | None = None,
-                category: str | None = None, emotion_prompt: str | None = None,
-                search: str | None = None, voice_id: str | None = None,
-                top_ids: Sequence[str] | None = None, order_by: str | None = None,
-                order: str | None = None, limit: int | None = None, page_size: int = 50,
-                **wire: Any) -> VoiceList:
+    def presets(
+        self,
+        *,
+        locale: str | None = None,
+        gender: str | None = None,
+        age: str | None = None,
+        quality: str | None = None,
+        category: str | None = None,
+        emotion_prompt: str | None = None,
+        search: str | None = None,
+        voice_id: str | None = None,
+        top_ids: Sequence[str] | None = None,
+        order_by: str | None = None,
+        order: str | None = None,
+        limit: int | None = None,
+        page_size: int = 50,
+        **wire: Any,
+    ) -> VoiceList:
         """Preset voices matching every filter given, all pages (``limit`` caps the count).
 
         ``age``: young, adult, senior; ``quality``: any, high; ``emotion_prompt``: include,
@@ -68,11 +86,20 @@ class VoicesResource(Resource):
         ``order_by``: voiceId, score, create_time, update_time, is_preferred; ``order``: asc,
         desc. Other wire fields pass through ``**wire``.
         """
-        query = {"voice_id": voice_id, "search_name": search, "locale": locale, "age": age,
-                 "gender": gender, "quality": quality, "category": category,
-                 "emotion_prompt": emotion_prompt,
-                 "top_ids": list(top_ids) if top_ids is not None else None,
-                 "order_by": order_by, "order": order, **wire}
+        query = {
+            "voice_id": voice_id,
+            "search_name": search,
+            "locale": locale,
+            "age": age,
+            "gender": gender,
+            "quality": quality,
+            "category": category,
+            "emotion_prompt": emotion_prompt,
+            "top_ids": list(top_ids) if top_ids is not None else None,
+            "order_by": order_by,
+            "order": order,
+            **wire,
+        }
         return self._list("voices.presets", PresetVoice, query, limit, page_size)
 
     def presets_page(self, page: int = 1, page_size: int = 10, **filters: Any) -> VoiceList:
@@ -95,15 +122,28 @@ class VoicesResource(Resource):
 
     # ----------------------------------------------------------------- clones
 
-    def clones(self, *, voice_id: str | None = None, voice_ids: Sequence[str] | None = None,
-               search: str | None = None, order_by: str | None = None,
-               order: str | None = None, limit: int | None = None, page_size: int = 50,
-               **wire: Any) -> VoiceList:
+    def clones(
+        self,
+        *,
+        voice_id: str | None = None,
+        voice_ids: Sequence[str] | None = None,
+        search: str | None = None,
+        order_by: str | None = None,
+        order: str | None = None,
+        limit: int | None = None,
+        page_size: int = 50,
+        **wire: Any,
+    ) -> VoiceList:
         """This key's cloned voices, all pages. ``order_by``: voiceId, name, create_time,
         update_time; ``order``: asc, desc. Make new ones with ``client.clones``."""
-        query = {"voice_id": voice_id, "search_name": search,
-                 "voice_ids": list(voice_ids) if voice_ids is not None else None,
-                 "order_by": order_by, "order": order, **wire}
+        query = {
+            "voice_id": voice_id,
+            "search_name": search,
+            "voice_ids": list(voice_ids) if voice_ids is not None else None,
+            "order_by": order_by,
+            "order": order,
+            **wire,
+        }
         return self._list("voices.clones", ClonedVoice, query, limit, page_size)
 
     def rename(self, voice_id: str, name: str) -> None:
@@ -130,8 +170,9 @@ class VoicesResource(Resource):
 
         The first id neither list has raises :func:`unknown_voice` naming ``fields[i]``.
         """
-        wanted = {v for v in voice_ids if isinstance(v, str) and v.strip()
-                  and self.provider_of(v) is None}
+        wanted = {
+            v for v in voice_ids if isinstance(v, str) and v.strip() and self.provider_of(v) is None
+        }
         clones = sorted(v for v in wanted if v.startswith("cv_"))
         if clones:
             self.clones(voice_ids=clones)
@@ -152,27 +193,35 @@ class VoicesResource(Resource):
 
     # ----------------------------------------------------------------- paging
 
-    def _list(self, op: str, model: type[V], query: dict[str, Any], limit: int | None,
-              page_size: int) -> VoiceList:
+    def _list(
+        self, op: str, model: type[V], query: dict[str, Any], limit: int | None, page_size: int
+    ) -> VoiceList:
         totals: list[int] = []
 
         def fetch(page: int, size: int) -> dict[str, Any]:
             answer: dict[str, Any] = self._transport.call(
-                op, _clean({**query, "current_page": page, "page_size": size}))
+                op, _clean({**query, "current_page": page, "page_size": size})
+            )
             totals.append(int(answer.get("total") or 0))
             return answer
-        voices = [self._seen(model.model_validate(r))
-                  for r in iterate_pages(fetch, page_size, limit)]
+
+        voices = [
+            self._seen(model.model_validate(r)) for r in iterate_pages(fetch, page_size, limit)
+        ]
         return VoiceList(voices, totals[0] if totals else 0)
 
-    def _page(self, op: str, model: type[V], page: int, page_size: int,
-              filters: dict[str, Any]) -> VoiceList:
-        names = {"search": "search_name"}     # the friendly name of presets()'s filter
+    def _page(
+        self, op: str, model: type[V], page: int, page_size: int, filters: dict[str, Any]
+    ) -> VoiceList:
+        names = {"search": "search_name"}  # the friendly name of presets()'s filter
         query = {names.get(k, k): v for k, v in filters.items()}
-        answer = self._transport.call(op, _clean({**query, "current_page": page,
-                                                  "page_size": page_size}))
-        return VoiceList([self._seen(model.model_validate(r)) for r in answer["records"]],
-                         int(answer.get("total") or 0))
+        answer = self._transport.call(
+            op, _clean({**query, "current_page": page, "page_size": page_size})
+        )
+        return VoiceList(
+            [self._seen(model.model_validate(r)) for r in answer["records"]],
+            int(answer.get("total") or 0),
+        )
 
     def _seen(self, voice: V) -> V:
         self.remember(voice.voice_id, voice.provider)

@@ -12,6 +12,23 @@ from .task import RESULT_TYPES, Task, TaskList, canonical_status
 from .translation import Translation
 from .voices import Audition, VoiceList
 
-__all__ = ["ABPlayers", "Audition", "Clone", "DubbingResult", "Material", "MaterialList",
-           "MediaFile", "RESULT_TYPES", "Script", "ScriptLine", "Speech", "SpeechLine",
-           "Subtitles", "Task", "TaskList", "Translation", "VoiceList", "canonical_status"]
+__all__ = [
+    "ABPlayers",
+    "Audition",
+    "Clone",
+    "DubbingResult",
+    "Material",
+    "MaterialList",
+    "MediaFile",
+    "RESULT_TYPES",
+    "Script",
+    "ScriptLine",
+    "Speech",
+    "SpeechLine",
+    "Subtitles",
+    "Task",
+    "TaskList",
+    "Translation",
+    "VoiceList",
+    "canonical_status",
+]

@@ -7,17 +7,18 @@ error: the view falls back to the URL.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .._transport import Transport
 from ..errors import DubkitError
 from ..views.sources import is_loopback
 
-PREFETCH = 20          # as many clips as a speech table shows
+PREFETCH = 20  # as many clips as a speech table shows
 
 
-def fetch_held(transport: Transport, urls: Iterable[str | None],
-               limit: int = PREFETCH) -> dict[str, bytes]:
+def fetch_held(
+    transport: Transport, urls: Iterable[str | None], limit: int = PREFETCH
+) -> dict[str, bytes]:
     """The bytes of the first ``limit`` distinct loopback URLs among ``urls``."""
     held: dict[str, bytes] = {}
     for url in urls:

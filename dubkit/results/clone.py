@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .._transport import Transport
 from ..schema import CloneResult
@@ -19,15 +20,14 @@ class Clone:
         self.task_id = result.task_id
         self.created_at = result.created_at
         self.provider: str | None = extra.get("provider") or context.get("provider")
-        self.measured: dict[str, Any] | None = extra.get("measured")   # sandbox extra
+        self.measured: dict[str, Any] | None = extra.get("measured")  # sandbox extra
         self.name: str | None = context.get("name")
         self.language: str | None = context.get("language")
         self.text: str | None = context.get("text")
         self.ref_audio: str | None = context.get("refAudio")
 
     @classmethod
-    def from_task(cls, transport: Transport, raw: dict[str, Any],
-                  context: dict[str, Any]) -> "Clone":
+    def from_task(cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]) -> Clone:
         return cls(CloneResult.model_validate(raw), context)
 
     def __repr__(self) -> str:

@@ -7,14 +7,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from .._transport import Transport
 from .. import schema
+from .._transport import Transport
 from ..media.audio import decode
 from ..media.mime import format_of
 from ..views.dubbing import dubbing_html
@@ -33,19 +34,26 @@ class MediaFile:
     fps: int | None = None
 
     @classmethod
-    def of(cls, file: "schema.MediaFile | schema.AudioFile | None") -> "MediaFile | None":
+    def of(cls, file: schema.MediaFile | schema.AudioFile | None) -> MediaFile | None:
         if file is None or not file.url:
             return None
         size = getattr(file, "resolution", None)
-        return cls(file.url, file.duration, file.size, size.width if size else None,
-                   size.height if size else None, file.fps)
+        return cls(
+            file.url,
+            file.duration,
+            file.size,
+            size.width if size else None,
+            size.height if size else None,
+            file.fps,
+        )
 
 
 class Subtitles:
     """The dub's subtitle files (URLs); :meth:`text` fetches one."""
 
-    def __init__(self, transport: Transport, srt: str | None, vtt: str | None,
-                 language: str | None) -> None:
+    def __init__(
+        self, transport: Transport, srt: str | None, vtt: str | None, language: str | None
+    ) -> None:
         self._transport = transport
         self.srt, self.vtt, self.language = srt, vtt, language
 
@@ -90,12 +98,22 @@ class ScriptLine:
 class Script(list):
     """The dubbed lines in time order; ``.to_frame()`` for a table."""
 
-    COLUMNS = ["start", "end", "speaker", "source_text", "translation", "voice_id",
-               "provider", "audio_url"]
+    COLUMNS = [
+        "start",
+        "end",
+        "speaker",
+        "source_text",
+        "translation",
+        "voice_id",
+        "provider",
+        "audio_url",
+    ]
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{name: getattr(line, name) for name in self.COLUMNS}
-                             for line in self], columns=self.COLUMNS)
+        return pd.DataFrame(
+            [{name: getattr(line, name) for name in self.COLUMNS} for line in self],
+            columns=self.COLUMNS,
+        )
 
 
 class DubbingResult:
@@ -106,8 +124,9 @@ class DubbingResult:
     are fetched when the result is made, so its views embed them.
     """
 
-    def __init__(self, transport: Transport, raw: Mapping[str, Any],
-                 context: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, transport: Transport, raw: Mapping[str, Any], context: Mapping[str, Any] | None = None
+    ) -> None:
         self._transport = transport
         self.raw = dict(raw)
         context = context or {}
@@ -119,8 +138,12 @@ class DubbingResult:
         self.audio = MediaFile.of(build.audio)
         self.compressed = {name: MediaFile.of(f) for name, f in result.compress.items()}
         subtitles = (build.model_extra or {}).get("subtitles") or {}
-        self.subtitles = Subtitles(transport, subtitles.get("srt"), subtitles.get("vtt"),
-                                   subtitles.get("language") or context.get("target"))
+        self.subtitles = Subtitles(
+            transport,
+            subtitles.get("srt"),
+            subtitles.get("vtt"),
+            subtitles.get("language") or context.get("target"),
+        )
         asr = result.asr_scripts or schema.AsrScripts()
         language = asr.language or schema.LanguagePair()
         self.source_language = language.source or context.get("source")
@@ -132,15 +155,16 @@ class DubbingResult:
         scripts = result.translated_scripts or schema.TranslatedScripts()
         self.engine = str((scripts.model_extra or {}).get("engine") or "")
         self.poster_url = next((image.url for image in build.images if image.url), None)
-        self.original = _original(result, extra.get("source") or {},
-                                  context.get("material") or {})
+        self.original = _original(result, extra.get("source") or {}, context.get("material") or {})
         self.script = _script(result, self._bytes)
-        self._held = fetch_held(transport, [self.poster_url,
-                                            *(line.audio_url for line in self.script)])
+        self._held = fetch_held(
+            transport, [self.poster_url, *(line.audio_url for line in self.script)]
+        )
 
     @classmethod
-    def from_task(cls, transport: Transport, raw: dict[str, Any],
-                  context: dict[str, Any]) -> "DubbingResult":
+    def from_task(
+        cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]
+    ) -> DubbingResult:
         return cls(transport, raw, context)
 
     def held(self, url: str | None) -> bytes | None:
@@ -152,17 +176,20 @@ class DubbingResult:
 
     def __repr__(self) -> str:
         kind = "video" if self.video else "audio"
-        return (f"DubbingResult({kind}, {self.source_language}->{self.target_language}, "
-                f"{len(self.script)} line{'' if len(self.script) == 1 else 's'}, "
-                f"{len(self.voices)} "
-                f"voice{'' if len(self.voices) == 1 else 's'})")
+        return (
+            f"DubbingResult({kind}, {self.source_language}->{self.target_language}, "
+            f"{len(self.script)} line{'' if len(self.script) == 1 else 's'}, "
+            f"{len(self.voices)} "
+            f"voice{'' if len(self.voices) == 1 else 's'})"
+        )
 
     def _repr_html_(self) -> str:
         return dubbing_html(self)
 
 
-def _original(result: schema.MediaTranslationResult, source: Mapping[str, Any],
-              material: Mapping[str, Any]) -> MediaFile | None:
+def _original(
+    result: schema.MediaTranslationResult, source: Mapping[str, Any], material: Mapping[str, Any]
+) -> MediaFile | None:
     """The media that was dubbed: the sandbox's ``source`` extra, the material's address, or
     the alignment's video track; picture facts from the material's record when known."""
     url = source.get("url") or material.get("addressUrl")
@@ -172,22 +199,34 @@ def _original(result: schema.MediaTranslationResult, source: Mapping[str, Any],
     if not url:
         return None
     width, _, height = (material.get("resolution") or "").partition("x")
-    return MediaFile(url, source.get("duration"), material.get("filesize"),
-                     int(width) if width.isdigit() else None,
-                     int(height) if height.isdigit() else None)
+    return MediaFile(
+        url,
+        source.get("duration"),
+        material.get("filesize"),
+        int(width) if width.isdigit() else None,
+        int(height) if height.isdigit() else None,
+    )
 
 
-def _script(result: schema.MediaTranslationResult,
-            load: Callable[[str], bytes]) -> Script:
+def _script(result: schema.MediaTranslationResult, load: Callable[[str], bytes]) -> Script:
     audio = {line.id: line for line in (result.tts.result if result.tts else [])}
     lines = Script()
     for row in result.translated_scripts.result if result.translated_scripts else []:
         tts = audio.get(row.id)
-        lines.append(ScriptLine(
-            id=str(row.id), start=row.start or 0.0, end=row.end or 0.0,
-            speaker=row.speaker or "", source_text=row.source_text or "",
-            translation=row.text or "", voice_id=row.voice_id or "",
-            provider=row.provider or "", voice_name=row.speaker_display_name or "",
-            audio_url=tts.tts_file if tts else None, duration_ms=tts.duration if tts else None,
-            _load=load))
+        lines.append(
+            ScriptLine(
+                id=str(row.id),
+                start=row.start or 0.0,
+                end=row.end or 0.0,
+                speaker=row.speaker or "",
+                source_text=row.source_text or "",
+                translation=row.text or "",
+                voice_id=row.voice_id or "",
+                provider=row.provider or "",
+                voice_name=row.speaker_display_name or "",
+                audio_url=tts.tts_file if tts else None,
+                duration_ms=tts.duration if tts else None,
+                _load=load,
+            )
+        )
     return lines

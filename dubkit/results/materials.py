@@ -5,13 +5,21 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import PrivateAttr
 
-from .._transport import Transport
 from .. import schema
+from .._transport import Transport
 from ..views.materials import material_html
 from ._held import fetch_held
 
-COLUMNS = ["material_id", "name", "category", "duration_s", "filesize", "resolution",
-           "mime_type", "create_time"]
+COLUMNS = [
+    "material_id",
+    "name",
+    "category",
+    "duration_s",
+    "filesize",
+    "resolution",
+    "mime_type",
+    "create_time",
+]
 
 
 class Material(schema.Material):
@@ -23,19 +31,20 @@ class Material(schema.Material):
     def duration_seconds(self) -> float | None:
         return self.duration / 1000 if self.duration is not None else None
 
-    def hold_thumbnail(self, transport: Transport) -> "Material":
+    def hold_thumbnail(self, transport: Transport) -> Material:
         """Fetch the local sandbox's poster frame now, so the card embeds it (a view never
         fetches); the service's thumbnails are left to the browser."""
-        self._thumbnail = fetch_held(transport, [self.thumbnail_url]).get(
-            self.thumbnail_url or "")
+        self._thumbnail = fetch_held(transport, [self.thumbnail_url]).get(self.thumbnail_url or "")
         return self
 
     def held_thumbnail(self) -> bytes | None:
         return self._thumbnail
 
     def __repr__(self) -> str:
-        return (f"Material({self.material_id!r}, {self.name!r}, {self.category}, "
-                f"{self.duration_seconds or 0:.1f} s)")
+        return (
+            f"Material({self.material_id!r}, {self.name!r}, {self.category}, "
+            f"{self.duration_seconds or 0:.1f} s)"
+        )
 
     def _repr_html_(self) -> str:
         return material_html(self)

@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,15 +30,21 @@ class SpeechLine:
     writes it.
     """
 
-    def __init__(self, transport: Transport, index: int, text: str | None,
-                 voice_id: str | None, item: TTSResultItem,
-                 data: bytes | None = None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        index: int,
+        text: str | None,
+        voice_id: str | None,
+        item: TTSResultItem,
+        data: bytes | None = None,
+    ) -> None:
         self._transport = transport
         self.index, self.text, self.voice_id = index, text, voice_id
         self.uri = item.uri
         self.duration = item.duration
         self.error_message = item.error_message
-        self.extra = dict(item.model_extra or {})     # e.g. the sandbox's "emotion"
+        self.extra = dict(item.model_extra or {})  # e.g. the sandbox's "emotion"
         self._data = data
         self._decoded: tuple[np.ndarray, int] | None = None
 
@@ -100,23 +107,40 @@ class Speech:
         self.task_ids = task_ids
 
     @classmethod
-    def from_results(cls, transport: Transport, results: Sequence[TTSResult],
-                     texts: Sequence[str | None], voices: Sequence[str | None]) -> "Speech":
+    def from_results(
+        cls,
+        transport: Transport,
+        results: Sequence[TTSResult],
+        texts: Sequence[str | None],
+        voices: Sequence[str | None],
+    ) -> Speech:
         """The lines of one or more answers, in order; the first clips a table shows are
         fetched now when they are the local sandbox's (see :mod:`dubkit.results._held`)."""
         items = [item for result in results for item in result.results]
         held = fetch_held(transport, (item.uri for item in items if not item.error_message))
-        lines = [SpeechLine(transport, i, texts[i] if i < len(texts) else None,
-                            voices[i] if i < len(voices) else None, item,
-                            held.get(item.uri or ""))
-                 for i, item in enumerate(items)]
+        lines = [
+            SpeechLine(
+                transport,
+                i,
+                texts[i] if i < len(texts) else None,
+                voices[i] if i < len(voices) else None,
+                item,
+                held.get(item.uri or ""),
+            )
+            for i, item in enumerate(items)
+        ]
         return cls(lines, [r.task_id for r in results if r.task_id])
 
     @classmethod
-    def from_task(cls, transport: Transport, raw: dict[str, Any],
-                  context: dict[str, Any]) -> "Speech":
-        return cls.from_results(transport, [TTSResult.model_validate(raw)],
-                                context.get("texts") or [], context.get("voices") or [])
+    def from_task(
+        cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]
+    ) -> Speech:
+        return cls.from_results(
+            transport,
+            [TTSResult.model_validate(raw)],
+            context.get("texts") or [],
+            context.get("voices") or [],
+        )
 
     @property
     def task_id(self) -> str | None:
@@ -134,8 +158,7 @@ class Speech:
     @property
     def errors(self) -> dict[int, str]:
         """Index -> error message of every line that failed."""
-        return {line.index: line.error_message or "no audio" for line in self.lines
-                if not line.ok}
+        return {line.index: line.error_message or "no audio" for line in self.lines if not line.ok}
 
     @property
     def duration(self) -> float:
@@ -147,10 +170,12 @@ class Speech:
         """All successful lines one after another (same sample rate required)."""
         rates = {line.sample_rate for line in self.lines if line.ok}
         if len(rates) > 1:
-            raise DubkitError(f"lines have different sample rates {sorted(rates)}; use "
-                              f"each line's .audio")
-        return np.concatenate([line.audio for line in self.lines if line.ok]
-                              or [np.zeros(0, "float32")])
+            raise DubkitError(
+                f"lines have different sample rates {sorted(rates)}; use each line's .audio"
+            )
+        return np.concatenate(
+            [line.audio for line in self.lines if line.ok] or [np.zeros(0, "float32")]
+        )
 
     @property
     def sample_rate(self) -> int | None:
@@ -164,17 +189,22 @@ class Speech:
         """text | voice_id | duration | uri | error; ``error`` is None for a line spoken."""
         # object dtype: pandas would infer a string column and show "no error" as NaN
         # wherever another line failed, and as None where none did.
-        return pd.DataFrame({"text": [line.text for line in self.lines],
-                             "voice_id": [line.voice_id for line in self.lines],
-                             "duration": [line.duration for line in self.lines],
-                             "uri": [line.uri for line in self.lines],
-                             "error": pd.Series([line.error_message for line in self.lines],
-                                                dtype=object)})
+        return pd.DataFrame(
+            {
+                "text": [line.text for line in self.lines],
+                "voice_id": [line.voice_id for line in self.lines],
+                "duration": [line.duration for line in self.lines],
+                "uri": [line.uri for line in self.lines],
+                "error": pd.Series([line.error_message for line in self.lines], dtype=object),
+            }
+        )
 
     def __repr__(self) -> str:
         count = len(self)
-        return (f"Speech({count} line{'' if count == 1 else 's'}, {self.duration:.1f} s of "
-                f"audio, {len(self.errors)} failed)")
+        return (
+            f"Speech({count} line{'' if count == 1 else 's'}, {self.duration:.1f} s of "
+            f"audio, {len(self.errors)} failed)"
+        )
 
     def _repr_html_(self) -> str:
         note = f"{len(self.errors)} of {len(self)} lines failed" if self.errors else ""

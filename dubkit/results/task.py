@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -38,10 +39,17 @@ RESULT_TYPES: dict[str, Converter] = {
 class Task:
     """A task the service is (or was) running. Cheap to hold; :meth:`refresh` asks again."""
 
-    def __init__(self, transport: Transport, task_id: str, *, task_type: str | None = None,
-                 status: str | None = None, created_at: str | None = None,
-                 idempotency_key: str | None = None,
-                 context: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        task_id: str,
+        *,
+        task_type: str | None = None,
+        status: str | None = None,
+        created_at: str | None = None,
+        idempotency_key: str | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> None:
         self._transport = transport
         self.context = context or {}
         self.task_id = task_id
@@ -76,8 +84,11 @@ class Task:
             return None
         if self._result is None:
             convert = RESULT_TYPES.get(self.task_type or "")
-            self._result = (convert(self._transport, self.raw_result, self.context) if convert
-                            else self.raw_result)
+            self._result = (
+                convert(self._transport, self.raw_result, self.context)
+                if convert
+                else self.raw_result
+            )
         return self._result
 
     def result_if_made(self) -> Any:
@@ -90,19 +101,26 @@ class Task:
             return self.raw_result.get("errorMessage") or str(self.raw_result)
         return None
 
-    def refresh(self, *, deadline: float | None = None) -> "Task":
+    def refresh(self, *, deadline: float | None = None) -> Task:
         detail = TaskDetail.model_validate(
-            self._transport.call("tasks.detail", {"taskId": self.task_id}, deadline=deadline))
+            self._transport.call("tasks.detail", {"taskId": self.task_id}, deadline=deadline)
+        )
         self.apply(detail.task_type, detail.status, detail.result)
         return self
 
-    def fresh(self) -> "Task":
+    def fresh(self) -> Task:
         """A new copy as the service sees the task now (this one is left as it is)."""
-        return Task(self._transport, self.task_id, task_type=self.task_type,
-                    created_at=self.created_at, context=self.context).refresh()
+        return Task(
+            self._transport,
+            self.task_id,
+            task_type=self.task_type,
+            created_at=self.created_at,
+            context=self.context,
+        ).refresh()
 
-    def apply(self, task_type: str | None, status: str | None,
-              result: dict[str, Any] | None) -> None:
+    def apply(
+        self, task_type: str | None, status: str | None, result: dict[str, Any] | None
+    ) -> None:
         """Take a newer state (from a poll or a webhook event).
 
         An end once seen is final: a late poll answered before a pushed event cannot move a
@@ -116,8 +134,9 @@ class Task:
         if self.done and self._ended is None:
             self._ended = time.time()
 
-    def wait(self, timeout: float = 600, *, poll_interval: float = 0.5,
-             max_interval: float = 5.0) -> "Task":
+    def wait(
+        self, timeout: float = 600, *, poll_interval: float = 0.5, max_interval: float = 5.0
+    ) -> Task:
         """Poll with backoff until the task ends; raise if it failed or the deadline passed."""
         deadline = time.monotonic() + timeout
         interval = poll_interval
@@ -129,20 +148,26 @@ class Task:
                     raise
                 raise TaskTimeoutError(
                     f"task {self.task_id} ({self.task_type}) did not answer before the "
-                    f"{timeout:g}s deadline; last seen {self.status!r}", task=self,
-                    last_status=self.status) from None
+                    f"{timeout:g}s deadline; last seen {self.status!r}",
+                    task=self,
+                    last_status=self.status,
+                ) from None
             if self.status == "failed":
-                raise TaskFailedError(f"task {self.task_id} ({self.task_type}) failed: "
-                                      f"{self.error_message}", task=self)
+                raise TaskFailedError(
+                    f"task {self.task_id} ({self.task_type}) failed: {self.error_message}",
+                    task=self,
+                )
             if self.done:
-                self.result    # noqa: B018  (made here, where waiting is expected, not in a view)
+                self.result  # noqa: B018  (made here, where waiting is expected, not in a view)
                 return self
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TaskTimeoutError(
                     f"task {self.task_id} ({self.task_type}) was still {self.status!r} after "
                     f"{timeout:g}s; call .wait() again or dubkit.monitor(task) to keep watching",
-                    task=self, last_status=self.status)
+                    task=self,
+                    last_status=self.status,
+                )
             time.sleep(min(interval, left))
             interval = min(max_interval, interval * 1.5)
 
@@ -158,9 +183,10 @@ class TaskList(list):
     ``.to_frame()`` for a table."""
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([t.model_dump() for t in self],
-                            columns=["task_id", "task_type", "status", "created_at",
-                                     "updated_at"])
+        return pd.DataFrame(
+            [t.model_dump() for t in self],
+            columns=["task_id", "task_type", "status", "created_at", "updated_at"],
+        )
 
     def _repr_html_(self) -> str:
         return self.to_frame()._repr_html_()  # type: ignore[operator]
@@ -180,8 +206,11 @@ def canonical_status(status: str | None) -> str | None:
     status = STATUS_SYNONYMS.get(status, status)
     if status not in KNOWN_STATUSES and status not in _unknown_seen:
         _unknown_seen.add(status)
-        warnings.warn(f"the service reported task status {status!r}, which dubkit does not "
-                      f"know; treating it as not yet final", stacklevel=3)
+        warnings.warn(
+            f"the service reported task status {status!r}, which dubkit does not "
+            f"know; treating it as not yet final",
+            stacklevel=3,
+        )
     return status
 
 
@@ -189,8 +218,11 @@ def _parse_time(stamp: str | None) -> float | None:
     if not stamp:
         return None
     try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(
-            timezone.utc).timestamp()
+        return (
+            datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+            .astimezone(timezone.utc)
+            .timestamp()
+        )
     except ValueError:
         return None
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -14,8 +15,13 @@ from ..views.translation import translation_html
 class Translation:
     """A translation result, aligned with its source segments."""
 
-    def __init__(self, result: TranslateResult, sources: Sequence[str | None] | None = None,
-                 *, pseudo: bool = False) -> None:
+    def __init__(
+        self,
+        result: TranslateResult,
+        sources: Sequence[str | None] | None = None,
+        *,
+        pseudo: bool = False,
+    ) -> None:
         self.raw = result
         self.task_id = result.task_id
         self.items: list[TranslateItem] = result.items
@@ -24,8 +30,9 @@ class Translation:
         self.pseudo = pseudo or is_pseudo(result)
 
     @classmethod
-    def from_task(cls, transport: Transport, raw: dict[str, Any],
-                  context: dict[str, Any]) -> "Translation":
+    def from_task(
+        cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]
+    ) -> Translation:
         return cls(TranslateResult.model_validate(raw), context.get("sources"))
 
     def __len__(self) -> int:
@@ -44,15 +51,21 @@ class Translation:
         """source | translation | error; ``error`` is None for a segment that succeeded."""
         # object dtype: pandas would infer a string column and show "no error" as NaN
         # wherever another segment failed, and as None where none did.
-        return pd.DataFrame({"source": self.sources, "translation": self.texts,
-                             "error": pd.Series([item.error_message for item in self.items],
-                                                dtype=object)})
+        return pd.DataFrame(
+            {
+                "source": self.sources,
+                "translation": self.texts,
+                "error": pd.Series([item.error_message for item in self.items], dtype=object),
+            }
+        )
 
     def __repr__(self) -> str:
         label = ", pseudo" if self.pseudo else ""
         count = len(self)
-        return (f"Translation({count} segment{'' if count == 1 else 's'}, "
-                f"{len(self.errors)} failed{label})")
+        return (
+            f"Translation({count} segment{'' if count == 1 else 's'}, "
+            f"{len(self.errors)} failed{label})"
+        )
 
     def _repr_html_(self) -> str:
         return translation_html(self.to_frame(), pseudo=self.pseudo)

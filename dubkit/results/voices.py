@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
@@ -10,10 +10,28 @@ from ..schema import ClonedVoice, PresetVoice
 from ..views.voices import audition_html, voice_table_html
 from .speech import Speech
 
-PRESET_COLUMNS = ["voice_id", "display_name", "locale", "gender", "age", "provider", "style",
-                  "is_hd", "is_preferred", "score", "audio"]
-CLONE_COLUMNS = ["voice_id", "name", "provider", "example_language", "content", "audio",
-                 "create_time"]
+PRESET_COLUMNS = [
+    "voice_id",
+    "display_name",
+    "locale",
+    "gender",
+    "age",
+    "provider",
+    "style",
+    "is_hd",
+    "is_preferred",
+    "score",
+    "audio",
+]
+CLONE_COLUMNS = [
+    "voice_id",
+    "name",
+    "provider",
+    "example_language",
+    "content",
+    "audio",
+    "create_time",
+]
 
 
 class VoiceList(list):
@@ -22,8 +40,9 @@ class VoiceList(list):
     ``total`` is what the service counted for the query (may exceed ``len`` with ``limit``).
     """
 
-    def __init__(self, voices: Iterable[PresetVoice | ClonedVoice] = (),
-                 total: int | None = None) -> None:
+    def __init__(
+        self, voices: Iterable[PresetVoice | ClonedVoice] = (), total: int | None = None
+    ) -> None:
         super().__init__(voices)
         self.total = len(self) if total is None else total
 
@@ -51,8 +70,10 @@ class Audition:
         self.text, self.voice_ids, self.speech = text, list(voice_ids), speech
 
     def __repr__(self) -> str:
-        return (f"Audition({self.text!r:.40}, {len(self.voice_ids)} "
-                f"voice{'' if len(self.voice_ids) == 1 else 's'})")
+        return (
+            f"Audition({self.text!r:.40}, {len(self.voice_ids)} "
+            f"voice{'' if len(self.voice_ids) == 1 else 's'})"
+        )
 
     def _repr_html_(self) -> str:
         return self.html()

@@ -43,8 +43,15 @@ from typing import Any
 from .admin_token import ADMIN_HEADER, TOKEN_ENV, read_admin_token
 from .server import RunningSandbox, start
 
-__all__ = ["RunningSandbox", "start", "embedded", "default_data_dir", "read_admin_token",
-           "ADMIN_HEADER", "TOKEN_ENV"]
+__all__ = [
+    "RunningSandbox",
+    "start",
+    "embedded",
+    "default_data_dir",
+    "read_admin_token",
+    "ADMIN_HEADER",
+    "TOKEN_ENV",
+]
 
 _embedded: RunningSandbox | None = None
 _embedded_lock = threading.Lock()
@@ -53,8 +60,9 @@ _dir_lock_file = None
 
 def default_data_dir() -> Path:
     """``$DUBKIT_SANDBOX_DIR``, else ``~/.cache/dubkit/sandbox``."""
-    return Path(os.environ.get("DUBKIT_SANDBOX_DIR")
-                or Path.home() / ".cache" / "dubkit" / "sandbox")
+    return Path(
+        os.environ.get("DUBKIT_SANDBOX_DIR") or Path.home() / ".cache" / "dubkit" / "sandbox"
+    )
 
 
 def embedded() -> tuple[RunningSandbox, str]:
@@ -81,20 +89,27 @@ def embedded() -> tuple[RunningSandbox, str]:
             data_dir = None
         _embedded = start(data_dir)
         atexit.register(_embedded.stop)
-        where = ("its data kept for next time" if data_dir else
-                 "its data in a temporary directory, as another process uses the default one")
-        return _embedded, (f"started the local sandbox (an offline emulator, {where}; "
-                           f"client.sandbox has its address)")
+        where = (
+            "its data kept for next time"
+            if data_dir
+            else "its data in a temporary directory, as another process uses the default one"
+        )
+        return _embedded, (
+            f"started the local sandbox (an offline emulator, {where}; "
+            f"client.sandbox has its address)"
+        )
 
 
 def _try_lock(handle: Any) -> bool:
     """An exclusive, non-blocking lock on an open file (POSIX or Windows)."""
     try:
         import fcntl
+
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
-    except ImportError:   # Windows
+    except ImportError:  # Windows
         import msvcrt
+
         try:
             msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
             return True

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import Field
@@ -48,24 +48,24 @@ def _backend(request: Request) -> Backend:
     return request.app.state.backend
 
 
-def _key(backend: Backend, api_key: Optional[str]) -> str:
+def _key(backend: Backend, api_key: str | None) -> str:
     return api_key or backend.default_key
 
 
 class NewKey(Wire):
     name: str = "extra"
     credits: float = Field(default=1_000_000, ge=0)
-    api_key: Optional[str] = Field(default=None, pattern=r"^sk_[A-Za-z0-9_]{16,100}$")
+    api_key: str | None = Field(default=None, pattern=r"^sk_[A-Za-z0-9_]{16,100}$")
 
 
 class Credits(Wire):
-    api_key: Optional[str] = None
+    api_key: str | None = None
     credits: float = Field(ge=0)
 
 
 class WebhookSettings(Wire):
-    api_key: Optional[str] = None
-    url: Optional[str] = None
+    api_key: str | None = None
+    url: str | None = None
     rotate_secret: bool = False
     overlap_seconds: float = 3600
 
@@ -81,52 +81,65 @@ class Faults(Wire):
     error502_after: float = Field(default=0, ge=0, le=1)
     latency_ms: float = Field(default=0, ge=0)
     crash_after_handler: float = Field(default=0, ge=0, le=1)
-    paths: Optional[list[str]] = None
-    seed: Optional[int] = None
+    paths: list[str] | None = None
+    seed: int | None = None
 
 
 class Limits(Wire):
-    body_limit: Optional[int] = Field(default=None, ge=1)
-    idempotency_window: Optional[float] = Field(default=None, gt=0)
-    upload_limit: Optional[int] = Field(default=None, ge=1)
+    body_limit: int | None = Field(default=None, ge=1)
+    idempotency_window: float | None = Field(default=None, gt=0)
+    upload_limit: int | None = Field(default=None, ge=1)
 
 
 class FetchPolicy(Wire):
-    remote: Optional[bool] = None
-    schemes: Optional[list[Literal["http", "https"]]] = None
-    allow: Optional[list[str]] = None   # hosts, host:port or networks that may be non-public
+    remote: bool | None = None
+    schemes: list[Literal["http", "https"]] | None = None
+    allow: list[str] | None = None  # hosts, host:port or networks that may be non-public
 
 
 class DeliverySchedule(Wire):
-    base_delay: Optional[float] = Field(default=None, gt=0)
-    max_delay: Optional[float] = Field(default=None, gt=0)
-    max_attempts: Optional[int] = Field(default=None, ge=1)
-    timeout: Optional[float] = Field(default=None, gt=0)
-    jitter: Optional[float] = Field(default=None, ge=0, lt=1)
+    base_delay: float | None = Field(default=None, gt=0)
+    max_delay: float | None = Field(default=None, gt=0)
+    max_attempts: int | None = Field(default=None, ge=1)
+    timeout: float | None = Field(default=None, gt=0)
+    jitter: float | None = Field(default=None, ge=0, lt=1)
 
 
 class Redeliver(Wire):
-    task_id: Optional[str] = None
-    ids: Optional[list[int]] = None
+    task_id: str | None = None
+    ids: list[int] | None = None
 
 
 @admin_router.get("/info")
 def info(request: Request) -> dict[str, Any]:
     backend = _backend(request)
     key = backend.key(backend.default_key) or {}
-    return {"url": backend.base_url, "apiKey": backend.default_key,
-            "webhookSecret": key.get("webhook_secret"), "webhookUrl": key.get("webhook_url"),
-            "dataDir": str(backend.data_dir), "timing": backend.setting("timing"),
-            "faults": backend.setting("faults", {})}
+    return {
+        "url": backend.base_url,
+        "apiKey": backend.default_key,
+        "webhookSecret": key.get("webhook_secret"),
+        "webhookUrl": key.get("webhook_url"),
+        "dataDir": str(backend.data_dir),
+        "timing": backend.setting("timing"),
+        "faults": backend.setting("faults", {}),
+    }
 
 
 @admin_router.get("/uploads")
-def uploads(request: Request,
-            api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
+def uploads(request: Request, api_key: str | None = Query(None, alias="apiKey")) -> dict[str, Any]:
     backend = _backend(request)
-    return {"sessions": [{"materialId": s["material_id"], "kind": s["kind"], "state": s["state"],
-                          "fileName": s["file_name"], "createdAt": s["created_at"]}
-                         for s in sessions_of(backend, _key(backend, api_key))]}
+    return {
+        "sessions": [
+            {
+                "materialId": s["material_id"],
+                "kind": s["kind"],
+                "state": s["state"],
+                "fileName": s["file_name"],
+                "createdAt": s["created_at"],
+            }
+            for s in sessions_of(backend, _key(backend, api_key))
+        ]
+    }
 
 
 @admin_router.get("/contract")
@@ -146,8 +159,15 @@ def reset(request: Request) -> dict[str, Any]:
 @admin_router.get("/keys")
 def list_keys(request: Request) -> list[dict[str, Any]]:
     """Every key, masked (the full key was answered once, when it was made)."""
-    return [{"apiKey": mask_key(k["api_key"]), "name": k["name"], "credits": k["credits"],
-             "webhookUrl": k["webhook_url"]} for k in _backend(request).keys()]
+    return [
+        {
+            "apiKey": mask_key(k["api_key"]),
+            "name": k["name"],
+            "credits": k["credits"],
+            "webhookUrl": k["webhook_url"],
+        }
+        for k in _backend(request).keys()
+    ]
 
 
 @admin_router.post("/keys")
@@ -158,8 +178,9 @@ def create_key(body: NewKey, request: Request) -> dict[str, Any]:
 
 
 @admin_router.get("/credits")
-def get_credits(request: Request,
-                api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
+def get_credits(
+    request: Request, api_key: str | None = Query(None, alias="apiKey")
+) -> dict[str, Any]:
     backend = _backend(request)
     row = backend.key(_key(backend, api_key))
     return {"credits": row["credits"] if row else None}
@@ -183,18 +204,21 @@ def set_webhook(body: WebhookSettings, request: Request) -> dict[str, Any]:
     """
     backend = _backend(request)
     key = _key(backend, body.api_key)
-    if "url" in body.model_fields_set:   # rotating alone keeps the URL
-        backend.store.execute("UPDATE keys SET webhook_url = ? WHERE api_key = ?",
-                              (body.url, key))
+    if "url" in body.model_fields_set:  # rotating alone keeps the URL
+        backend.store.execute("UPDATE keys SET webhook_url = ? WHERE api_key = ?", (body.url, key))
     if body.rotate_secret:
         backend.store.execute(
             "UPDATE keys SET previous_secret = webhook_secret, webhook_secret = ?, "
-            "rotated_at = ? WHERE api_key = ?", (new_secret(), time.time() + body.overlap_seconds,
-                                                  key))
+            "rotated_at = ? WHERE api_key = ?",
+            (new_secret(), time.time() + body.overlap_seconds, key),
+        )
     row = backend.key(key) or {}
     overlap = row.get("rotated_at") and row["rotated_at"] > time.time()
-    return {"url": row.get("webhook_url"), "secret": row.get("webhook_secret"),
-            "previousSecret": row.get("previous_secret") if overlap else None}
+    return {
+        "url": row.get("webhook_url"),
+        "secret": row.get("webhook_secret"),
+        "previousSecret": row.get("previous_secret") if overlap else None,
+    }
 
 
 @admin_router.post("/timing")
@@ -215,9 +239,11 @@ def set_faults(body: Faults, request: Request) -> dict[str, Any]:
 @admin_router.post("/limits")
 def set_limits(body: Limits, request: Request) -> dict[str, Any]:
     backend = _backend(request)
-    for name, value in (("body_limit", body.body_limit),
-                        ("idempotency_window", body.idempotency_window),
-                        ("upload_limit", body.upload_limit)):
+    for name, value in (
+        ("body_limit", body.body_limit),
+        ("idempotency_window", body.idempotency_window),
+        ("upload_limit", body.upload_limit),
+    ):
         if value is not None:
             backend.set_setting(name, value)
     return body.model_dump(by_alias=True, exclude_none=True)
@@ -232,8 +258,7 @@ def get_fetch(request: Request) -> dict[str, Any]:
 def set_fetch(body: FetchPolicy, request: Request) -> dict[str, Any]:
     """Which reference URLs the sandbox fetches (see :mod:`dubkit.sandbox.references`)."""
     backend = _backend(request)
-    policy = references.fetch_policy(backend) | body.model_dump(by_alias=True,
-                                                                 exclude_none=True)
+    policy = references.fetch_policy(backend) | body.model_dump(by_alias=True, exclude_none=True)
     backend.set_setting("fetch", policy)
     return policy
 
@@ -252,9 +277,12 @@ def set_delivery(body: DeliverySchedule, request: Request) -> dict[str, Any]:
 
 
 @admin_router.get("/deliveries")
-def deliveries(request: Request, task_id: Optional[str] = Query(None, alias="taskId"),
-               state: Optional[str] = None,
-               api_key: Optional[str] = Query(None, alias="apiKey")) -> dict[str, Any]:
+def deliveries(
+    request: Request,
+    task_id: str | None = Query(None, alias="taskId"),
+    state: str | None = None,
+    api_key: str | None = Query(None, alias="apiKey"),
+) -> dict[str, Any]:
     """Outbox rows, oldest first, each with its attempts; no secrets, no bodies."""
     where, args = "1 = 1", []
     for column, value in (("task_id", task_id), ("state", state), ("api_key", api_key)):
@@ -264,18 +292,41 @@ def deliveries(request: Request, task_id: Optional[str] = Query(None, alias="tas
     store = _backend(request).store
     rows = [dict(r) for r in store.all(f"SELECT * FROM outbox WHERE {where} ORDER BY id", args)]
     attempts: dict[int, list[dict[str, Any]]] = {}
-    for a in store.all(f"SELECT * FROM deliveries WHERE outbox_id IN (SELECT id FROM outbox "
-                       f"WHERE {where}) ORDER BY id", args):
+    for a in store.all(
+        f"SELECT * FROM deliveries WHERE outbox_id IN (SELECT id FROM outbox "
+        f"WHERE {where}) ORDER BY id",
+        args,
+    ):
         attempts.setdefault(a["outbox_id"], []).append(
-            {"attempt": a["attempt"], "at": a["at"], "url": a["url"],
-             "statusCode": a["status_code"], "error": a["error"],
-             "durationMs": round(a["duration_ms"], 1), "secret": a["secret"]})
-    return {"deliveries": [
-        {"id": r["id"], "apiKey": mask_key(r["api_key"]), "taskId": r["task_id"],
-         "event": r["event"], "pipelineKey": r["pipeline_key"], "state": r["state"],
-         "attempts": r["attempts"], "nextAt": r["next_at"], "lastError": r["last_error"],
-         "createdAt": r["created_at"], "deliveredAt": r["delivered_at"],
-         "log": attempts.get(r["id"], [])} for r in rows]}
+            {
+                "attempt": a["attempt"],
+                "at": a["at"],
+                "url": a["url"],
+                "statusCode": a["status_code"],
+                "error": a["error"],
+                "durationMs": round(a["duration_ms"], 1),
+                "secret": a["secret"],
+            }
+        )
+    return {
+        "deliveries": [
+            {
+                "id": r["id"],
+                "apiKey": mask_key(r["api_key"]),
+                "taskId": r["task_id"],
+                "event": r["event"],
+                "pipelineKey": r["pipeline_key"],
+                "state": r["state"],
+                "attempts": r["attempts"],
+                "nextAt": r["next_at"],
+                "lastError": r["last_error"],
+                "createdAt": r["created_at"],
+                "deliveredAt": r["delivered_at"],
+                "log": attempts.get(r["id"], []),
+            }
+            for r in rows
+        ]
+    }
 
 
 @admin_router.post("/deliveries/redeliver")
@@ -284,6 +335,8 @@ def redeliver(body: Redeliver, request: Request) -> dict[str, Any]:
     backend = _backend(request)
     ids = list(body.ids or [])
     if body.task_id:
-        ids += [r["id"] for r in backend.store.all("SELECT id FROM outbox WHERE task_id = ?",
-                                                   (body.task_id,))]
+        ids += [
+            r["id"]
+            for r in backend.store.all("SELECT id FROM outbox WHERE task_id = ?", (body.task_id,))
+        ]
     return {"requeued": delivery.redeliver(backend, ids)}

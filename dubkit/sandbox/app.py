@@ -46,7 +46,7 @@ PREFIX = "/openapi/v1"
 DEFAULT_BODY_LIMIT = 8 * 1024 * 1024
 
 
-def create_app(backend: Backend, hosts: set[str]) -> "DropResponseMiddleware":
+def create_app(backend: Backend, hosts: set[str]) -> DropResponseMiddleware:
     """The ASGI app; ``hosts`` are the ``Host`` values that name this sandbox (admin calls)."""
     app = FastAPI(title="dubkit sandbox", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.backend = backend
@@ -57,12 +57,15 @@ def create_app(backend: Backend, hosts: set[str]) -> "DropResponseMiddleware":
     async def _framework_error(request: Request, exc: StarletteHTTPException) -> Response:
         path = request.url.path
         if exc.status_code == 405 and path.startswith(PREFIX + "/"):
-            try:   # a method the router does not route (HEAD, QUERY...): the table decides
-                _operation(request.method, path[len(PREFIX):])
+            try:  # a method the router does not route (HEAD, QUERY...): the table decides
+                _operation(request.method, path[len(PREFIX) :])
             except ServiceError as refusal:
                 return envelope(refusal.code, refusal.message, headers=refusal.headers)
-        return envelope(exc.status_code, f"{exc.detail}: {request.method} {path}",
-                        headers=dict(exc.headers or {}))
+        return envelope(
+            exc.status_code,
+            f"{exc.detail}: {request.method} {path}",
+            headers=dict(exc.headers or {}),
+        )
 
     @app.get("/_sandbox/openapi.json", include_in_schema=False)
     async def _contract_document() -> dict[str, Any]:
@@ -76,8 +79,10 @@ def create_app(backend: Backend, hosts: set[str]) -> "DropResponseMiddleware":
             return envelope(404, "file not found")
         return FileResponse(path)
 
-    @app.api_route(PREFIX + "/{path:path}",
-                   methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"])
+    @app.api_route(
+        PREFIX + "/{path:path}",
+        methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"],
+    )
     async def _api_call(path: str, request: Request) -> Response:
         return await _serve(backend, "/" + path, request)
 
@@ -89,13 +94,12 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     faults = backend.setting("faults", {})
     targeted = _targeted(faults, path)
     op: Operation | None = None
-    req_id = request.query_params.get("req_id") or uuid.uuid4().hex   # tracing only
+    req_id = request.query_params.get("req_id") or uuid.uuid4().hex  # tracing only
     try:
         api_key = _authenticate(backend, request)
         op = _operation(request.method, path)
         check_query(request)
-        raw_bytes = await read_body(request, int(backend.setting("body_limit",
-                                                                 DEFAULT_BODY_LIMIT)))
+        raw_bytes = await read_body(request, int(backend.setting("body_limit", DEFAULT_BODY_LIMIT)))
         if targeted and faults.get("latencyMs"):
             # After the body arrived, like a slow service: the work still happens even if
             # the client gives up waiting.
@@ -106,48 +110,74 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
         idem = request.headers.get("x-idempotency-key") if op.idempotency_required else None
         if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
             raise ServiceError(502, "bad gateway (injected by the sandbox before any work)")
-        call = Call(backend, api_key, op, body, raw if isinstance(raw, dict) else {}, idem,
-                    req_id)
+        call = Call(backend, api_key, op, body, raw if isinstance(raw, dict) else {}, idem, req_id)
         # Drawn only when set, so seeded runs of the other faults keep their sequence.
-        crash = targeted and bool(faults.get("crashAfterHandler")) and \
-            backend.fault_rng.random() < float(faults["crashAfterHandler"])
+        crash = (
+            targeted
+            and bool(faults.get("crashAfterHandler"))
+            and backend.fault_rng.random() < float(faults["crashAfterHandler"])
+        )
         data = await _run_under_key(backend, call, path, crash=crash)
     except ServiceError as exc:
         return _answer(backend, op, exc.code, exc.message, req_id=req_id, headers=exc.headers)
     except ClientDisconnect:
-        return Response(status_code=499)   # nobody is listening; nothing was done
+        return Response(status_code=499)  # nobody is listening; nothing was done
 
     if targeted and backend.fault_rng.random() < float(faults.get("dropAfterCommit", 0)):
         request.scope["dubkit.drop"] = True
     if targeted and backend.fault_rng.random() < float(faults.get("error502After", 0)):
-        return _answer(backend, op, 502, "bad gateway (injected by the sandbox after the work "
-                       "was committed); poll tasks/detail or wait for the webhook", req_id=req_id)
+        return _answer(
+            backend,
+            op,
+            502,
+            "bad gateway (injected by the sandbox after the work "
+            "was committed); poll tasks/detail or wait for the webhook",
+            req_id=req_id,
+        )
     return _answer(backend, op, 200, "", data, req_id=req_id)
 
 
-def _answer(backend: Backend, op: Operation | None, code: int, message: str, data: Any = None,
-            *, req_id: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def _answer(
+    backend: Backend,
+    op: Operation | None,
+    code: int,
+    message: str,
+    data: Any = None,
+    *,
+    req_id: str,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     """The envelope; in strict mode also checked against the document first."""
     response = envelope(code, message, data, headers=headers)
     if backend.contract_log.strict:
         backend.contract_log.record(
-            op.name if op else None, "answer",
-            contract.check_answer(op.name if op else None, response.status_code,
-                                  json.loads(response.body), response.headers),
-            status=response.status_code, req_id=req_id)
+            op.name if op else None,
+            "answer",
+            contract.check_answer(
+                op.name if op else None,
+                response.status_code,
+                json.loads(response.body),
+                response.headers,
+            ),
+            status=response.status_code,
+            req_id=req_id,
+        )
     return response
 
 
-def _check_contract(backend: Backend, op: Operation, raw: Any, request: Request,
-                    req_id: str) -> None:
+def _check_contract(
+    backend: Backend, op: Operation, raw: Any, request: Request, req_id: str
+) -> None:
     """400 naming the first header, query parameter or body field the document forbids."""
     problems = contract.check_request(
-        op.name, body=raw if op.method == "POST" else contract.NO_BODY,
-        query={k: v for k, v in request.query_params.items()}, headers=request.headers)
+        op.name,
+        body=raw if op.method == "POST" else contract.NO_BODY,
+        query={k: v for k, v in request.query_params.items()},
+        headers=request.headers,
+    )
     if not problems:
         return
-    if backend.contract_log.strict and request.headers.get("user-agent", "").startswith(
-            "dubkit/"):
+    if backend.contract_log.strict and request.headers.get("user-agent", "").startswith("dubkit/"):
         backend.contract_log.record(op.name, "request", problems, req_id=req_id)
     raise ServiceError(400, f"invalid request: {problems[0]}")
 
@@ -161,9 +191,18 @@ def _parse(backend: Backend, op: Operation, raw: Any, req_id: str) -> Any:
         return parse(model, raw if isinstance(raw, dict) else {})
     except WireError as exc:
         if not exc.rule and backend.contract_log.strict:
-            backend.contract_log.record(op.name, "models", [contract.Problem(
-                exc.field, f"allowed by the document, refused by dubkit.schema."
-                           f"{model.__name__}: {exc.problem}")], req_id=req_id)
+            backend.contract_log.record(
+                op.name,
+                "models",
+                [
+                    contract.Problem(
+                        exc.field,
+                        f"allowed by the document, refused by dubkit.schema."
+                        f"{model.__name__}: {exc.problem}",
+                    )
+                ],
+                req_id=req_id,
+            )
         raise ServiceError(400, f"invalid request: {exc}") from None
 
 
@@ -172,8 +211,11 @@ def _operation(method: str, path: str) -> Operation:
     if op is None:
         allowed = [m for (m, p) in OPERATIONS_BY_PATH if p == path]
         if allowed:
-            raise ServiceError(405, f"method not allowed: {method} {PREFIX}{path} (use "
-                                    f"{', '.join(allowed)})", {"Allow": ", ".join(allowed)})
+            raise ServiceError(
+                405,
+                f"method not allowed: {method} {PREFIX}{path} (use {', '.join(allowed)})",
+                {"Allow": ", ".join(allowed)},
+            )
         raise ServiceError(404, f"no such endpoint: {method} {PREFIX}{path}")
     return op
 
@@ -181,8 +223,9 @@ def _operation(method: str, path: str) -> Operation:
 def _authenticate(backend: Backend, request: Request) -> str:
     api_key = _bearer(request)
     if api_key is None or backend.key(api_key) is None:
-        raise ServiceError(401, "unauthorized: API key missing or invalid "
-                                "(send 'Authorization: Bearer <api_key>')")
+        raise ServiceError(
+            401, "unauthorized: API key missing or invalid (send 'Authorization: Bearer <api_key>')"
+        )
     return api_key
 
 
@@ -201,8 +244,7 @@ def _decode(op: Operation, raw_bytes: bytes, request: Request) -> Any:
     return body
 
 
-async def _run_under_key(backend: Backend, call: Call[Any], path: str, *,
-                         crash: bool) -> Any:
+async def _run_under_key(backend: Backend, call: Call[Any], path: str, *, crash: bool) -> Any:
     """Run the handler under the idempotency key: kept on success, released on refusal."""
     key = call.idempotency_key
     if key is not None:
@@ -215,21 +257,24 @@ async def _run_under_key(backend: Backend, call: Call[Any], path: str, *,
         raise
     except Exception as exc:
         log.exception("sandbox handler %s failed (req_id %s)", call.op.name, call.req_id)
-        raise ServiceError(500, f"internal error in the sandbox: {type(exc).__name__}: "
-                                f"{exc}") from None
+        raise ServiceError(
+            500, f"internal error in the sandbox: {type(exc).__name__}: {exc}"
+        ) from None
     finally:
         if key is not None:
-            (backend.commit_idempotency_key if committed
-             else backend.release_idempotency_key)(call.api_key, path, key)
+            (backend.commit_idempotency_key if committed else backend.release_idempotency_key)(
+                call.api_key, path, key
+            )
     return data
 
 
 def _handle(call: Call[Any], crash: bool) -> Any:
     with call.backend.undo_on_crash():
         data = HANDLERS[call.op.name](call)
-        if crash:   # the crashAfterHandler fault: a sandbox bug after the work was done
-            raise RuntimeError("crash injected by the sandbox after the handler ran "
-                               "(fault crashAfterHandler)")
+        if crash:  # the crashAfterHandler fault: a sandbox bug after the work was done
+            raise RuntimeError(
+                "crash injected by the sandbox after the handler ran (fault crashAfterHandler)"
+            )
         return data
 
 
@@ -266,7 +311,7 @@ class DropResponseMiddleware:
             if scope.get("dubkit.drop"):
                 if message["type"] == "http.response.start":
                     await send(message)
-                return   # swallow the body
+                return  # swallow the body
             await send(message)
 
         await self.app(scope, receive, maybe_drop)

@@ -30,35 +30,40 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from .contract_log import ContractLog
 from .admin_token import admin_token
+from .contract_log import ContractLog
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
 
 IDEMPOTENCY_WINDOW = 24 * 3600.0
 # What the request this thread is serving has done so far (see Backend.undo_on_crash).
-_request: ContextVar["_RequestLedger | None"] = ContextVar("sandbox_request", default=None)
+_request: ContextVar[_RequestLedger | None] = ContextVar("sandbox_request", default=None)
 # The task whose work this thread is doing: its refunds are counted on it (see refund).
 _working_on: ContextVar[str | None] = ContextVar("sandbox_task", default=None)
 DEFAULT_CREDITS = 1_000_000.0
-EVENTS = {"tts": "openapi-tts", "textTranslation": "openapi-translate",
-          "cloneVoice": "openapi-clone-voice", "vt": "openapi-media-translation",
-          "at": "openapi-media-translation"}
+EVENTS = {
+    "tts": "openapi-tts",
+    "textTranslation": "openapi-translate",
+    "cloneVoice": "openapi-clone-voice",
+    "vt": "openapi-media-translation",
+    "at": "openapi-media-translation",
+}
 
 
 @dataclass
 class _RequestLedger:
-    charges: list[tuple[str, float]] = field(default_factory=list)   # (api_key, amount)
-    tasks: list[str] = field(default_factory=list)                   # task ids it made
+    charges: list[tuple[str, float]] = field(default_factory=list)  # (api_key, amount)
+    tasks: list[str] = field(default_factory=list)  # task ids it made
     starts: list[Callable[[], object]] = field(default_factory=list)  # async work, held back
 
 
@@ -83,8 +88,9 @@ def new_id(prefix: str) -> str:
 class Backend:
     """Everything the sandbox knows, behind methods the HTTP layer and products call."""
 
-    def __init__(self, data_dir: Path, *, workers: int = 2,
-                 contract_log: ContractLog | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *, workers: int = 2, contract_log: ContractLog | None = None
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.contract_log = contract_log or ContractLog(strict=False)
         _private_dir(self.data_dir)
@@ -92,14 +98,15 @@ class Backend:
         self.files_dir.mkdir(mode=0o700, exist_ok=True)
         self.store = Store(self.data_dir / "sandbox.sqlite3")
         self.admin_token = admin_token(self.data_dir)
-        self.base_url = ""          # set by the server once it has a port
+        self.base_url = ""  # set by the server once it has a port
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-work")
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._ticker = threading.Thread(target=self._tick_forever, name="sandbox-ticker",
-                                        daemon=True)
+        self._ticker = threading.Thread(
+            target=self._tick_forever, name="sandbox-ticker", daemon=True
+        )
         self.on_release: list[Callable[[dict[str, Any]], None]] = []
-        self.fault_rng = random.Random()   # admin /faults may seed it for repeatable runs
+        self.fault_rng = random.Random()  # admin /faults may seed it for repeatable runs
         self.default_key = self._ensure_default_key()
 
     def start(self) -> None:
@@ -123,13 +130,16 @@ class Backend:
             self.store.set_setting("default_key", key)
         return key
 
-    def create_key(self, name: str, credits: float = DEFAULT_CREDITS, *,
-                   api_key: str | None = None) -> str:
+    def create_key(
+        self, name: str, credits: float = DEFAULT_CREDITS, *, api_key: str | None = None
+    ) -> str:
         """A new account; ``api_key`` chooses its key (a test harness that must know it early)."""
         key = api_key or "sk_sandbox_" + secrets.token_hex(16)
         self.store.execute(
             "INSERT INTO keys (api_key, name, credits, created_at, webhook_secret) "
-            "VALUES (?, ?, ?, ?, ?)", (key, name, credits, now_iso(), new_secret()))
+            "VALUES (?, ?, ?, ?, ?)",
+            (key, name, credits, now_iso(), new_secret()),
+        )
         return key
 
     def key(self, api_key: str) -> dict[str, Any] | None:
@@ -146,11 +156,13 @@ class Backend:
         """Take ``amount`` credits or refuse with 402 before any work starts."""
         cursor = self.store.execute(
             "UPDATE keys SET credits = credits - ? WHERE api_key = ? AND credits >= ?",
-            (amount, api_key, amount))
+            (amount, api_key, amount),
+        )
         if cursor.rowcount == 0:
             left = self.key(api_key)["credits"]  # type: ignore[index]
-            raise ServiceError(402, f"insufficient credits: {what} needs {amount:g} credits, "
-                                    f"this key has {left:g}")
+            raise ServiceError(
+                402, f"insufficient credits: {what} needs {amount:g} credits, this key has {left:g}"
+            )
         ledger = _request.get()
         if ledger is not None:
             ledger.charges.append((api_key, amount))
@@ -176,8 +188,9 @@ class Backend:
             crashed = True
             for api_key, amount in ledger.charges:
                 self.refund(api_key, amount)
-            self.store.store_many("DELETE FROM tasks WHERE task_id = ?",
-                                  [(task_id,) for task_id in ledger.tasks])
+            self.store.store_many(
+                "DELETE FROM tasks WHERE task_id = ?", [(task_id,) for task_id in ledger.tasks]
+            )
             raise
         finally:
             _request.reset(token)
@@ -187,11 +200,11 @@ class Backend:
     def refund(self, api_key: str, amount: float) -> None:
         task_id = _working_on.get()
         with self.store.transaction() as db:
-            db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?",
-                       (amount, api_key))
+            db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?", (amount, api_key))
             if task_id is not None:
-                db.execute("UPDATE tasks SET refunded = refunded + ? WHERE task_id = ?",
-                           (amount, task_id))
+                db.execute(
+                    "UPDATE tasks SET refunded = refunded + ? WHERE task_id = ?", (amount, task_id)
+                )
 
     @contextmanager
     def working_on(self, task_id: str) -> Iterator[None]:
@@ -208,49 +221,84 @@ class Backend:
     def reserve_idempotency_key(self, api_key: str, path: str, key: str) -> None:
         window = float(self.store.setting("idempotency_window", IDEMPOTENCY_WINDOW))
         with self.store.transaction() as db:
-            db.execute("DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
-                       "AND created_at < ?", (api_key, path, key, time.time() - window))
+            db.execute(
+                "DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
+                "AND created_at < ?",
+                (api_key, path, key, time.time() - window),
+            )
             try:
-                db.execute("INSERT INTO idempotency (api_key, path, key, state, created_at) "
-                           "VALUES (?, ?, ?, 'pending', ?)", (api_key, path, key, time.time()))
+                db.execute(
+                    "INSERT INTO idempotency (api_key, path, key, state, created_at) "
+                    "VALUES (?, ?, ?, 'pending', ?)",
+                    (api_key, path, key, time.time()),
+                )
                 return
             except sqlite3.IntegrityError:
-                held = db.execute("SELECT state FROM idempotency WHERE api_key = ? AND "
-                                  "path = ? AND key = ?", (api_key, path, key)).fetchone()
-        detail = ("a request with this key is still in progress" if held["state"] == "pending"
-                  else f"it was used for this path within the last {window / 3600:g} h; use "
-                       f"a new key for a new request")
+                held = db.execute(
+                    "SELECT state FROM idempotency WHERE api_key = ? AND path = ? AND key = ?",
+                    (api_key, path, key),
+                ).fetchone()
+        detail = (
+            "a request with this key is still in progress"
+            if held["state"] == "pending"
+            else f"it was used for this path within the last {window / 3600:g} h; use "
+            f"a new key for a new request"
+        )
         raise ServiceError(409, f"Idempotency key already used: {detail}", {"Retry-After": "2"})
 
     def commit_idempotency_key(self, api_key: str, path: str, key: str) -> None:
-        self.store.execute("UPDATE idempotency SET state = 'committed' WHERE api_key = ? "
-                           "AND path = ? AND key = ?", (api_key, path, key))
+        self.store.execute(
+            "UPDATE idempotency SET state = 'committed' WHERE api_key = ? AND path = ? AND key = ?",
+            (api_key, path, key),
+        )
 
     def release_idempotency_key(self, api_key: str, path: str, key: str) -> None:
-        self.store.execute("DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
-                           "AND state = 'pending'", (api_key, path, key))
+        self.store.execute(
+            "DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
+            "AND state = 'pending'",
+            (api_key, path, key),
+        )
 
     # ------------------------------------------------------------------ tasks
 
-    def create_task(self, api_key: str, task_type: str, *, is_async: bool, request: Any,
-                    extra_data: dict[str, Any] | None = None) -> dict[str, Any]:
+    def create_task(
+        self,
+        api_key: str,
+        task_type: str,
+        *,
+        is_async: bool,
+        request: Any,
+        extra_data: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         timing = self.store.setting("timing", {"mode": "immediate"})
         release_at = time.time() + float(timing["value"]) if timing["mode"] == "seconds" else None
         release_polls = int(timing["value"]) if timing["mode"] == "polls" else None
         stamp = now_iso()
         task_id = new_id("")
         ledger = _request.get()
-        charged = sum(amount for key, amount in ledger.charges if key == api_key) if ledger \
-            else 0
+        charged = sum(amount for key, amount in ledger.charges if key == api_key) if ledger else 0
         with self.store.transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks").fetchone()[0]
             db.execute(
                 "INSERT INTO tasks (task_id, api_key, task_type, status, is_async, request, "
                 "extra_data, pipeline_key, release_at, release_polls, created_at, updated_at, seq,"
                 " charged) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (task_id, api_key, task_type, int(is_async), json.dumps(request),
-                 json.dumps(extra_data) if extra_data is not None else None, uuid.uuid4().hex,
-                 release_at, release_polls, stamp, stamp, seq, charged))
+                (
+                    task_id,
+                    api_key,
+                    task_type,
+                    int(is_async),
+                    json.dumps(request),
+                    json.dumps(extra_data) if extra_data is not None else None,
+                    uuid.uuid4().hex,
+                    release_at,
+                    release_polls,
+                    stamp,
+                    stamp,
+                    seq,
+                    charged,
+                ),
+            )
         if ledger is not None:
             ledger.tasks.append(task_id)
         return self.task_row(task_id)
@@ -262,21 +310,27 @@ class Backend:
         return dict(row)
 
     def task_is_live(self, task_id: str) -> bool:
-        return self.store.one("SELECT 1 FROM tasks WHERE task_id = ? AND deleted = 0",
-                              (task_id,)) is not None
+        return (
+            self.store.one("SELECT 1 FROM tasks WHERE task_id = ? AND deleted = 0", (task_id,))
+            is not None
+        )
 
     def find_task(self, api_key: str, task_id: str) -> dict[str, Any]:
-        row = self.store.one("SELECT * FROM tasks WHERE task_id = ? AND api_key = ? AND "
-                             "deleted = 0", (task_id, api_key))
+        row = self.store.one(
+            "SELECT * FROM tasks WHERE task_id = ? AND api_key = ? AND deleted = 0",
+            (task_id, api_key),
+        )
         if row is None:
             raise ServiceError(404, f"task not found: {task_id}")
         return dict(row)
 
     def finish_sync(self, task_id: str, result: dict[str, Any]) -> None:
         """Sync creates finish at once, whatever the timing setting says."""
-        self.store.execute("UPDATE tasks SET status = 'finished', ready = 1, result = ?, "
-                           "updated_at = ? WHERE task_id = ?",
-                           (json.dumps(result), now_iso(), task_id))
+        self.store.execute(
+            "UPDATE tasks SET status = 'finished', ready = 1, result = ?, "
+            "updated_at = ? WHERE task_id = ?",
+            (json.dumps(result), now_iso(), task_id),
+        )
 
     def run_async(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
         """Run ``work`` in the background; its dict is the task's result, its error fails it.
@@ -297,16 +351,22 @@ class Backend:
         except Exception as exc:  # a sandbox bug must still end the task, never hang it
             log.exception("task %s failed", task_id)
             result, code, message = None, 500, f"internal error: {exc}"
-        self.store.execute("UPDATE tasks SET ready = 1, result = ?, error_code = ?, message = ? "
-                           "WHERE task_id = ?",
-                           (json.dumps(result) if result is not None else None,
-                            None if code == 200 else code, message, task_id))
+        self.store.execute(
+            "UPDATE tasks SET ready = 1, result = ?, error_code = ?, message = ? WHERE task_id = ?",
+            (
+                json.dumps(result) if result is not None else None,
+                None if code == 200 else code,
+                message,
+                task_id,
+            ),
+        )
         self._wake.set()
 
     def record_poll(self, task: dict[str, Any]) -> dict[str, Any]:
         """Count a tasks/detail poll (for 'after N polls' timing) and release if due."""
-        self.store.execute("UPDATE tasks SET polls = polls + 1 WHERE task_id = ?",
-                           (task["task_id"],))
+        self.store.execute(
+            "UPDATE tasks SET polls = polls + 1 WHERE task_id = ?", (task["task_id"],)
+        )
         self._release_due()
         return self.task_row(task["task_id"])
 
@@ -314,14 +374,18 @@ class Backend:
         due = self.store.all(
             "SELECT * FROM tasks WHERE status = 'running' AND ready = 1 AND "
             "(release_at IS NULL OR release_at <= ?) AND "
-            "(release_polls IS NULL OR polls >= release_polls)", (time.time(),))
+            "(release_polls IS NULL OR polls >= release_polls)",
+            (time.time(),),
+        )
         for row in due:
             task = dict(row)
             status = "failed" if task["error_code"] else "finished"
-            cursor = self.store.execute("UPDATE tasks SET status = ?, updated_at = ? WHERE "
-                                        "task_id = ? AND status = 'running'",
-                                        (status, now_iso(), task["task_id"]))
-            if cursor.rowcount:   # only the thread that flipped it announces it
+            cursor = self.store.execute(
+                "UPDATE tasks SET status = ?, updated_at = ? WHERE "
+                "task_id = ? AND status = 'running'",
+                (status, now_iso(), task["task_id"]),
+            )
+            if cursor.rowcount:  # only the thread that flipped it announces it
                 task["status"] = status
                 for listener in self.on_release:
                     listener(task)
@@ -338,16 +402,23 @@ class Backend:
     def _resume_unfinished_work(self) -> None:
         """After a restart, running work was lost with the process: end it honestly, and give
         back what it was charged and had not yet given back (it delivered nothing)."""
-        lost = self.store.all("SELECT task_id, api_key, charged - refunded AS held FROM tasks "
-                              "WHERE status = 'running' AND ready = 0")
+        lost = self.store.all(
+            "SELECT task_id, api_key, charged - refunded AS held FROM tasks "
+            "WHERE status = 'running' AND ready = 0"
+        )
         with self.store.transaction() as db:
             for task in lost:
                 if task["held"] > 0:
-                    db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?",
-                               (task["held"], task["api_key"]))
-                db.execute("UPDATE tasks SET ready = 1, error_code = 500, refunded = charged, "
-                           "message = 'the sandbox restarted while this task was running; "
-                           "its credits were refunded' WHERE task_id = ?", (task["task_id"],))
+                    db.execute(
+                        "UPDATE keys SET credits = credits + ? WHERE api_key = ?",
+                        (task["held"], task["api_key"]),
+                    )
+                db.execute(
+                    "UPDATE tasks SET ready = 1, error_code = 500, refunded = charged, "
+                    "message = 'the sandbox restarted while this task was running; "
+                    "its credits were refunded' WHERE task_id = ?",
+                    (task["task_id"],),
+                )
 
     # ------------------------------------------------------------------ files served over HTTP
 
@@ -367,8 +438,12 @@ class Backend:
 
     def reset(self) -> None:
         """Forget every task, key, delivery and setting; a fresh default key is made."""
-        tables = [r["name"] for r in self.store.all(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        tables = [
+            r["name"]
+            for r in self.store.all(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         with self.store.transaction() as db:
             for table in tables:
                 db.execute(f"DELETE FROM {table}")

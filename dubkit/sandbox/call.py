@@ -9,13 +9,14 @@ explicit table :data:`dubkit.sandbox.products.routes.HANDLERS`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..schema import Operation, Wire
 from .backend import Backend
 
-Body = TypeVar("Body", bound=Optional[Wire])
+Body = TypeVar("Body", bound=Wire | None)
 
 
 @dataclass(frozen=True)
@@ -23,10 +24,10 @@ class Call(Generic[Body]):
     backend: Backend
     api_key: str
     op: Operation
-    body: Body               # the validated body (POST) or query (GET), typed per operation
-    raw: dict[str, Any]      # the body exactly as sent, for fields the schema keeps as extras
+    body: Body  # the validated body (POST) or query (GET), typed per operation
+    raw: dict[str, Any]  # the body exactly as sent, for fields the schema keeps as extras
     idempotency_key: str | None
-    req_id: str = ""         # the caller's req_id or one made up; never echoed, only logged
+    req_id: str = ""  # the caller's req_id or one made up; never echoed, only logged
 
 
 Handler = Callable[[Call[Any]], Any]

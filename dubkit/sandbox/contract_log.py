@@ -20,14 +20,15 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..contract import Problem
 
 STRICT_ENV = "DUBKIT_CONTRACT"
 LOG_ENV = "DUBKIT_CONTRACT_LOG"
-_KEEP = 1000   # mismatches kept in memory; the log file keeps all
+_KEEP = 1000  # mismatches kept in memory; the log file keeps all
 
 
 def strict_from_env() -> bool:
@@ -43,10 +44,19 @@ class ContractLog:
         self._seen: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def record(self, operation: str | None, direction: str, problems: Iterable[Problem],
-               **context: Any) -> None:
-        entries = [{"operation": operation or "(unknown operation)", "direction": direction,
-                    "path": p.path, "message": p.message, **context} for p in problems]
+    def record(
+        self, operation: str | None, direction: str, problems: Iterable[Problem], **context: Any
+    ) -> None:
+        entries = [
+            {
+                "operation": operation or "(unknown operation)",
+                "direction": direction,
+                "path": p.path,
+                "message": p.message,
+                **context,
+            }
+            for p in problems
+        ]
         if not entries:
             return
         with self._lock:

@@ -58,12 +58,17 @@ from .backend import EVENTS, Backend
 from .delivery_pool import Aborted, AttemptTimeout, FairPool, post
 from .envelope import omit_nulls
 
-RECOVERY_INTERVAL = 5.0   # seconds between checks for ended tasks that were never enqueued
-REFILL_INTERVAL = 0.1     # seconds a key's queued rows may keep other keys' new rows unread
-BATCH_PER_KEY = 64        # due rows of one key read into its queue at a time
+RECOVERY_INTERVAL = 5.0  # seconds between checks for ended tasks that were never enqueued
+REFILL_INTERVAL = 0.1  # seconds a key's queued rows may keep other keys' new rows unread
+BATCH_PER_KEY = 64  # due rows of one key read into its queue at a time
 log = logging.getLogger("dubkit.sandbox")
-DEFAULT_SCHEDULE = {"baseDelay": 1.0, "maxDelay": 60.0, "maxAttempts": 20, "timeout": 5.0,
-                    "jitter": 0.1}
+DEFAULT_SCHEDULE = {
+    "baseDelay": 1.0,
+    "maxDelay": 60.0,
+    "maxAttempts": 20,
+    "timeout": 5.0,
+    "jitter": 0.1,
+}
 # One row per task. Rows a race left behind (before this index) go first: the lowest id stays,
 # and the attempts logged against the others move to it (they did reach the receiver).
 ONE_ROW_PER_TASK = """
@@ -86,11 +91,18 @@ def envelope_for(task: dict[str, Any]) -> dict[str, Any]:
     result = json.loads(task["result"]) if task["result"] else None
     failed = task["status"] == "failed"
     if task["task_type"] in ("vt", "at"):
-        data = {"taskId": task["task_id"], "taskType": task["task_type"],
-                "status": task["status"], "result": result}
+        data = {
+            "taskId": task["task_id"],
+            "taskType": task["task_type"],
+            "status": task["status"],
+            "result": result,
+        }
     else:
-        data = result if result is not None else {"taskId": task["task_id"],
-                                                  "createdAt": task["created_at"]}
+        data = (
+            result
+            if result is not None
+            else {"taskId": task["task_id"], "createdAt": task["created_at"]}
+        )
     body: dict[str, Any] = {
         "code": task["error_code"] or 500 if failed else 200,
         "version": "v1",
@@ -117,9 +129,14 @@ def delay_after(attempt: int, plan: dict[str, float]) -> float:
 
 def redeliver(backend: Backend, outbox_ids: list[int]) -> int:
     """Send rows again from now with a fresh attempt budget (same body: a replay)."""
-    return sum(backend.store.execute(
-        "UPDATE outbox SET state = 'pending', attempts = 0, next_at = ?, last_error = NULL "
-        "WHERE id = ?", (time.time(), outbox_id)).rowcount for outbox_id in outbox_ids)
+    return sum(
+        backend.store.execute(
+            "UPDATE outbox SET state = 'pending', attempts = 0, next_at = ?, last_error = NULL "
+            "WHERE id = ?",
+            (time.time(), outbox_id),
+        ).rowcount
+        for outbox_id in outbox_ids
+    )
 
 
 class Deliverer:
@@ -133,7 +150,7 @@ class Deliverer:
         self._thread = threading.Thread(target=self._loop, name="sandbox-webhooks", daemon=True)
         self.pool = FairPool(self._attempt_row, self._wake.set)
         columns = {r["name"] for r in backend.store.all("PRAGMA table_info(deliveries)")}
-        if "secret" not in columns:   # which secret signed an attempt: 'current' or 'previous'
+        if "secret" not in columns:  # which secret signed an attempt: 'current' or 'previous'
             backend.store.execute("ALTER TABLE deliveries ADD COLUMN secret TEXT")
         backend.store.ensure(ONE_ROW_PER_TASK)
         backend.on_release.append(self.enqueue)
@@ -151,7 +168,8 @@ class Deliverer:
         """
         missing = self.backend.store.all(
             "SELECT * FROM tasks t WHERE t.is_async = 1 AND t.status IN ('finished', 'failed') "
-            "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.task_id)")
+            "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.task_id)"
+        )
         for row in missing:
             self.enqueue(dict(row))
         return len(missing)
@@ -171,9 +189,17 @@ class Deliverer:
         added = self.backend.store.execute(
             "INSERT INTO outbox (api_key, task_id, event, pipeline_key, body, next_at, state, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) "
-            "ON CONFLICT (task_id) DO NOTHING",   # released twice, or found by recover(): once
-            (task["api_key"], task["task_id"], EVENTS[task["task_type"]], task["pipeline_key"],
-             body, time.time(), time.time())).rowcount
+            "ON CONFLICT (task_id) DO NOTHING",  # released twice, or found by recover(): once
+            (
+                task["api_key"],
+                task["task_id"],
+                EVENTS[task["task_type"]],
+                task["pipeline_key"],
+                body,
+                time.time(),
+                time.time(),
+            ),
+        ).rowcount
         if added:
             self._wake.set()
 
@@ -189,8 +215,9 @@ class Deliverer:
                 if time.monotonic() - last_recovery > RECOVERY_INTERVAL:
                     self.recover()
                     last_recovery = time.monotonic()
-                if self.pool.free() and (not self.pool.has_ready() or
-                                         time.monotonic() - last_refill > REFILL_INTERVAL):
+                if self.pool.free() and (
+                    not self.pool.has_ready() or time.monotonic() - last_refill > REFILL_INTERVAL
+                ):
                     self._refill()
                     last_refill = time.monotonic()
                 self.pool.dispatch()
@@ -201,14 +228,18 @@ class Deliverer:
 
     def _refill(self) -> None:
         store = self.backend.store
-        store.execute("UPDATE outbox SET state = 'skipped', last_error = 'no webhook URL "
-                      "configured for this key' WHERE state = 'pending' AND api_key IN "
-                      "(SELECT api_key FROM keys WHERE webhook_url IS NULL OR webhook_url = '')")
-        running = self.pool.running()   # before reading: their rows may be read stale
+        store.execute(
+            "UPDATE outbox SET state = 'skipped', last_error = 'no webhook URL "
+            "configured for this key' WHERE state = 'pending' AND api_key IN "
+            "(SELECT api_key FROM keys WHERE webhook_url IS NULL OR webhook_url = '')"
+        )
+        running = self.pool.running()  # before reading: their rows may be read stale
         due = store.all(
             "SELECT id, api_key FROM (SELECT id, api_key, ROW_NUMBER() OVER (PARTITION BY "
             "api_key ORDER BY id) AS n FROM outbox WHERE state = 'pending' AND next_at <= ?) "
-            "WHERE n <= ? ORDER BY id", (time.time(), BATCH_PER_KEY + self.pool.per_key))
+            "WHERE n <= ? ORDER BY id",
+            (time.time(), BATCH_PER_KEY + self.pool.per_key),
+        )
         self.pool.refill(((r["id"], r["api_key"]) for r in due), running)
 
     def _attempt_row(self, outbox_id: int) -> None:
@@ -216,17 +247,21 @@ class Deliverer:
         row = self.backend.store.one(
             "SELECT o.*, k.webhook_url, k.webhook_secret, k.previous_secret, k.rotated_at "
             "FROM outbox o JOIN keys k ON k.api_key = o.api_key WHERE o.id = ? AND "
-            "o.state = 'pending'", (outbox_id,))
+            "o.state = 'pending'",
+            (outbox_id,),
+        )
         if row is None or self._stopping.is_set():
             return
         if not row["webhook_url"]:
             self.backend.store.execute(
                 "UPDATE outbox SET state = 'skipped', last_error = 'no webhook URL configured "
-                "for this key' WHERE id = ? AND state = 'pending'", (outbox_id,))
+                "for this key' WHERE id = ? AND state = 'pending'",
+                (outbox_id,),
+            )
             return
         try:
             self._attempt(dict(row))
-        except Aborted:   # stopping: the row stays pending, attempted again after a restart
+        except Aborted:  # stopping: the row stays pending, attempted again after a restart
             pass
 
     def _attempt(self, row: dict[str, Any]) -> None:
@@ -239,33 +274,45 @@ class Deliverer:
         store = self.backend.store
         if error is None:
             now = time.time()
-            store.execute("UPDATE outbox SET state = 'delivered', attempts = ?, delivered_at = ?,"
-                          " last_error = NULL WHERE id = ?", (attempt, now, row["id"]))
+            store.execute(
+                "UPDATE outbox SET state = 'delivered', attempts = ?, delivered_at = ?,"
+                " last_error = NULL WHERE id = ?",
+                (attempt, now, row["id"]),
+            )
             # The receiver is up: its key's backlog need not wait out each row's backoff.
-            store.execute("UPDATE outbox SET next_at = ? WHERE api_key = ? AND "
-                          "state = 'pending' AND next_at > ?", (now, row["api_key"], now))
+            store.execute(
+                "UPDATE outbox SET next_at = ? WHERE api_key = ? AND "
+                "state = 'pending' AND next_at > ?",
+                (now, row["api_key"], now),
+            )
             return
         state = "dead" if attempt >= plan["maxAttempts"] else "pending"
-        store.execute("UPDATE outbox SET attempts = ?, next_at = ?, state = ?, last_error = ? "
-                      "WHERE id = ?", (attempt, time.time() + delay_after(attempt, plan), state,
-                                       error, row["id"]))
+        store.execute(
+            "UPDATE outbox SET attempts = ?, next_at = ?, state = ?, last_error = ? WHERE id = ?",
+            (attempt, time.time() + delay_after(attempt, plan), state, error, row["id"]),
+        )
 
-    def _post(self, row: dict[str, Any], attempt: int, secret: str, which: str,
-              plan: dict[str, float]) -> tuple[int | None, str | None]:
+    def _post(
+        self, row: dict[str, Any], attempt: int, secret: str, which: str, plan: dict[str, float]
+    ) -> tuple[int | None, str | None]:
         timestamp = str(int(time.time() * 1000))
-        headers = {"Content-Type": "application/json", "X-Timestamp": timestamp,
-                   "X-Signature": sign(secret, timestamp, row["body"])}
+        headers = {
+            "Content-Type": "application/json",
+            "X-Timestamp": timestamp,
+            "X-Signature": sign(secret, timestamp, row["body"]),
+        }
         if self.backend.contract_log.strict:
             self.backend.contract_log.record(
-                f"webhook.{row['event']}", "webhook",
+                f"webhook.{row['event']}",
+                "webhook",
                 contract.check_webhook(row["event"], json.loads(row["body"]), headers),
-                taskId=row["task_id"])
+                taskId=row["task_id"],
+            )
         headers["User-Agent"] = "dubkit-sandbox-webhooks"
         started = time.perf_counter()
         status, error = None, None
         try:
-            status = post(row["webhook_url"], row["body"], headers, plan["timeout"],
-                          self.pool.live)
+            status = post(row["webhook_url"], row["body"], headers, plan["timeout"], self.pool.live)
             if not 200 <= status < 300:
                 error = f"receiver answered HTTP {status}"
         except Aborted:
@@ -274,11 +321,20 @@ class Deliverer:
             error = f"Timeout: {exc}"
         except (OSError, http.client.HTTPException) as exc:
             error = f"ConnectionError: {type(exc).__name__}: {exc}"
-        except Exception as exc:   # a URL the stdlib refuses (scheme, port, host name)
+        except Exception as exc:  # a URL the stdlib refuses (scheme, port, host name)
             error = f"{type(exc).__name__}: {exc}"
         self.backend.store.execute(
             "INSERT INTO deliveries (outbox_id, attempt, at, url, status_code, error, "
             "duration_ms, secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (row["id"], attempt, time.time(), row["webhook_url"], status, error,
-             (time.perf_counter() - started) * 1000, which))
+            (
+                row["id"],
+                attempt,
+                time.time(),
+                row["webhook_url"],
+                status,
+                error,
+                (time.perf_counter() - started) * 1000,
+                which,
+            ),
+        )
         return status, error

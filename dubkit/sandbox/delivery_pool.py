@@ -18,13 +18,14 @@ import socket
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
-WORKERS = 6          # delivery threads
-PER_KEY = 1          # attempts of one key in flight at once
-ANSWER_CAP = 65536   # bytes of a receiver's answer body read (politely) before hanging up
+WORKERS = 6  # delivery threads
+PER_KEY = 1  # attempts of one key in flight at once
+ANSWER_CAP = 65536  # bytes of a receiver's answer body read (politely) before hanging up
 log = logging.getLogger("dubkit.sandbox")
 
 
@@ -39,7 +40,7 @@ class Aborted(Exception):
 def _time_left(deadline: float) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
-        raise socket.timeout("attempt deadline passed")
+        raise TimeoutError("attempt deadline passed")
     return left
 
 
@@ -126,8 +127,9 @@ class _HTTPS(_Deadlined, http.client.HTTPSConnection):
     pass
 
 
-def post(url: str, body: bytes, headers: dict[str, str], timeout: float,
-         live: _Live | None = None) -> int:
+def post(
+    url: str, body: bytes, headers: dict[str, str], timeout: float, live: _Live | None = None
+) -> int:
     """POST ``body`` to ``url``; the answer's status code. Redirects are not followed.
 
     Raises :class:`AttemptTimeout` when the status line and headers are not in within
@@ -146,7 +148,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float,
     try:
         connection.request("POST", target, body=body, headers=headers)
         answer = connection.getresponse()
-        try:   # the status is in; read a little of the body so the receiver can finish writing
+        try:  # the status is in; read a little of the body so the receiver can finish writing
             answer.read(ANSWER_CAP)
         except (OSError, http.client.HTTPException):
             pass
@@ -165,17 +167,23 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float,
 class FairPool:
     """Runs ``attempt(row_id)`` on worker threads, keys in turn, each key's rows oldest first."""
 
-    def __init__(self, attempt: Callable[[int], None], on_done: Callable[[], None], *,
-                 workers: int = WORKERS, per_key: int = PER_KEY) -> None:
+    def __init__(
+        self,
+        attempt: Callable[[int], None],
+        on_done: Callable[[], None],
+        *,
+        workers: int = WORKERS,
+        per_key: int = PER_KEY,
+    ) -> None:
         self._attempt, self._on_done = attempt, on_done
         self.workers, self.per_key = workers, per_key
         self.live = _Live()
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="sandbox-webhook")
         self._lock = threading.Condition()
         self._queued: dict[str, deque[int]] = {}
-        self._running: dict[int, str] = {}        # row id -> key
+        self._running: dict[int, str] = {}  # row id -> key
         self._per_key: Counter[str] = Counter()
-        self._served: dict[str, int] = {}         # key -> turn it was last served at
+        self._served: dict[str, int] = {}  # key -> turn it was last served at
         self._turn = 0
 
     def running(self) -> set[int]:
@@ -209,8 +217,9 @@ class FairPool:
         started = 0
         with self._lock:
             while len(self._running) < self.workers and not self.live.closed:
-                ready = [k for k, q in self._queued.items() if q and
-                         self._per_key[k] < self.per_key]
+                ready = [
+                    k for k, q in self._queued.items() if q and self._per_key[k] < self.per_key
+                ]
                 if not ready:
                     break
                 key = min(ready, key=lambda k: (self._served.get(k, 0), self._queued[k][0]))

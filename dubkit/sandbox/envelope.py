@@ -20,8 +20,12 @@ def omit_nulls(value: Any) -> Any:
     return value
 
 
-def envelope(code: int, message: str = "", data: Any = None, *,
-             headers: dict[str, str] | None = None) -> JSONResponse:
+def envelope(
+    code: int, message: str = "", data: Any = None, *, headers: dict[str, str] | None = None
+) -> JSONResponse:
     """One answer. *choice*: the HTTP status mirrors the business code for errors."""
-    return JSONResponse({"code": code, "message": message, "data": omit_nulls(data)},
-                        status_code=200 if code == 200 else code, headers=headers)
+    return JSONResponse(
+        {"code": code, "message": message, "data": omit_nulls(data)},
+        status_code=200 if code == 200 else code,
+        headers=headers,
+    )

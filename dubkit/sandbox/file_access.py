@@ -26,8 +26,7 @@ def served_path(backend: Backend, relpath: str) -> Path | None:
     """The file to send for ``/files/<relpath>``, or None (404)."""
     root = backend.files_dir.resolve()
     path = (root / relpath).resolve()
-    if not path.is_relative_to(root) or not path.is_file() or not _owner_lives(backend,
-                                                                                relpath):
+    if not path.is_relative_to(root) or not path.is_file() or not _owner_lives(backend, relpath):
         return None
     return path
 

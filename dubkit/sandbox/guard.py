@@ -20,7 +20,8 @@ limits that hold while the bytes arrive.
 from __future__ import annotations
 
 import hmac
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,8 +31,8 @@ from .backend import ServiceError
 from .envelope import envelope
 
 PUBLIC_ADMIN_PATHS = frozenset({"/_sandbox/openapi.json"})
-MAX_QUERY = 4096          # characters of a query string; the interface's GETs need a few dozen
-MAX_DEPTH = 32            # nesting of a JSON body; the deepest documented body has 5 levels
+MAX_QUERY = 4096  # characters of a query string; the interface's GETs need a few dozen
+MAX_DEPTH = 32  # nesting of a JSON body; the deepest documented body has 5 levels
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
 
 
@@ -45,8 +46,11 @@ class AdminGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or not path.startswith("/_sandbox") or \
-                path in PUBLIC_ADMIN_PATHS:
+        if (
+            scope["type"] != "http"
+            or not path.startswith("/_sandbox")
+            or path in PUBLIC_ADMIN_PATHS
+        ):
             await self.app(scope, receive, send)
             return
         refusal = self.refusal(Request(scope))
@@ -58,15 +62,21 @@ class AdminGuard:
     def refusal(self, request: Request) -> ServiceError | None:
         given = request.headers.get(ADMIN_HEADER, "").encode()
         if not hmac.compare_digest(given, self.token):
-            return ServiceError(401, f"admin routes need this sandbox's admin token in the "
-                                     f"{ADMIN_HEADER} header (it is in the 'admin-token' file "
-                                     f"of the sandbox's data dir)")
+            return ServiceError(
+                401,
+                f"admin routes need this sandbox's admin token in the "
+                f"{ADMIN_HEADER} header (it is in the 'admin-token' file "
+                f"of the sandbox's data dir)",
+            )
         if request.method in ("GET", "HEAD"):
             return None
         host = request.headers.get("host", "").lower()
         if host not in self.hosts:
-            return ServiceError(403, "admin calls must name this sandbox in Host (a page on "
-                                     "another site cannot reconfigure it)")
+            return ServiceError(
+                403,
+                "admin calls must name this sandbox in Host (a page on "
+                "another site cannot reconfigure it)",
+            )
         origin = request.headers.get("origin")
         if origin is not None and origin.lower().split("://", 1)[-1] not in self.hosts:
             return ServiceError(403, "admin calls from another site's page are refused")
@@ -79,8 +89,9 @@ class AdminGuard:
 def sandbox_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
     """The ``Host`` values that name this sandbox: its address, loopback names, ``extra``."""
     names = {host, "127.0.0.1", "localhost", "[::1]", *extra}
-    if host in ("0.0.0.0", "::"):     # listening everywhere: the machine's own names too
+    if host in ("0.0.0.0", "::"):  # listening everywhere: the machine's own names too
         import socket
+
         names |= {socket.gethostname(), socket.getfqdn()}
     return {f"{name}:{port}" for name in names} | set(extra)
 
@@ -103,8 +114,9 @@ async def read_body(request: Request, limit: int) -> bytes:
 def check_query(request: Request) -> None:
     query = request.url.query
     if len(query) > MAX_QUERY:
-        raise ServiceError(400, f"invalid request: query string: at most {MAX_QUERY} "
-                                f"characters, got {len(query)}")
+        raise ServiceError(
+            400, f"invalid request: query string: at most {MAX_QUERY} characters, got {len(query)}"
+        )
     for name, value in request.query_params.multi_items():
         _check_text(name, name, "query parameter name")
         _check_text(value, name, "query parameter")
@@ -116,8 +128,9 @@ def check_json(value: Any) -> None:
     while stack:
         node, path, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise ServiceError(400, f"invalid request: {path}: nested deeper than {MAX_DEPTH} "
-                                    f"levels")
+            raise ServiceError(
+                400, f"invalid request: {path}: nested deeper than {MAX_DEPTH} levels"
+            )
         if isinstance(node, dict):
             for key, item in node.items():
                 _check_text(key, path, "field name")
@@ -134,5 +147,7 @@ def _check_text(text: str, path: str, what: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise ServiceError(400, f"invalid request: {path}: {what} contains a lone surrogate "
-                                f"(not valid Unicode text)") from None
+        raise ServiceError(
+            400,
+            f"invalid request: {path}: {what} contains a lone surrogate (not valid Unicode text)",
+        ) from None

@@ -35,9 +35,10 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .backend import Backend, ServiceError
 from .sinks import FileSink, Gate, SlotSink
@@ -57,7 +58,7 @@ CREATE TABLE IF NOT EXISTS storage_parts (
     etag TEXT NOT NULL, puts INTEGER NOT NULL DEFAULT 1, in_slot INTEGER NOT NULL,
     PRIMARY KEY (upload_id, part_number));
 """
-Segment = tuple[Path, int, int]       # file, offset, length
+Segment = tuple[Path, int, int]  # file, offset, length
 
 
 def _store(backend: Backend) -> Store:
@@ -82,21 +83,20 @@ class _Prefix:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.digest = hashlib.md5(usedforsecurity=False)
-        self.etags: list[str] = []          # ETag of part 1, 2, ... as hashed
+        self.etags: list[str] = []  # ETag of part 1, 2, ... as hashed
 
     def matches(self, listed_etags: list[str]) -> bool:
-        return self.etags == listed_etags[:len(self.etags)]
+        return self.etags == listed_etags[: len(self.etags)]
 
 
-_prefixes: "weakref.WeakKeyDictionary[Backend, dict[str, _Prefix]]" = \
-    weakref.WeakKeyDictionary()
+_prefixes: weakref.WeakKeyDictionary[Backend, dict[str, _Prefix]] = weakref.WeakKeyDictionary()
 
 
 def _prefix(backend: Backend, upload_id: str) -> _Prefix:
     return _prefixes.setdefault(backend, {}).setdefault(upload_id, _Prefix())
 
 
-_gates: "weakref.WeakKeyDictionary[Backend, dict[str, Gate]]" = weakref.WeakKeyDictionary()
+_gates: weakref.WeakKeyDictionary[Backend, dict[str, Gate]] = weakref.WeakKeyDictionary()
 
 
 def _gate(backend: Backend, upload_id: str) -> Gate:
@@ -121,7 +121,7 @@ def extend_prefix_hash(backend: Backend, upload_id: str) -> None:
         return
     try:
         _extend(backend, upload, prefix)
-    except Exception:      # the session closed under it: completion hashes what it needs
+    except Exception:  # the session closed under it: completion hashes what it needs
         log.debug("prefix hash of %s stopped", upload_id, exc_info=True)
     finally:
         prefix.lock.release()
@@ -132,7 +132,7 @@ def _extend(backend: Backend, upload: dict[str, Any], prefix: _Prefix) -> None:
     stored: dict[int, dict[str, Any]] = {}
     while True:
         number = len(prefix.etags) + 1
-        if number not in stored:       # look again: parts arrive while we hash
+        if number not in stored:  # look again: parts arrive while we hash
             stored = {p["part_number"]: p for p in parts(backend, upload_id)}
         part = stored.get(number)
         if part is None or not part["etag"] or not part["in_slot"] or part["size"] != slot:
@@ -143,39 +143,48 @@ def _extend(backend: Backend, upload: dict[str, Any], prefix: _Prefix) -> None:
 
 # --------------------------------------------------------------------------- sessions
 
+
 def create(backend: Backend, key: str, slot: int) -> str:
     """Open a session for object ``key``; parts of ``slot`` bytes will need no second copy."""
     upload_id = uuid.uuid4().hex
     _store(backend).execute(
         "INSERT INTO storage_uploads (upload_id, key, state, created_at, slot) "
-        "VALUES (?, ?, 'open', ?, ?)", (upload_id, key, time.time(), slot))
+        "VALUES (?, ?, 'open', ?, ?)",
+        (upload_id, key, time.time(), slot),
+    )
     return upload_id
 
 
 def open_upload(backend: Backend, upload_id: str) -> dict[str, Any] | None:
-    row = _store(backend).one("SELECT * FROM storage_uploads WHERE upload_id = ? AND "
-                              "state = 'open'", (upload_id,))
+    row = _store(backend).one(
+        "SELECT * FROM storage_uploads WHERE upload_id = ? AND state = 'open'", (upload_id,)
+    )
     return dict(row) if row else None
 
 
 def state(backend: Backend, upload_id: str) -> str | None:
-    row = _store(backend).one("SELECT state FROM storage_uploads WHERE upload_id = ?",
-                              (upload_id,))
+    row = _store(backend).one("SELECT state FROM storage_uploads WHERE upload_id = ?", (upload_id,))
     return row["state"] if row else None
 
 
 def parts(backend: Backend, upload_id: str) -> list[dict[str, Any]]:
-    return [dict(r) for r in _store(backend).all(
-        "SELECT part_number, size, etag, puts, in_slot FROM storage_parts WHERE upload_id = ? "
-        "ORDER BY part_number", (upload_id,))]
+    return [
+        dict(r)
+        for r in _store(backend).all(
+            "SELECT part_number, size, etag, puts, in_slot FROM storage_parts WHERE upload_id = ? "
+            "ORDER BY part_number",
+            (upload_id,),
+        )
+    ]
 
 
 def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> None:
     """Close a session (``completed`` or ``aborted``) and delete its parts."""
     store = _store(backend)
     with store.transaction() as db:
-        db.execute("UPDATE storage_uploads SET state = ? WHERE upload_id = ?",
-                   (new_state, upload_id))
+        db.execute(
+            "UPDATE storage_uploads SET state = ? WHERE upload_id = ?", (new_state, upload_id)
+        )
         db.execute("DELETE FROM storage_parts WHERE upload_id = ?", (upload_id,))
     _shut(backend, upload_id, True)
     shutil.rmtree(_folder(backend, upload_id), ignore_errors=True)
@@ -184,23 +193,29 @@ def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> No
 
 # --------------------------------------------------------------------------- receiving a part
 
-def part_sink(backend: Backend, upload: dict[str, Any], number: int,
-              size: int) -> "FileSink | SlotSink":
+
+def part_sink(
+    backend: Backend, upload: dict[str, Any], number: int, size: int
+) -> FileSink | SlotSink:
     """Where part ``number`` (``size`` bytes) goes; an earlier copy in its slot stops counting."""
     upload_id = upload["upload_id"]
     if size > upload["slot"]:
         return FileSink(_part_path(backend, upload_id, number), _gate(backend, upload_id))
-    _store(backend).execute("UPDATE storage_parts SET etag = '' WHERE upload_id = ? AND "
-                            "part_number = ?", (upload_id, number))
+    _store(backend).execute(
+        "UPDATE storage_parts SET etag = '' WHERE upload_id = ? AND part_number = ?",
+        (upload_id, number),
+    )
     prefix = _prefixes.get(backend, {}).get(upload_id)
-    if prefix is not None and number <= len(prefix.etags):   # its old bytes were hashed
+    if prefix is not None and number <= len(prefix.etags):  # its old bytes were hashed
         _prefixes[backend].pop(upload_id, None)
-    return SlotSink(_assembly(backend, upload_id), (number - 1) * upload["slot"],
-                     _gate(backend, upload_id))
+    return SlotSink(
+        _assembly(backend, upload_id), (number - 1) * upload["slot"], _gate(backend, upload_id)
+    )
 
 
-def record_part(backend: Backend, upload: dict[str, Any], number: int, size: int,
-                etag: str) -> bool:
+def record_part(
+    backend: Backend, upload: dict[str, Any], number: int, size: int, etag: str
+) -> bool:
     """Note a part that fully arrived; False if the session closed meanwhile."""
     upload_id = upload["upload_id"]
     if open_upload(backend, upload_id) is None:
@@ -209,7 +224,9 @@ def record_part(backend: Backend, upload: dict[str, Any], number: int, size: int
         "INSERT INTO storage_parts (upload_id, part_number, size, etag, in_slot) "
         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET "
         "size = excluded.size, etag = excluded.etag, in_slot = excluded.in_slot, "
-        "puts = puts + 1", (upload_id, number, size, etag, int(size <= upload["slot"])))
+        "puts = puts + 1",
+        (upload_id, number, size, etag, int(size <= upload["slot"])),
+    )
     return True
 
 
@@ -220,13 +237,19 @@ def stored_bytes(backend: Backend, upload_id: str, *, besides: int) -> int:
 
 # --------------------------------------------------------------------------- completing
 
-def complete(backend: Backend, upload_id: str, listed: Sequence[tuple[int, str]],
-             file_hash: str, target: Path) -> int:
+
+def complete(
+    backend: Backend,
+    upload_id: str,
+    listed: Sequence[tuple[int, str]],
+    file_hash: str,
+    target: Path,
+) -> int:
     """Make ``target`` from the listed ``(partNumber, eTag)``; return its size (400 if not)."""
     upload = open_upload(backend, upload_id)
     if upload is None:
         raise ServiceError(404, f"multipart upload not found or no longer open: {upload_id}")
-    _shut(backend, upload_id, True)      # from here no byte of a late PUT reaches the files
+    _shut(backend, upload_id, True)  # from here no byte of a late PUT reaches the files
     try:
         return _complete(backend, upload, listed, file_hash, target)
     except BaseException:
@@ -234,59 +257,86 @@ def complete(backend: Backend, upload_id: str, listed: Sequence[tuple[int, str]]
         raise
 
 
-def _complete(backend: Backend, upload: dict[str, Any], listed: Sequence[tuple[int, str]],
-              file_hash: str, target: Path) -> int:
+def _complete(
+    backend: Backend,
+    upload: dict[str, Any],
+    listed: Sequence[tuple[int, str]],
+    file_hash: str,
+    target: Path,
+) -> int:
     upload_id = upload["upload_id"]
     stored = _check_listed(listed, {p["part_number"]: p for p in parts(backend, upload_id)})
     slot, assembly = upload["slot"], _assembly(backend, upload_id)
-    segments = [(assembly, (n - 1) * slot, stored[n]["size"]) if stored[n]["in_slot"] else
-                (_part_path(backend, upload_id, n), 0, stored[n]["size"]) for n, _ in listed]
+    segments = [
+        (assembly, (n - 1) * slot, stored[n]["size"])
+        if stored[n]["in_slot"]
+        else (_part_path(backend, upload_id, n), 0, stored[n]["size"])
+        for n, _ in listed
+    ]
     size = sum(length for _, _, length in segments)
     target.parent.mkdir(parents=True, exist_ok=True)
-    in_place = all(path == assembly and offset == i * slot
-                   and (length == slot or i == len(segments) - 1)
-                   for i, (path, offset, length) in enumerate(segments))
+    in_place = all(
+        path == assembly and offset == i * slot and (length == slot or i == len(segments) - 1)
+        for i, (path, offset, length) in enumerate(segments)
+    )
     if in_place:
         _check_md5(_in_place_md5(backend, upload_id, segments, stored, listed), file_hash)
-        os.truncate(assembly, size)   # parts beyond the last listed one are not the object
+        os.truncate(assembly, size)  # parts beyond the last listed one are not the object
         os.replace(assembly, target)
     else:
         _join(segments, target, file_hash)
     return size
 
 
-def _check_listed(listed: Sequence[tuple[int, str]],
-                  stored: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def _check_listed(
+    listed: Sequence[tuple[int, str]], stored: dict[int, dict[str, Any]]
+) -> dict[int, dict[str, Any]]:
     if not listed:
-        raise ServiceError(400, "invalid request: parts: list every uploaded part as "
-                                "{partNumber, eTag}")
+        raise ServiceError(
+            400, "invalid request: parts: list every uploaded part as {partNumber, eTag}"
+        )
     previous = 0
     for i, (number, etag) in enumerate(listed):
         if number <= previous:
-            raise ServiceError(400, f"invalid request: parts[{i}].partNumber: parts must be "
-                                    f"listed in ascending order without repeats (got {number} "
-                                    f"after {previous})")
+            raise ServiceError(
+                400,
+                f"invalid request: parts[{i}].partNumber: parts must be "
+                f"listed in ascending order without repeats (got {number} "
+                f"after {previous})",
+            )
         previous = number
         part = stored.get(number)
         if part is None or not part["etag"]:
-            raise ServiceError(400, f"invalid request: parts[{i}]: part {number} was never "
-                                    f"uploaded (or its replacement has not arrived)")
+            raise ServiceError(
+                400,
+                f"invalid request: parts[{i}]: part {number} was never "
+                f"uploaded (or its replacement has not arrived)",
+            )
         if etag.strip().strip('"').lower() != part["etag"]:
-            raise ServiceError(400, f"invalid request: parts[{i}].eTag: {etag!r} is not the "
-                                    f"ETag of part {number} as stored (send the ETag its PUT "
-                                    f"answered)")
+            raise ServiceError(
+                400,
+                f"invalid request: parts[{i}].eTag: {etag!r} is not the "
+                f"ETag of part {number} as stored (send the ETag its PUT "
+                f"answered)",
+            )
         if i < len(listed) - 1 and part["size"] < MIN_PART_SIZE:
-            raise ServiceError(400, f"invalid request: parts[{i}]: part {number} is "
-                                    f"{part['size']} bytes; every part but the last must be at "
-                                    f"least {MIN_PART_SIZE} bytes (5 MiB)")
+            raise ServiceError(
+                400,
+                f"invalid request: parts[{i}]: part {number} is "
+                f"{part['size']} bytes; every part but the last must be at "
+                f"least {MIN_PART_SIZE} bytes (5 MiB)",
+            )
     return stored
 
 
 def _check_md5(md5: str, file_hash: str) -> None:
     if md5 != file_hash:
-        raise ServiceError(400, f"invalid request: fileHash: the joined parts have MD5 {md5}, "
-                                f"not {file_hash}; upload the right bytes for the wrong parts "
-                                f"and complete again")
+        raise ServiceError(
+            400,
+            f"invalid request: fileHash: the joined parts have MD5 {md5}, "
+            f"not {file_hash}; upload the right bytes for the wrong parts "
+            f"and complete again",
+        )
 
 
 def _join(segments: list[Segment], target: Path, file_hash: str) -> None:
@@ -307,14 +357,19 @@ def _join(segments: list[Segment], target: Path, file_hash: str) -> None:
         partial.unlink(missing_ok=True)
 
 
-def _in_place_md5(backend: Backend, upload_id: str, segments: list[Segment],
-                  stored: dict[int, dict[str, Any]], listed: Sequence[tuple[int, str]]) -> str:
+def _in_place_md5(
+    backend: Backend,
+    upload_id: str,
+    segments: list[Segment],
+    stored: dict[int, dict[str, Any]],
+    listed: Sequence[tuple[int, str]],
+) -> str:
     """MD5 of the in-place object, continuing the prefix hashed during the upload if valid."""
     prefix = _prefix(backend, upload_id)
-    with prefix.lock:                  # wait for a hashing thread still at work
+    with prefix.lock:  # wait for a hashing thread still at work
         if prefix.matches([stored[n]["etag"] for n, _ in listed]):
             digest = prefix.digest.copy()
-            return _hash_into(digest, segments[len(prefix.etags):]).hexdigest()
+            return _hash_into(digest, segments[len(prefix.etags) :]).hexdigest()
     return _md5_of(segments)
 
 
@@ -328,7 +383,7 @@ def _hash_into(digest: Any, segments: list[Segment]) -> Any:
     for path, offset, length in segments:
         with open(path, "rb", buffering=0) as source:
             source.seek(offset)
-            while length and (count := source.readinto(view[:min(length, BLOCK)])):
+            while length and (count := source.readinto(view[: min(length, BLOCK)])):
                 digest.update(view[:count])
                 length -= count
     return digest
@@ -343,7 +398,7 @@ def _copy(segment: Segment, out: Any) -> None:
                 if copied == 0:
                     break
                 offset, left = offset + copied, left - copied
-        except OSError:       # no copy_file_range (old kernel, other OS): a plain copy
+        except OSError:  # no copy_file_range (old kernel, other OS): a plain copy
             source.seek(offset)
             while left and (data := source.read(min(left, BLOCK))):
                 out.write(data)

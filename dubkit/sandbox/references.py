@@ -34,8 +34,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from .backend import Backend, ServiceError
 from ..media import av
+from .backend import Backend, ServiceError
 
 MAX_REFERENCE_BYTES = 50 * 1024 * 1024
 FETCH_SECONDS = 30.0
@@ -58,12 +58,18 @@ def check_reference(backend: Backend, url: str, field: str) -> None:
     policy = fetch_policy(backend)
     parts = urlsplit(url)
     if not policy["remote"]:
-        raise ServiceError(400, f"invalid request: {field}: this sandbox fetches no remote "
-                                f"URLs (remote fetching is off); use a file it serves")
+        raise ServiceError(
+            400,
+            f"invalid request: {field}: this sandbox fetches no remote "
+            f"URLs (remote fetching is off); use a file it serves",
+        )
     if parts.scheme not in policy["schemes"] or not parts.hostname:
-        raise ServiceError(400, f"invalid request: {field}: must be an "
-                                f"{' or '.join(policy['schemes'])} URL of a public host, or a "
-                                f"file this sandbox serves")
+        raise ServiceError(
+            400,
+            f"invalid request: {field}: must be an "
+            f"{' or '.join(policy['schemes'])} URL of a public host, or a "
+            f"file this sandbox serves",
+        )
 
 
 def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int]:
@@ -84,8 +90,10 @@ def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int
         return _decode(Path(tmp.name), field)
 
 
-_UNUSABLE = ("{field}: could not get audio from this URL (unreachable, not allowed by the "
-             "sandbox's fetch policy, an HTTP error, too large, or not audio)")
+_UNUSABLE = (
+    "{field}: could not get audio from this URL (unreachable, not allowed by the "
+    "sandbox's fetch policy, an HTTP error, too large, or not audio)"
+)
 
 
 def _decode(path: Path, field: str) -> tuple[np.ndarray, int]:
@@ -100,7 +108,7 @@ def _own_file(backend: Backend, url: str) -> str | None:
     served = backend.base_url + "/files/"
     if not url.startswith(served):
         return None
-    return unquote(urlsplit(url[len(served) - 1:]).path[1:])
+    return unquote(urlsplit(url[len(served) - 1 :]).path[1:])
 
 
 def _inside(root: Path, relpath: str) -> Path | None:
@@ -113,6 +121,7 @@ def _inside(root: Path, relpath: str) -> Path | None:
 
 
 # --------------------------------------------------------------------------- guarded download
+
 
 def _download(url: str, policy: dict[str, Any], out: Any) -> bool:
     """Stream ``url`` into ``out`` within the size and time caps; False if anything failed."""
@@ -138,7 +147,7 @@ def _download(url: str, policy: dict[str, Any], out: Any) -> bool:
 
 def _guarded_session(policy: dict[str, Any]) -> requests.Session:
     session = requests.Session()
-    session.trust_env = False          # a proxy would hide the address actually reached
+    session.trust_env = False  # a proxy would hide the address actually reached
     session.max_redirects = MAX_REDIRECTS
     adapter = _GuardedAdapter(policy)
     session.mount("http://", adapter)
@@ -180,6 +189,7 @@ def _guarded(base: type) -> type:
                 sock.close()
                 raise _Refused("address not allowed by the sandbox's fetch policy")
             return sock
+
     return Guarded
 
 
@@ -192,9 +202,11 @@ class _GuardedAdapter(HTTPAdapter):
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        plain = type("GuardedHTTPPool", (HTTPConnectionPool,),
-                     {"ConnectionCls": _guarded(HTTPConnection)})
-        tls = type("GuardedHTTPSPool", (HTTPSConnectionPool,),
-                   {"ConnectionCls": _guarded(HTTPSConnection)})
+        plain = type(
+            "GuardedHTTPPool", (HTTPConnectionPool,), {"ConnectionCls": _guarded(HTTPConnection)}
+        )
+        tls = type(
+            "GuardedHTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": _guarded(HTTPSConnection)}
+        )
         plain.ConnectionCls.policy = tls.ConnectionCls.policy = self._policy
         self.poolmanager.pool_classes_by_scheme = {"http": plain, "https": tls}

@@ -13,8 +13,8 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
 
 import uvicorn
 
@@ -23,8 +23,8 @@ from .admin_token import ADMIN_HEADER, TOKEN_ENV, TOKEN_FILE
 from .app import create_app
 from .backend import Backend
 from .contract_log import LOG_ENV, ContractLog, strict_from_env
-from .guard import sandbox_hosts
 from .delivery import Deliverer
+from .guard import sandbox_hosts
 
 
 class _QuietDrops(logging.Filter):
@@ -41,9 +41,15 @@ class RunningSandbox:
     HTTP. ``backend`` and ``deliverer`` are the live objects, for white-box tests.
     """
 
-    def __init__(self, url: str, backend: Backend, server: uvicorn.Server,
-                 thread: threading.Thread, deliverer: Deliverer,
-                 tmp: tempfile.TemporaryDirectory[str] | None) -> None:
+    def __init__(
+        self,
+        url: str,
+        backend: Backend,
+        server: uvicorn.Server,
+        thread: threading.Thread,
+        deliverer: Deliverer,
+        tmp: tempfile.TemporaryDirectory[str] | None,
+    ) -> None:
         self.url, self.backend, self.deliverer = url, backend, deliverer
         self._server: uvicorn.Server | None = server
         self._thread, self._tmp = thread, tmp
@@ -72,11 +78,18 @@ class RunningSandbox:
         self._server = None
 
 
-def _serve_config(backend: Backend, sock: socket.socket, log_level: str,
-                  hosts: set[str]) -> uvicorn.Server:
+def _serve_config(
+    backend: Backend, sock: socket.socket, log_level: str, hosts: set[str]
+) -> uvicorn.Server:
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
-    config = uvicorn.Config(create_app(backend, hosts), log_level=log_level, access_log=False,
-                            timeout_keep_alive=30, limit_concurrency=512, http="h11")
+    config = uvicorn.Config(
+        create_app(backend, hosts),
+        log_level=log_level,
+        access_log=False,
+        timeout_keep_alive=30,
+        limit_concurrency=512,
+        http="h11",
+    )
     return uvicorn.Server(config)
 
 
@@ -96,14 +109,20 @@ def _bind_preferred(host: str, port: int | None, remembered: int | None) -> sock
     if remembered:
         try:
             return _bind(host, remembered)
-        except OSError:   # taken by someone else now: any port will do
+        except OSError:  # taken by someone else now: any port will do
             pass
     return _bind(host, 0)
 
 
-def start(data_dir: str | Path | None = None, *, port: int | None = None,
-          host: str = "127.0.0.1", log_level: str = "warning",
-          strict: bool | None = None, allow_hosts: Sequence[str] = ()) -> RunningSandbox:
+def start(
+    data_dir: str | Path | None = None,
+    *,
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    log_level: str = "warning",
+    strict: bool | None = None,
+    allow_hosts: Sequence[str] = (),
+) -> RunningSandbox:
     """Start a sandbox in a background thread and return once it answers.
 
     ``data_dir=None`` uses a temporary directory removed on :meth:`RunningSandbox.stop`; give a
@@ -116,17 +135,21 @@ def start(data_dir: str | Path | None = None, *, port: int | None = None,
     """
     tmp = tempfile.TemporaryDirectory(prefix="dubkit-sandbox-") if data_dir is None else None
     log = ContractLog(strict_from_env() if strict is None else strict, os.environ.get(LOG_ENV))
-    backend = Backend(Path(tmp.name if tmp else data_dir),  # type: ignore[arg-type]
-                      contract_log=log)
+    backend = Backend(
+        Path(tmp.name if tmp else data_dir),  # type: ignore[arg-type]
+        contract_log=log,
+    )
     sock = _bind_preferred(host, port, backend.setting("port"))
     url = f"http://{host}:{sock.getsockname()[1]}"
     backend.set_setting("port", sock.getsockname()[1])
     backend.base_url = url
-    server = _serve_config(backend, sock, log_level,
-                           sandbox_hosts(host, sock.getsockname()[1], allow_hosts))
+    server = _serve_config(
+        backend, sock, log_level, sandbox_hosts(host, sock.getsockname()[1], allow_hosts)
+    )
     deliverer = Deliverer(backend)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                              name="dubkit-sandbox", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="dubkit-sandbox", daemon=True
+    )
     backend.start()
     deliverer.start()
     thread.start()
@@ -138,22 +161,31 @@ def start(data_dir: str | Path | None = None, *, port: int | None = None,
     return RunningSandbox(url, backend, server, thread, deliverer, tmp)
 
 
-def serve_forever(data_dir: str | Path, *, port: int, host: str = "127.0.0.1",
-                  log_level: str = "info", strict: bool | None = None,
-                  allow_hosts: Sequence[str] = ()) -> None:
+def serve_forever(
+    data_dir: str | Path,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    log_level: str = "info",
+    strict: bool | None = None,
+    allow_hosts: Sequence[str] = (),
+) -> None:
     """Run in the foreground until interrupted (the ``dubkit sandbox`` command)."""
-    box = start(data_dir, port=port, host=host, log_level=log_level, strict=strict,
-                allow_hosts=allow_hosts)
+    box = start(
+        data_dir, port=port, host=host, log_level=log_level, strict=strict, allow_hosts=allow_hosts
+    )
     # The credentials stay off the terminal (and out of logs): the admin token is a file only
     # this user can read; dubkit.connect() with DUBKIT_BASE_URL finds it there.
     token_file = box.backend.data_dir / TOKEN_FILE
-    print(f"dubkit sandbox listening on {box.url}\n"
-          f"  API key (default):  {mask_key(box.backend.default_key)}\n"
-          f"  data dir:           {box.backend.data_dir}\n"
-          f"  admin token:        in {token_file} (readable by you only); send it as "
-          f"{ADMIN_HEADER}, or set {TOKEN_ENV} for another account\n"
-          f"  connect with:       DUBKIT_BASE_URL={box.url} python -c 'import dubkit; dubkit.connect()'",
-          flush=True)
+    print(
+        f"dubkit sandbox listening on {box.url}\n"
+        f"  API key (default):  {mask_key(box.backend.default_key)}\n"
+        f"  data dir:           {box.backend.data_dir}\n"
+        f"  admin token:        in {token_file} (readable by you only); send it as "
+        f"{ADMIN_HEADER}, or set {TOKEN_ENV} for another account\n"
+        f"  connect with:       DUBKIT_BASE_URL={box.url} python -c 'import dubkit; dubkit.connect()'",
+        flush=True,
+    )
     try:
         while box.running:
             time.sleep(0.5)

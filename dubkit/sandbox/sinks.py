@@ -25,7 +25,7 @@ class Gate:
         self.shut = False
 
     def write(self, write: Any, data: bytes) -> None:
-        with self.lock:          # held for one block at most, so closing never waits long
+        with self.lock:  # held for one block at most, so closing never waits long
             if self.shut:
                 raise Closed()
             write(data)

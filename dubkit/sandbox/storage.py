@@ -41,7 +41,7 @@ import time
 import weakref
 from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
@@ -61,14 +61,14 @@ storage_router = APIRouter(include_in_schema=False)
 MIN_PART_SIZE = multipart.MIN_PART_SIZE
 DEFAULT_PART_SIZE = 8 * 1024 * 1024
 DEFAULT_PRESIGN_TTL = 3600.0
-DEFAULT_UPLOAD_LIMIT = 10 * 1024 ** 3
+DEFAULT_UPLOAD_LIMIT = 10 * 1024**3
 BUCKET = "dubkit-sandbox"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS storage_objects (
     key TEXT PRIMARY KEY, size INTEGER NOT NULL, etag TEXT NOT NULL, stored_at REAL NOT NULL);
 """
-_refused: "weakref.WeakKeyDictionary[Backend, Counter[str]]" = weakref.WeakKeyDictionary()
+_refused: weakref.WeakKeyDictionary[Backend, Counter[str]] = weakref.WeakKeyDictionary()
 
 
 def _store(backend: Backend) -> Store:
@@ -86,7 +86,7 @@ def s3_uri(key: str) -> str:
 
 def key_of(uri: str) -> str | None:
     prefix = f"s3://{BUCKET}/"
-    return uri[len(prefix):] if uri.startswith(prefix) else None
+    return uri[len(prefix) :] if uri.startswith(prefix) else None
 
 
 def stored_object(backend: Backend, key: str) -> dict[str, Any] | None:
@@ -106,6 +106,7 @@ def create_multipart(backend: Backend, key: str) -> str:
 
 
 # --------------------------------------------------------------------------- settings, signing
+
 
 def presign_ttl(backend: Backend) -> int:
     return int(backend.setting("presign_ttl", DEFAULT_PRESIGN_TTL))
@@ -132,8 +133,9 @@ def _signature(backend: Backend, key: str, upload_id: str, part: str, expires: s
     return hmac.new(_secret(backend), message, hashlib.sha256).hexdigest()
 
 
-def presign_put(backend: Backend, key: str, *, upload_id: str | None = None,
-                part_number: int | None = None) -> str:
+def presign_put(
+    backend: Backend, key: str, *, upload_id: str | None = None, part_number: int | None = None
+) -> str:
     """A URL that lets whoever holds it PUT ``key`` (or one part of it) until it expires."""
     expires = str(int((time.time() + presign_ttl(backend)) * 1000))
     upload, part = upload_id or "", str(part_number) if part_number else ""
@@ -144,8 +146,9 @@ def presign_put(backend: Backend, key: str, *, upload_id: str | None = None,
 
 def _check_signature(backend: Backend, key: str, query: Any) -> str | None:
     expires = query.get("expires", "")
-    wanted = _signature(backend, key, query.get("uploadId", ""), query.get("partNumber", ""),
-                        expires)
+    wanted = _signature(
+        backend, key, query.get("uploadId", ""), query.get("partNumber", ""), expires
+    )
     if not hmac.compare_digest(wanted, query.get("signature", "")):
         return "signature"
     if not expires.isdigit() or int(expires) < time.time() * 1000:
@@ -154,6 +157,7 @@ def _check_signature(backend: Backend, key: str, query: Any) -> str | None:
 
 
 # --------------------------------------------------------------------------- routes
+
 
 def _refuse(status: int, message: str) -> JSONResponse:
     return JSONResponse({"code": status, "message": message, "data": None}, status_code=status)
@@ -173,9 +177,12 @@ async def put_object(key: str, request: Request) -> Response:
     problem = _check_signature(backend, key, query)
     if problem:
         _refused.setdefault(backend, Counter())[problem] += 1
-        return _refuse(403, "URL expired: ask for a new presigned URL" if problem == "expired"
-                       else "signature does not match: this URL was changed or not made by "
-                            "this sandbox")
+        return _refuse(
+            403,
+            "URL expired: ask for a new presigned URL"
+            if problem == "expired"
+            else "signature does not match: this URL was changed or not made by this sandbox",
+        )
     length = request.headers.get("content-length")
     if length is None or not length.isdigit():
         return _refuse(411, "Content-Length is required on a presigned PUT")
@@ -184,13 +191,17 @@ async def put_object(key: str, request: Request) -> Response:
     upload_id = query.get("uploadId") or None
     if upload_id is None:
         if size > limit:
-            return _refuse(413, f"payload too large: the upload limit is {limit} bytes "
-                                f"({size} bytes sent)")
+            return _refuse(
+                413, f"payload too large: the upload limit is {limit} bytes ({size} bytes sent)"
+            )
         etag = await _receive(request, sinks.FileSink(object_path(backend, key)), size)
         if etag is None:
             return incomplete
-        _store(backend).execute("INSERT OR REPLACE INTO storage_objects (key, size, etag, "
-                                "stored_at) VALUES (?, ?, ?, ?)", (key, size, etag, time.time()))
+        _store(backend).execute(
+            "INSERT OR REPLACE INTO storage_objects (key, size, etag, "
+            "stored_at) VALUES (?, ?, ?, ?)",
+            (key, size, etag, time.time()),
+        )
         return _etag(etag)
 
     number = int(query["partNumber"])
@@ -200,19 +211,22 @@ async def put_object(key: str, request: Request) -> Response:
         return gone
     total = multipart.stored_bytes(backend, upload_id, besides=number) + size
     if total > limit:
-        return _refuse(413, f"payload too large: the upload limit is {limit} bytes "
-                            f"({total} bytes would be stored)")
+        return _refuse(
+            413,
+            f"payload too large: the upload limit is {limit} bytes ({total} bytes would be stored)",
+        )
     try:
         etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
-    except sinks.Closed:      # completed or aborted while this part was arriving
+    except sinks.Closed:  # completed or aborted while this part was arriving
         return gone
     if etag is None:
         return incomplete
     if not multipart.record_part(backend, upload, number, size, etag):
         return gone
     # Not awaited: the client gets its ETag now, the hashing goes on beside the next parts.
-    hashing = asyncio.get_running_loop().run_in_executor(None, multipart.extend_prefix_hash,
-                                                         backend, upload_id)
+    hashing = asyncio.get_running_loop().run_in_executor(
+        None, multipart.extend_prefix_hash, backend, upload_id
+    )
     hashing.add_done_callback(_log_failure)
     return _etag(etag)
 
@@ -249,17 +263,20 @@ async def _receive(request: Request, sink: Any, expected: int) -> str | None:
 
 
 class StorageSettings(Wire):
-    presign_ttl: Optional[float] = Field(default=None, gt=0)
-    recommended_part_size: Optional[int] = Field(default=None, ge=MIN_PART_SIZE)
-    put_latency_ms: Optional[float] = Field(default=None, ge=0)
+    presign_ttl: float | None = Field(default=None, gt=0)
+    recommended_part_size: int | None = Field(default=None, ge=MIN_PART_SIZE)
+    put_latency_ms: float | None = Field(default=None, ge=0)
 
 
 def _settings(backend: Backend) -> dict[str, Any]:
-    return {"presignTtl": presign_ttl(backend),
-            "recommendedPartSize": recommended_part_size(backend),
-            "putLatencyMs": float(backend.setting("put_latency_ms", 0)),
-            "uploadLimit": upload_limit(backend), "minPartSize": MIN_PART_SIZE,
-            "refused": dict(_refused.get(backend, {}))}
+    return {
+        "presignTtl": presign_ttl(backend),
+        "recommendedPartSize": recommended_part_size(backend),
+        "putLatencyMs": float(backend.setting("put_latency_ms", 0)),
+        "uploadLimit": upload_limit(backend),
+        "minPartSize": MIN_PART_SIZE,
+        "refused": dict(_refused.get(backend, {})),
+    }
 
 
 @storage_router.get("/_sandbox/storage")
@@ -281,12 +298,22 @@ def set_storage_settings(body: StorageSettings, request: Request) -> dict[str, A
 def upload_parts(upload_id: str, request: Request) -> dict[str, Any]:
     """Admin: one multipart session's state and parts, with how many PUTs each part took."""
     backend: Backend = request.app.state.backend
-    return {"uploadId": upload_id, "state": multipart.state(backend, upload_id),
-            "parts": [{"partNumber": p["part_number"], "size": p["size"], "eTag": p["etag"],
-                       "puts": p["puts"]} for p in multipart.parts(backend, upload_id)]}
+    return {
+        "uploadId": upload_id,
+        "state": multipart.state(backend, upload_id),
+        "parts": [
+            {
+                "partNumber": p["part_number"],
+                "size": p["size"],
+                "eTag": p["etag"],
+                "puts": p["puts"],
+            }
+            for p in multipart.parts(backend, upload_id)
+        ],
+    }
 
 
-def _log_failure(future: "asyncio.Future[Any]") -> None:
+def _log_failure(future: asyncio.Future[Any]) -> None:
     """Background hashing is an optimisation (complete re-hashes what is missing); say if it broke."""
     if not future.cancelled() and future.exception() is not None:
         log.error("background part hashing failed", exc_info=future.exception())

@@ -11,9 +11,10 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 _CORE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -92,10 +93,14 @@ class Store:
 
     def _count_existing_tasks(self) -> None:
         """A data dir made before task_counts existed: count its tasks once."""
-        if self.one("SELECT 1 FROM task_counts LIMIT 1") is None and \
-                self.one("SELECT 1 FROM tasks LIMIT 1") is not None:
-            self.execute("INSERT INTO task_counts SELECT api_key, task_type, status, COUNT(*) "
-                         "FROM tasks WHERE deleted = 0 GROUP BY api_key, task_type, status")
+        if (
+            self.one("SELECT 1 FROM task_counts LIMIT 1") is None
+            and self.one("SELECT 1 FROM tasks LIMIT 1") is not None
+        ):
+            self.execute(
+                "INSERT INTO task_counts SELECT api_key, task_type, status, COUNT(*) "
+                "FROM tasks WHERE deleted = 0 GROUP BY api_key, task_type, status"
+            )
 
     def _add_credit_columns(self) -> None:
         """What each task charged and gave back (older data dirs gain the columns)."""
@@ -104,7 +109,7 @@ class Store:
             if column not in columns:
                 self.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL NOT NULL DEFAULT 0")
 
-    def ensure(self, schema: str) -> "Store":
+    def ensure(self, schema: str) -> Store:
         """Create a product's tables and indexes if missing; cheap to call on every use."""
         if schema not in self._ensured:
             with self._lock:
@@ -145,9 +150,11 @@ class Store:
         return json.loads(row["value"]) if row else default
 
     def set_setting(self, name: str, value: Any) -> None:
-        self.execute("INSERT INTO settings (name, value) VALUES (?, ?) "
-                     "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                     (name, json.dumps(value)))
+        self.execute(
+            "INSERT INTO settings (name, value) VALUES (?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            (name, json.dumps(value)),
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, StrictStr, field_validator
 
@@ -19,18 +19,18 @@ KNOWN_STATUSES = TERMINAL_STATUSES | {"running"}
 
 
 class TaskListQuery(Wire):
-    task_type: Optional[TaskType] = None
-    status: Optional[str] = None
-    current_page: Optional[int] = None
-    page_size: Optional[int] = None
+    task_type: TaskType | None = None
+    status: str | None = None
+    current_page: int | None = None
+    page_size: int | None = None
 
 
 class TaskSummary(Wire):
-    task_id: Optional[str] = None
-    task_type: Optional[str] = None
-    status: Optional[str] = None
-    created_at: Optional[str] = None
-    updated_at: Optional[str] = None
+    task_id: str | None = None
+    task_type: str | None = None
+    status: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 class TaskPage(Page):
@@ -38,10 +38,10 @@ class TaskPage(Page):
 
 
 class TaskDetail(Wire):
-    task_id: Optional[str] = None
-    task_type: Optional[str] = None
-    status: Optional[str] = None
-    result: Optional[dict[str, Any]] = None
+    task_id: str | None = None
+    task_type: str | None = None
+    status: str | None = None
+    result: dict[str, Any] | None = None
 
 
 class TaskIdBody(Wire):
@@ -50,8 +50,9 @@ class TaskIdBody(Wire):
 
 # --------------------------------------------------------------------------- materials (§2.6, §3.1)
 
+
 class UploadStart(Wire):
-    file_hash: StrictStr   # the MD5 of the whole file; the service compares it to the bytes
+    file_hash: StrictStr  # the MD5 of the whole file; the service compares it to the bytes
     file_name: StrictStr
 
 
@@ -61,26 +62,26 @@ class UploadComplete(UploadStart):
 
 
 class MultipartInitiateAnswer(Wire):
-    material_id: Optional[str] = None
-    s3_uri: Optional[str] = None
-    upload_id: Optional[str] = None
-    expires_in_seconds: Optional[int] = None
-    recommended_part_size: Optional[int] = None
+    material_id: str | None = None
+    s3_uri: str | None = None
+    upload_id: str | None = None
+    expires_in_seconds: int | None = None
+    recommended_part_size: int | None = None
 
 
 class MultipartRef(Wire):
-    material_id: Optional[str] = None
-    upload_id: Optional[str] = None
-    file_hash: Optional[str] = None
-    file_name: Optional[str] = None
+    material_id: str | None = None
+    upload_id: str | None = None
+    file_hash: str | None = None
+    file_name: str | None = None
 
 
 class PresignParts(MultipartRef):
-    part_numbers: Optional[list[int]] = None
+    part_numbers: list[int] | None = None
 
     @field_validator("part_numbers")
     @classmethod
-    def _part_range(cls, numbers: Optional[list[int]]) -> Optional[list[int]]:
+    def _part_range(cls, numbers: list[int] | None) -> list[int] | None:
         for number in numbers or []:
             if not 1 <= number <= 10000:
                 raise ValueError(f"part numbers run from 1 to 10000, got {number}")
@@ -88,56 +89,57 @@ class PresignParts(MultipartRef):
 
 
 class PartUrl(Wire):
-    part_number: Optional[int] = None
-    url: Optional[str] = None
+    part_number: int | None = None
+    url: str | None = None
 
 
 class PresignPartsAnswer(Wire):
     urls: list[PartUrl] = Field(default_factory=list)
-    expires_in_seconds: Optional[int] = None
+    expires_in_seconds: int | None = None
 
 
 class CompletedPart(Wire):
-    part_number: Optional[int] = Field(default=None, ge=1, le=10000)
+    part_number: int | None = Field(default=None, ge=1, le=10000)
     # The interface spells it eTag; accept the common "etag" too.
-    e_tag: Optional[str] = Field(default=None, alias="eTag",
-                                 validation_alias=AliasChoices("eTag", "etag", "e_tag"))
+    e_tag: str | None = Field(
+        default=None, alias="eTag", validation_alias=AliasChoices("eTag", "etag", "e_tag")
+    )
 
 
 class MultipartComplete(MultipartRef):
-    parts: Optional[list[CompletedPart]] = None
+    parts: list[CompletedPart] | None = None
 
 
 class MaterialIdBody(Wire):
-    material_id: Optional[str] = None
+    material_id: str | None = None
 
 
 class PageQuery(Wire):
-    current_page: Optional[int] = None
-    page_size: Optional[int] = None
+    current_page: int | None = None
+    page_size: int | None = None
 
 
 class Material(Wire):
-    material_id: Optional[str] = None
-    category: Optional[str] = None
-    name: Optional[str] = None
-    address_url: Optional[str] = None
-    thumbnail_url: Optional[str] = None
-    audio_url: Optional[str] = None
-    resolution: Optional[str] = None
-    mime_type: Optional[str] = None
-    file_hash: Optional[str] = None
-    filesize: Optional[int] = None
-    duration: Optional[int] = None     # milliseconds
-    create_time: Optional[str] = None
-    update_time: Optional[str] = None
+    material_id: str | None = None
+    category: str | None = None
+    name: str | None = None
+    address_url: str | None = None
+    thumbnail_url: str | None = None
+    audio_url: str | None = None
+    resolution: str | None = None
+    mime_type: str | None = None
+    file_hash: str | None = None
+    filesize: int | None = None
+    duration: int | None = None  # milliseconds
+    create_time: str | None = None
+    update_time: str | None = None
 
 
 class GenUploadUrlAnswer(Wire):
-    upload_url: Optional[str] = None
-    material: Optional[Material] = None   # only when these bytes are already a material
-    s3_uri: Optional[str] = None
-    material_id: Optional[str] = None
+    upload_url: str | None = None
+    material: Material | None = None  # only when these bytes are already a material
+    s3_uri: str | None = None
+    material_id: str | None = None
 
 
 class MaterialPage(Page):
@@ -149,75 +151,76 @@ class MaterialPage(Page):
 # young/adult/senior, any/high, exclude/include, asc/desc and the orderBy names, but a value
 # the service adds later must reach it.
 
+
 class PresetVoiceQuery(Wire):
-    voice_id: Optional[str] = None
-    search_name: Optional[str] = None
-    locale: Optional[str] = None
-    age: Optional[str] = None
-    gender: Optional[str] = None
-    quality: Optional[str] = None
-    category: Optional[str] = None
-    emotion_prompt: Optional[str] = None
-    top_ids: Optional[list[str]] = None
-    current_page: Optional[int] = None
-    page_size: Optional[int] = None
-    order_by: Optional[str] = None
-    order: Optional[str] = None
+    voice_id: str | None = None
+    search_name: str | None = None
+    locale: str | None = None
+    age: str | None = None
+    gender: str | None = None
+    quality: str | None = None
+    category: str | None = None
+    emotion_prompt: str | None = None
+    top_ids: list[str] | None = None
+    current_page: int | None = None
+    page_size: int | None = None
+    order_by: str | None = None
+    order: str | None = None
 
 
 class CloneVoiceQuery(Wire):
-    voice_id: Optional[str] = None
-    voice_ids: Optional[list[str]] = None
-    search_name: Optional[str] = None
-    current_page: Optional[int] = None
-    page_size: Optional[int] = None
-    order_by: Optional[str] = None
-    order: Optional[str] = None
+    voice_id: str | None = None
+    voice_ids: list[str] | None = None
+    search_name: str | None = None
+    current_page: int | None = None
+    page_size: int | None = None
+    order_by: str | None = None
+    order: str | None = None
 
 
 class CloneRename(Wire):
-    voice_id: Optional[str] = None
-    voice_name: Optional[str] = None
+    voice_id: str | None = None
+    voice_name: str | None = None
 
 
 class VoiceIdBody(Wire):
-    voice_id: Optional[str] = None
+    voice_id: str | None = None
 
 
 class PresetVoice(Wire):
-    voice_id: Optional[str] = None
-    local_name: Optional[str] = None
-    display_name: Optional[str] = None
-    locale: Optional[str] = None
-    locale_name: Optional[str] = None
-    provider: Optional[str] = None
-    gender: Optional[str] = None
-    style: Optional[str] = None
-    role_play: Optional[str] = None
-    description: Optional[str] = None
-    personalities: Optional[str] = None
-    personality_list: Optional[list[str]] = None
-    scenarios: Optional[str] = None
-    scenario_list: Optional[list[str]] = None
-    is_hd: Optional[int] = None
-    is_preferred: Optional[int] = None
-    score: Optional[float] = None
-    cover: Optional[str] = None
-    audio: Optional[str] = None
-    create_time: Optional[str] = None
-    update_time: Optional[str] = None
+    voice_id: str | None = None
+    local_name: str | None = None
+    display_name: str | None = None
+    locale: str | None = None
+    locale_name: str | None = None
+    provider: str | None = None
+    gender: str | None = None
+    style: str | None = None
+    role_play: str | None = None
+    description: str | None = None
+    personalities: str | None = None
+    personality_list: list[str] | None = None
+    scenarios: str | None = None
+    scenario_list: list[str] | None = None
+    is_hd: int | None = None
+    is_preferred: int | None = None
+    score: float | None = None
+    cover: str | None = None
+    audio: str | None = None
+    create_time: str | None = None
+    update_time: str | None = None
 
 
 class ClonedVoice(Wire):
-    voice_id: Optional[str] = None
-    name: Optional[str] = None
-    provider: Optional[str] = None
-    example_language: Optional[str] = None
-    content: Optional[str] = None
-    audio: Optional[str] = None
-    task_id: Optional[str] = None
-    create_time: Optional[str] = None
-    update_time: Optional[str] = None
+    voice_id: str | None = None
+    name: str | None = None
+    provider: str | None = None
+    example_language: str | None = None
+    content: str | None = None
+    audio: str | None = None
+    task_id: str | None = None
+    create_time: str | None = None
+    update_time: str | None = None
 
 
 class PresetVoicePage(Page):

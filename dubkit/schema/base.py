@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, TypeVar, get_args
+from collections.abc import Mapping
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 W = TypeVar("W", bound="Wire")
-MAX_LINES = 50          # TTS lines and translation segments per request
+MAX_LINES = 50  # TTS lines and translation segments per request
 MAX_IDEMPOTENCY_KEY = 64
 
 
 class Wire(BaseModel):
     """Base of every wire shape: camelCase aliases, snake_case names, extra fields kept."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow",
-                              protected_namespaces=())
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", protected_namespaces=()
+    )
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON body to send: camelCase, unset fields left out."""
@@ -26,7 +28,7 @@ class Wire(BaseModel):
 
 # --------------------------------------------------------------------------- shared pieces
 
-RULE = "dubkit_rule"   # pydantic error type of a rule the interface states beyond the shape
+RULE = "dubkit_rule"  # pydantic error type of a rule the interface states beyond the shape
 
 
 def rule(message: str) -> PydanticCustomError:
@@ -42,17 +44,18 @@ class Page(Wire):
     """One page of a list answer: ``records`` and the ``total`` matching."""
 
     records: list[dict[str, Any]] = Field(default_factory=list)
-    total: Optional[int] = None
+    total: int | None = None
 
 
 class AsyncAcceptance(Wire):
     """What an async create answers: the task was accepted, results come later."""
 
     task_id: str
-    created_at: Optional[str] = None
+    created_at: str | None = None
 
 
 # --------------------------------------------------------------------------- validation
+
 
 def field_path(loc: tuple[Any, ...]) -> str:
     """``('segments', 3, 'end')`` -> ``'segments[3].end'``; the body itself is ``'body'``."""
@@ -89,8 +92,9 @@ def renamed(model: type[Wire], payload: Mapping[str, Any], *, wire: bool) -> dic
             if inner is not None and isinstance(value, Mapping):
                 value = renamed(inner, value, wire=wire)
             elif inner is not None and isinstance(value, list):
-                value = [renamed(inner, v, wire=wire) if isinstance(v, Mapping) else v
-                         for v in value]
+                value = [
+                    renamed(inner, v, wire=wire) if isinstance(v, Mapping) else v for v in value
+                ]
             key = (field.alias or name) if wire else name
         out[key] = value
     return out
@@ -115,7 +119,7 @@ def parse(model: type[W], payload: Any) -> W:
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_none=True)
     elif isinstance(payload, Mapping):
-        payload = renamed(model, payload, wire=True)     # so errors name wire fields
+        payload = renamed(model, payload, wire=True)  # so errors name wire fields
     try:
         return model.model_validate(payload)
     except PydanticError as exc:
@@ -125,12 +129,15 @@ def parse(model: type[W], payload: Any) -> W:
         if first["type"] == "missing":
             problem = "is required"
         elif first["type"] == "too_long":
-            problem = (f"at most {first['ctx']['max_length']} items per request, "
-                       f"got {first['ctx']['actual_length']}")
+            problem = (
+                f"at most {first['ctx']['max_length']} items per request, "
+                f"got {first['ctx']['actual_length']}"
+            )
         elif not isinstance(value, (dict, list)):
             problem += f" (got {_short(value)})"
-        raise WireError(field_path(tuple(first["loc"])), problem,
-                        rule=first["type"] == RULE) from None
+        raise WireError(
+            field_path(tuple(first["loc"])), problem, rule=first["type"] == RULE
+        ) from None
 
 
 def _short(value: Any) -> str:

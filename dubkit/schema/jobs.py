@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
@@ -15,15 +15,15 @@ TTSFormat = Literal["wav", "mp3", "m4a"]
 
 class TTSLine(Wire):
     text: StrictStr
-    voice_id: Optional[str] = None
-    timbre_ref_audio: Optional[str] = None
-    emo_weight: Optional[float] = Field(default=None, ge=0, le=1)
-    emo_ref_audio: Optional[str] = None
-    emo_prompt: Optional[str] = None
-    duration: Optional[float] = None
+    voice_id: str | None = None
+    timbre_ref_audio: str | None = None
+    emo_weight: float | None = Field(default=None, ge=0, le=1)
+    emo_ref_audio: str | None = None
+    emo_prompt: str | None = None
+    duration: float | None = None
 
     @model_validator(mode="after")
-    def _needs_a_voice(self) -> "TTSLine":
+    def _needs_a_voice(self) -> TTSLine:
         # The interface's guidance (§7.2 #6): the schema alone would allow a line with no voice.
         if not self.voice_id and not self.timbre_ref_audio:
             raise rule("each line needs voiceId or timbreRefAudio")
@@ -31,45 +31,46 @@ class TTSLine(Wire):
 
 
 class TTSLanguage(Wire):
-    target: Optional[str] = None
+    target: str | None = None
 
 
 class TTSRequest(Wire):
-    language: Optional[TTSLanguage] = None
-    trim: Optional[bool] = None
+    language: TTSLanguage | None = None
+    trim: bool | None = None
     data: list[TTSLine] = Field(min_length=1, max_length=MAX_LINES)
-    output_format: Optional[TTSFormat] = None
+    output_format: TTSFormat | None = None
 
 
 class TTSAsyncRequest(TTSRequest):
-    extra_data: Optional[dict[str, Any]] = None
+    extra_data: dict[str, Any] | None = None
 
 
 class TTSResultItem(Wire):
-    uri: Optional[str] = None
-    duration: Optional[float] = None
-    error_message: Optional[str] = None
+    uri: str | None = None
+    duration: float | None = None
+    error_message: str | None = None
 
 
 class TTSResult(Wire):
-    task_id: Optional[str] = None
+    task_id: str | None = None
     results: list[TTSResultItem] = Field(default_factory=list)
-    created_at: Optional[str] = None
+    created_at: str | None = None
 
 
 # --------------------------------------------------------------------------- translation (§2.2)
 
+
 class TranslateSegment(Wire):
     text: StrictStr
-    gender: Optional[Literal["male", "female"]] = None
-    speaker: Optional[str] = None
-    locale: Optional[str] = None
-    context: Optional[list[StrictStr]] = None
-    start: Optional[float] = None
-    end: Optional[float] = None
+    gender: Literal["male", "female"] | None = None
+    speaker: str | None = None
+    locale: str | None = None
+    context: list[StrictStr] | None = None
+    start: float | None = None
+    end: float | None = None
 
     @model_validator(mode="after")
-    def _span(self) -> "TranslateSegment":
+    def _span(self) -> TranslateSegment:
         if (self.start is None) != (self.end is None):
             raise rule("start and end must be given together")
         if self.start is not None and self.end is not None and self.end < self.start:
@@ -78,21 +79,21 @@ class TranslateSegment(Wire):
 
 
 class SourceContext(Wire):
-    mode: Optional[Literal["independent", "provided_only", "neighbor"]] = None
-    context_window: Optional[int] = Field(default=None, ge=1, le=20)
+    mode: Literal["independent", "provided_only", "neighbor"] | None = None
+    context_window: int | None = Field(default=None, ge=1, le=20)
 
 
 class SceneCustomized(Wire):
-    scene: Optional[Literal["video", "audio", "subtitle", "voiceover"]] = None
-    allow_stutter: Optional[bool] = None
+    scene: Literal["video", "audio", "subtitle", "voiceover"] | None = None
+    allow_stutter: bool | None = None
 
 
 class TranslateOptions(Wire):
-    source_context: Optional[SourceContext] = None
-    scene_customized: Optional[SceneCustomized] = None
-    glossary: Optional[dict[StrictStr, StrictStr]] = None
-    prompt: Optional[str] = None
-    skip_missing_translation_check: Optional[bool] = None
+    source_context: SourceContext | None = None
+    scene_customized: SceneCustomized | None = None
+    glossary: dict[StrictStr, StrictStr] | None = None
+    prompt: str | None = None
+    skip_missing_translation_check: bool | None = None
 
 
 class TranslateLanguage(Wire):
@@ -103,22 +104,22 @@ class TranslateLanguage(Wire):
 class TranslateRequest(Wire):
     language: TranslateLanguage
     segments: list[TranslateSegment] = Field(max_length=MAX_LINES)
-    options: Optional[TranslateOptions] = None
+    options: TranslateOptions | None = None
 
 
 class TranslateAsyncRequest(TranslateRequest):
-    extra_data: Optional[dict[str, Any]] = None
+    extra_data: dict[str, Any] | None = None
 
 
 class TranslateItem(Wire):
-    text: Optional[str] = None
-    error_message: Optional[str] = None
+    text: str | None = None
+    error_message: str | None = None
 
 
 class TranslateResult(Wire):
-    task_id: Optional[str] = None
+    task_id: str | None = None
     items: list[TranslateItem] = Field(default_factory=list)
-    created_at: Optional[str] = None
+    created_at: str | None = None
 
 
 # --------------------------------------------------------------------------- voice clone (§2.3)
@@ -127,64 +128,65 @@ CloneProvider = Literal["V1", "V2", "V3", "V4", "V5"]
 
 
 class CloneRequest(Wire):
-    voice_name: Optional[str] = None
-    provider: Optional[CloneProvider] = None
-    ref_audio: Optional[str] = None
-    sample_language: Optional[str] = None
-    sample_text: Optional[str] = None
+    voice_name: str | None = None
+    provider: CloneProvider | None = None
+    ref_audio: str | None = None
+    sample_language: str | None = None
+    sample_text: str | None = None
 
 
 class CloneAsyncRequest(CloneRequest):
-    extra_data: Optional[dict[str, Any]] = None
+    extra_data: dict[str, Any] | None = None
 
 
 class CloneResult(Wire):
-    task_id: Optional[str] = None
-    voice_id: Optional[str] = None
-    created_at: Optional[str] = None
+    task_id: str | None = None
+    voice_id: str | None = None
+    created_at: str | None = None
 
 
 # --------------------------------------------------------------------------- media translation (§2.4)
 
+
 class VoiceCloneOptions(Wire):
-    style: Optional[Literal["emotional", "consistent"]] = None
-    mode: Optional[Literal["role", "mix", "sentence"]] = None
-    provider: Optional[CloneProvider] = None
+    style: Literal["emotional", "consistent"] | None = None
+    mode: Literal["role", "mix", "sentence"] | None = None
+    provider: CloneProvider | None = None
 
 
 class TranscribeOptions(Wire):
-    mode: Optional[Literal["fast", "normal"]] = None
-    type: Optional[str] = None
+    mode: Literal["fast", "normal"] | None = None
+    type: str | None = None
 
 
 class MediaTranslateOptions(Wire):
-    mode: Optional[Literal["default", "machine"]] = None
-    prompt: Optional[str] = None
+    mode: Literal["default", "machine"] | None = None
+    prompt: str | None = None
 
 
 class SeparationOptions(Wire):
-    mode: Optional[str] = None
+    mode: str | None = None
 
 
 class EnableFlag(Wire):
-    enable: Optional[bool] = None
+    enable: bool | None = None
 
 
 class SelectedVoice(Wire):
     """One speaker slot's voice; without ``voiceId`` the service chooses for that slot."""
 
-    provider: Optional[str] = None
-    voice_id: Optional[StrictStr] = None
+    provider: str | None = None
+    voice_id: StrictStr | None = None
 
 
 class VoiceSpeakers(Wire):
-    selected_voices_list: Optional[list[SelectedVoice]] = None
-    speaker_num: Optional[str] = None
-    timbre_method: Optional[Literal["clone", "smart"]] = None
+    selected_voices_list: list[SelectedVoice] | None = None
+    speaker_num: str | None = None
+    timbre_method: Literal["clone", "smart"] | None = None
 
     @field_validator("speaker_num")
     @classmethod
-    def _auto_or_number(cls, value: Optional[str]) -> Optional[str]:
+    def _auto_or_number(cls, value: str | None) -> str | None:
         if value is not None and value != "auto" and not value.isdigit():
             raise ValueError("speakerNum must be 'auto' or a number as a string, e.g. '2'")
         return value
@@ -192,13 +194,13 @@ class VoiceSpeakers(Wire):
 
 class MediaOptions(Wire):
     voice_clone: VoiceCloneOptions
-    transcribe: Optional[TranscribeOptions] = None
-    translate: Optional[MediaTranslateOptions] = None
-    separation: Optional[SeparationOptions] = None
-    dynamic_video_length: Optional[EnableFlag] = None
-    lipsync: Optional[EnableFlag] = None
-    text: Optional[dict[str, Any]] = None
-    voice_speakers: Optional[VoiceSpeakers] = None
+    transcribe: TranscribeOptions | None = None
+    translate: MediaTranslateOptions | None = None
+    separation: SeparationOptions | None = None
+    dynamic_video_length: EnableFlag | None = None
+    lipsync: EnableFlag | None = None
+    text: dict[str, Any] | None = None
+    voice_speakers: VoiceSpeakers | None = None
 
 
 class MediaSource(Wire):
@@ -206,15 +208,15 @@ class MediaSource(Wire):
 
 
 class MediaLanguage(Wire):
-    source: Optional[str] = None
+    source: str | None = None
     target: StrictStr
 
 
 class MediaAcceptance(AsyncAcceptance):
     """What media-translation create-async answers: also the effective type and the status."""
 
-    task_type: Optional[str] = None
-    status: Optional[str] = None
+    task_type: str | None = None
+    status: str | None = None
 
 
 class MediaTranslationRequest(Wire):
@@ -222,4 +224,4 @@ class MediaTranslationRequest(Wire):
     source: MediaSource
     language: MediaLanguage
     options: MediaOptions
-    extra_data: Optional[dict[str, Any]] = None
+    extra_data: dict[str, Any] | None = None

@@ -9,7 +9,7 @@ adds labelled extras such as ``timings`` and ``notices``).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import Field
 
@@ -17,90 +17,90 @@ from .base import Wire
 
 
 class Resolution(Wire):
-    width: Optional[int] = None
-    height: Optional[int] = None
+    width: int | None = None
+    height: int | None = None
 
 
 class MediaFile(Wire):
-    url: Optional[str] = None
-    duration: Optional[float] = None     # seconds
-    size: Optional[int] = None           # bytes
-    resolution: Optional[Resolution] = None
-    fps: Optional[int] = None
+    url: str | None = None
+    duration: float | None = None  # seconds
+    size: int | None = None  # bytes
+    resolution: Resolution | None = None
+    fps: int | None = None
 
 
 class ImageFile(Wire):
-    url: Optional[str] = None
-    size: Optional[int] = None
-    resolution: Optional[Resolution] = None
+    url: str | None = None
+    size: int | None = None
+    resolution: Resolution | None = None
 
 
 class AudioFile(Wire):
-    url: Optional[str] = None
-    duration: Optional[float] = None
-    size: Optional[int] = None
-    fps: Optional[int] = None
+    url: str | None = None
+    duration: float | None = None
+    size: int | None = None
+    fps: int | None = None
 
 
 class LanguagePair(Wire):
-    source: Optional[str] = None
-    target: Optional[str] = None
+    source: str | None = None
+    target: str | None = None
 
 
 class AsrLine(Wire):
-    speaker: Optional[str] = None
-    text: Optional[str] = None
-    locale: Optional[str] = None
-    emotion: Optional[str] = None
-    name: Optional[str] = None
-    gender: Optional[str] = None
-    age: Optional[str] = None
-    id: Optional[str] = None
-    text_with_bracket: Optional[str] = None
-    text_with_break: Optional[str] = None
-    start: Optional[float] = None
-    end: Optional[float] = None
+    speaker: str | None = None
+    text: str | None = None
+    locale: str | None = None
+    emotion: str | None = None
+    name: str | None = None
+    gender: str | None = None
+    age: str | None = None
+    id: str | None = None
+    text_with_bracket: str | None = None
+    text_with_break: str | None = None
+    start: float | None = None
+    end: float | None = None
 
 
 class AsrScripts(Wire):
     asr_results: list[AsrLine] = Field(default_factory=list)
-    mono_audio: Optional[str] = None
-    speaker_num: Optional[int] = None
-    language: Optional[LanguagePair] = None
-    category: Optional[str] = None
-    industry: Optional[str] = None
-    keywords: Optional[list[str]] = None
-    ctc_enabled: Optional[bool] = None
+    mono_audio: str | None = None
+    speaker_num: int | None = None
+    language: LanguagePair | None = None
+    category: str | None = None
+    industry: str | None = None
+    keywords: list[str] | None = None
+    ctc_enabled: bool | None = None
 
 
 class AudioSeparation(Wire):
-    sfx_url: Optional[str] = None
-    music_url: Optional[str] = None
-    vocal_url: Optional[str] = None
-    speech_url: Optional[str] = None
-    other_url: Optional[str] = None
-    mns_url: Optional[str] = None       # music and sound, no speech
+    sfx_url: str | None = None
+    music_url: str | None = None
+    vocal_url: str | None = None
+    speech_url: str | None = None
+    other_url: str | None = None
+    mns_url: str | None = None  # music and sound, no speech
 
 
 class TranslatedLine(Wire):
     """One dubbed line. Its ``voice_id`` and ``provider`` are resent together when edited."""
 
-    start: Optional[float] = None
-    end: Optional[float] = None
-    source_text: Optional[str] = None
-    text: Optional[str] = None
-    speaker: Optional[str] = None
-    locale: Optional[str] = None
-    gender: Optional[str] = None
-    id: Optional[str] = None
-    voice_id: Optional[str] = None
-    provider: Optional[str] = None
-    speaker_display_name: Optional[str] = None
-    emotion: Optional[str] = None
-    age: Optional[str] = None
-    mode: Optional[str] = None
-    source_syllable: Optional[int] = None
-    target_syllable: Optional[int] = None
+    start: float | None = None
+    end: float | None = None
+    source_text: str | None = None
+    text: str | None = None
+    speaker: str | None = None
+    locale: str | None = None
+    gender: str | None = None
+    id: str | None = None
+    voice_id: str | None = None
+    provider: str | None = None
+    speaker_display_name: str | None = None
+    emotion: str | None = None
+    age: str | None = None
+    mode: str | None = None
+    source_syllable: int | None = None
+    target_syllable: int | None = None
 
 
 class TranslatedScripts(Wire):
@@ -108,28 +108,28 @@ class TranslatedScripts(Wire):
 
 
 class VoiceCloneEcho(Wire):
-    provider: Optional[str] = None
-    mode: Optional[str] = None
-    ref_audio: Optional[str] = None
+    provider: str | None = None
+    mode: str | None = None
+    ref_audio: str | None = None
 
 
 class VoiceMatch(Wire):
-    speaker: Optional[str] = None
-    voice_id: Optional[str] = None
-    provider: Optional[str] = None
-    example_language: Optional[str] = None
-    content: Optional[str] = None
-    audio: Optional[str] = None
+    speaker: str | None = None
+    voice_id: str | None = None
+    provider: str | None = None
+    example_language: str | None = None
+    content: str | None = None
+    audio: str | None = None
 
 
 class MediaTTSLine(Wire):
-    id: Optional[str] = None
-    text: Optional[str] = None
-    tts_file: Optional[str] = None
-    provider: Optional[str] = None
-    voice_id: Optional[str] = None
-    clone_mode: Optional[str] = None
-    duration: Optional[int] = None       # unit not stated by the interface
+    id: str | None = None
+    text: str | None = None
+    tts_file: str | None = None
+    provider: str | None = None
+    voice_id: str | None = None
+    clone_mode: str | None = None
+    duration: int | None = None  # unit not stated by the interface
 
 
 class MediaTTSLines(Wire):
@@ -137,11 +137,11 @@ class MediaTTSLines(Wire):
 
 
 class Track(Wire):
-    file: Optional[str] = None
-    template_id: Optional[int] = None
-    tracks_times: Optional[list[float]] = None
-    time_range: Optional[list[float]] = None
-    volume_scale: Optional[float] = None
+    file: str | None = None
+    template_id: int | None = None
+    tracks_times: list[float] | None = None
+    time_range: list[float] | None = None
+    volume_scale: float | None = None
 
 
 class Alignment(Wire):
@@ -151,24 +151,40 @@ class Alignment(Wire):
 
 
 class Build(Wire):
-    video: Optional[MediaFile] = None
+    video: MediaFile | None = None
     images: list[ImageFile] = Field(default_factory=list)
-    audio: Optional[AudioFile] = None
+    audio: AudioFile | None = None
 
 
 class MediaTranslationResult(Wire):
     compress: dict[str, MediaFile] = Field(default_factory=dict)
-    asr_scripts: Optional[AsrScripts] = None
-    audio_separation: Optional[AudioSeparation] = None
-    translated_scripts: Optional[TranslatedScripts] = None
-    voice_clone: Optional[VoiceCloneEcho] = None
+    asr_scripts: AsrScripts | None = None
+    audio_separation: AudioSeparation | None = None
+    translated_scripts: TranslatedScripts | None = None
+    voice_clone: VoiceCloneEcho | None = None
     voice_match: list[VoiceMatch] = Field(default_factory=list)
-    tts: Optional[MediaTTSLines] = None
-    alignment: Optional[Alignment] = None
-    build: Optional[Build] = None
+    tts: MediaTTSLines | None = None
+    alignment: Alignment | None = None
+    build: Build | None = None
 
 
-__all__ = ["Resolution", "MediaFile", "ImageFile", "AudioFile", "LanguagePair", "AsrLine",
-           "AsrScripts", "AudioSeparation", "TranslatedLine", "TranslatedScripts",
-           "VoiceCloneEcho", "VoiceMatch", "MediaTTSLine", "MediaTTSLines", "Track",
-           "Alignment", "Build", "MediaTranslationResult"]
+__all__ = [
+    "Resolution",
+    "MediaFile",
+    "ImageFile",
+    "AudioFile",
+    "LanguagePair",
+    "AsrLine",
+    "AsrScripts",
+    "AudioSeparation",
+    "TranslatedLine",
+    "TranslatedScripts",
+    "VoiceCloneEcho",
+    "VoiceMatch",
+    "MediaTTSLine",
+    "MediaTTSLines",
+    "Track",
+    "Alignment",
+    "Build",
+    "MediaTranslationResult",
+]

@@ -2,43 +2,64 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .assets import (CloneRename, CloneVoiceQuery, MaterialIdBody, MultipartComplete,
-                     MultipartRef, PageQuery, PresetVoiceQuery, PresignParts, TaskIdBody,
-                     TaskListQuery, UploadComplete, UploadStart, VoiceIdBody)
+from .assets import (
+    CloneRename,
+    CloneVoiceQuery,
+    MaterialIdBody,
+    MultipartComplete,
+    MultipartRef,
+    PageQuery,
+    PresetVoiceQuery,
+    PresignParts,
+    TaskIdBody,
+    TaskListQuery,
+    UploadComplete,
+    UploadStart,
+    VoiceIdBody,
+)
 from .base import Wire
-from .jobs import (CloneAsyncRequest, CloneRequest, MediaTranslationRequest, TTSAsyncRequest,
-                   TTSRequest, TranslateAsyncRequest, TranslateRequest)
+from .jobs import (
+    CloneAsyncRequest,
+    CloneRequest,
+    MediaTranslationRequest,
+    TranslateAsyncRequest,
+    TranslateRequest,
+    TTSAsyncRequest,
+    TTSRequest,
+)
 from .media_result import MediaTranslationResult
 
 # --------------------------------------------------------------------------- webhooks (§4.4)
+
 
 class WebhookEnvelope(Wire):
     """One delivery. ``data`` is required, but a failed task's ``data`` is not specified by the
     interface (null, ``{}``, or only ``taskId``): it is accepted whatever it is."""
 
-    code: Optional[int] = None
-    version: Optional[str] = None
-    event: Optional[str] = None
-    pipeline_key: Optional[str] = None
-    message: Optional[str] = None
-    extra_data: Optional[dict[str, Any]] = None
+    code: int | None = None
+    version: str | None = None
+    event: str | None = None
+    pipeline_key: str | None = None
+    message: str | None = None
+    extra_data: dict[str, Any] | None = None
     data: Any
 
 
 class MediaEventData(Wire):
     """``data`` of ``openapi-media-translation``: the task's own status and its result."""
 
-    task_id: Optional[str] = None
-    task_type: Optional[str] = None
-    status: Optional[str] = None
-    result: Optional[MediaTranslationResult] = None
+    task_id: str | None = None
+    task_type: str | None = None
+    status: str | None = None
+    result: MediaTranslationResult | None = None
 
 
 # --------------------------------------------------------------------------- the operation table
+
 
 class Operation(BaseModel):
     """One of the 22 operations: where it lives and what its body looks like."""
@@ -47,9 +68,9 @@ class Operation(BaseModel):
 
     name: str
     method: Literal["GET", "POST"]
-    path: str                       # below /openapi/v1
-    body: Optional[type[Wire]] = None
-    query: Optional[type[Wire]] = None
+    path: str  # below /openapi/v1
+    body: type[Wire] | None = None
+    query: type[Wire] | None = None
     idempotency_required: bool = False
 
 
@@ -74,9 +95,19 @@ OPERATIONS: tuple[Operation, ...] = (
     _post("tasks.delete", "/tasks/delete", TaskIdBody),
     _post("materials.gen_upload_url", "/assets/material/upload/gen-upload-url", UploadStart),
     _post("materials.complete", "/assets/material/upload/complete", UploadComplete),
-    _post("materials.multipart_initiate", "/assets/material/upload/multipart/initiate", UploadStart),
-    _post("materials.multipart_presign", "/assets/material/upload/multipart/presign-parts", PresignParts),
-    _post("materials.multipart_complete", "/assets/material/upload/multipart/complete", MultipartComplete),
+    _post(
+        "materials.multipart_initiate", "/assets/material/upload/multipart/initiate", UploadStart
+    ),
+    _post(
+        "materials.multipart_presign",
+        "/assets/material/upload/multipart/presign-parts",
+        PresignParts,
+    ),
+    _post(
+        "materials.multipart_complete",
+        "/assets/material/upload/multipart/complete",
+        MultipartComplete,
+    ),
     _post("materials.multipart_abort", "/assets/material/upload/multipart/abort", MultipartRef),
     _get("materials.list", "/assets/material/list", PageQuery),
     _post("materials.delete", "/assets/material/delete", MaterialIdBody),
@@ -86,4 +117,6 @@ OPERATIONS: tuple[Operation, ...] = (
     _post("voices.delete", "/assets/voice/clone/delete", VoiceIdBody),
 )
 
-OPERATIONS_BY_PATH: dict[tuple[str, str], Operation] = {(op.method, op.path): op for op in OPERATIONS}
+OPERATIONS_BY_PATH: dict[tuple[str, str], Operation] = {
+    (op.method, op.path): op for op in OPERATIONS
+}

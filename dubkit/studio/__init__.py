@@ -31,6 +31,22 @@ from .shortlist import Entry, Shortlist
 from .takes import Take
 from .voices import VoiceInfo
 
-__all__ = ["APP_INTRO", "APP_SOURCE", "AuditionStudio", "BlindRound", "DEFAULT_TEXT",
-           "EMOTIONS", "Entry", "MAX_VOICES", "Pick", "SPEEDS", "Shortlist", "Take",
-           "VoiceInfo", "app_notebook", "main", "running_in_voila", "speak_deliveries"]
+__all__ = [
+    "APP_INTRO",
+    "APP_SOURCE",
+    "AuditionStudio",
+    "BlindRound",
+    "DEFAULT_TEXT",
+    "EMOTIONS",
+    "Entry",
+    "MAX_VOICES",
+    "Pick",
+    "SPEEDS",
+    "Shortlist",
+    "Take",
+    "VoiceInfo",
+    "app_notebook",
+    "main",
+    "running_in_voila",
+    "speak_deliveries",
+]

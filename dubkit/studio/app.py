@@ -14,7 +14,8 @@ from __future__ import annotations
 import html
 import os
 import random
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
@@ -32,8 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..client import Client
-    from ..results import Clone
-    from ..results import Audition
+    from ..results import Audition, Clone
 
 MAX_VOICES = 6
 DEFAULT_TEXT = "Welcome aboard! Tonight we sail past the lighthouse."
@@ -51,8 +51,10 @@ def _error_html(exc: Exception) -> str:
 
 def _mark_when_on(toggle: widgets.ToggleButton) -> None:
     """Colour a ticked toggle: ipywidgets' own pressed shade is too faint to read at a glance."""
+
     def paint(_: Any = None) -> None:
         toggle.button_style = "info" if toggle.value else ""
+
     toggle.observe(paint, names="value")
     paint()
 
@@ -69,30 +71,44 @@ class AuditionStudio(widgets.VBox):
     makes blind rounds' order repeatable.
     """
 
-    def __init__(self, client: "Client", *, locale: str = "en-US", gender: str = "any",
-                 voices: int = 3, text: str = DEFAULT_TEXT, blind: bool = False,
-                 in_app: bool | None = None, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        locale: str = "en-US",
+        gender: str = "any",
+        voices: int = 3,
+        text: str = DEFAULT_TEXT,
+        blind: bool = False,
+        in_app: bool | None = None,
+        seed: int | None = None,
+    ) -> None:
         self._client = client
         self.in_app = running_in_voila() if in_app is None else in_app
         self.shortlist = Shortlist()
-        self.voices: dict[str, VoiceInfo] = {}     # every voice seen here, by id
-        self.clones: dict[str, str] = {}           # voice id -> name, clones made here
-        self.takes: list[Take] = []                # the last "Hear them"
-        self.delivery_takes: list[Take] = []       # the last "Hear deliveries"
+        self.voices: dict[str, VoiceInfo] = {}  # every voice seen here, by id
+        self.clones: dict[str, str] = {}  # voice id -> name, clones made here
+        self.takes: list[Take] = []  # the last "Hear them"
+        self.delivery_takes: list[Take] = []  # the last "Hear deliveries"
         self.blind_round: BlindRound | None = None
         self.picks: list[Pick] = []
-        self.last_audition: "Audition | None" = None
+        self.last_audition: Audition | None = None
         self._rng = random.Random(seed)
-        self._locale = widgets.Dropdown(options=sorted(locales.TARGET), value=locale,
-                                        description="locale")
+        self._locale = widgets.Dropdown(
+            options=sorted(locales.TARGET), value=locale, description="locale"
+        )
         self._gender = widgets.Dropdown(options=GENDERS, value=gender, description="gender")
         self._count = widgets.IntSlider(value=voices, min=1, max=MAX_VOICES, description="voices")
-        self._blind = widgets.Checkbox(value=blind, description="blind A/B (voices hidden "
-                                       "until you pick)", indent=False,
-                                       layout=widgets.Layout(width="auto"))
+        self._blind = widgets.Checkbox(
+            value=blind,
+            description="blind A/B (voices hidden until you pick)",
+            indent=False,
+            layout=widgets.Layout(width="auto"),
+        )
         self._blind.add_class("dubkit-blind")
-        self._text = widgets.Textarea(value=text, description="line",
-                                      layout=widgets.Layout(width="70%", height="64px"))
+        self._text = widgets.Textarea(
+            value=text, description="line", layout=widgets.Layout(width="70%", height="64px")
+        )
         self._hear = widgets.Button(description="Hear them", button_style="primary", icon="play")
         self._status = widgets.HTML()
         self._takes = _takes_box()
@@ -105,37 +121,58 @@ class AuditionStudio(widgets.VBox):
         self.clone_panel = ClonePanel(client)
         # Runs after the panel's own handler (registration order): a new clone joins the takes.
         self.clone_panel.button.on_click(lambda _: self._adopt(self.clone_panel.clone))
-        where = ("the local sandbox (offline emulator: espeak-ng voices)" if client.is_sandbox
-                 else f"the service at {html.escape(client.base_url)}")
-        super().__init__([
-            widgets.HTML(f"<p>Connected to {where}.</p>"),
-            widgets.HBox([self._locale, self._gender, self._count, self._blind],
-                         layout=widgets.Layout(flex_flow="row wrap")),
-            widgets.HBox([self._text, self._hear]), self._status, self._takes, self._picks,
-            widgets.HTML("<h4>One voice, several deliveries</h4><p>The same line by one "
-                         "voice with each emotion and speed ticked, side by side.</p>"),
-            self._deliveries_controls, self._deliveries_status, self._deliveries,
-            widgets.HTML("<h4>Shortlist</h4>"), self.shortlist_view,
-            widgets.HTML("<h4>Clone a voice</h4><p>Upload a short recording of one speaker "
-                         "and write what it says; the clone joins the takes above, beside "
-                         "the presets.</p>"),
-            self.clone_panel])
+        where = (
+            "the local sandbox (offline emulator: espeak-ng voices)"
+            if client.is_sandbox
+            else f"the service at {html.escape(client.base_url)}"
+        )
+        super().__init__(
+            [
+                widgets.HTML(f"<p>Connected to {where}.</p>"),
+                widgets.HBox(
+                    [self._locale, self._gender, self._count, self._blind],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
+                widgets.HBox([self._text, self._hear]),
+                self._status,
+                self._takes,
+                self._picks,
+                widgets.HTML(
+                    "<h4>One voice, several deliveries</h4><p>The same line by one "
+                    "voice with each emotion and speed ticked, side by side.</p>"
+                ),
+                self._deliveries_controls,
+                self._deliveries_status,
+                self._deliveries,
+                widgets.HTML("<h4>Shortlist</h4>"),
+                self.shortlist_view,
+                widgets.HTML(
+                    "<h4>Clone a voice</h4><p>Upload a short recording of one speaker "
+                    "and write what it says; the clone joins the takes above, beside "
+                    "the presets.</p>"
+                ),
+                self.clone_panel,
+            ]
+        )
         self.add_class("dubkit-studio")
 
     def __repr__(self) -> str:
         where = "sandbox" if self._client.is_sandbox else "service"
         count = self._count.value
-        return (f"AuditionStudio({where}, {self._locale.value}, {count} "
-                f"voice{'' if count == 1 else 's'}, "
-                f"{len(self.shortlist)} shortlisted)")
+        return (
+            f"AuditionStudio({where}, {self._locale.value}, {count} "
+            f"voice{'' if count == 1 else 's'}, "
+            f"{len(self.shortlist)} shortlisted)"
+        )
 
     # ----------------------------------------------------------------- what the buttons do
 
     def preset_ids(self) -> list[str]:
         """The presets the choices pick now: the first ``voices`` of the locale and gender."""
         gender = None if self._gender.value == "any" else self._gender.value
-        found = self._client.voices.presets(locale=self._locale.value, gender=gender,
-                                            limit=self._count.value)
+        found = self._client.voices.presets(
+            locale=self._locale.value, gender=gender, limit=self._count.value
+        )
         for voice in found:
             self.voices[voice.voice_id] = VoiceInfo.of_preset(voice)
         return found.ids
@@ -144,7 +181,7 @@ class AuditionStudio(widgets.VBox):
         """Blind A/B for the next rounds (the checkbox)."""
         self._blind.value = on
 
-    def hear(self, text: str | None = None) -> "Audition | None":
+    def hear(self, text: str | None = None) -> Audition | None:
         """Say the line (or ``text``) with the chosen presets and every clone made here; the
         takes (``.takes``) play loudness-matched, under letters in blind mode.
 
@@ -159,16 +196,16 @@ class AuditionStudio(widgets.VBox):
         try:
             voice_ids = self.preset_ids() + list(self.clones)
             if not voice_ids:
-                self._status.value = (f"<i>no preset voice for {html.escape(self._locale.value)}"
-                                      f" ({html.escape(self._gender.value)}); try another "
-                                      "locale or gender</i>")
+                self._status.value = (
+                    f"<i>no preset voice for {html.escape(self._locale.value)}"
+                    f" ({html.escape(self._gender.value)}); try another "
+                    "locale or gender</i>"
+                )
                 return None
-            audition = self._client.tts.audition(text, voice_ids,
-                                                    language=self._locale.value)
+            audition = self._client.tts.audition(text, voice_ids, language=self._locale.value)
             self._status.value = "<i>matching loudness…</i>"
-            takes = make_takes(audition.speech, self.voices, text=text,
-                               locale=self._locale.value)
-        except Exception as exc:       # shown in the app; the studio stays usable
+            takes = make_takes(audition.speech, self.voices, text=text, locale=self._locale.value)
+        except Exception as exc:  # shown in the app; the studio stays usable
             self._status.value = _error_html(exc)
             return None
         finally:
@@ -190,24 +227,38 @@ class AuditionStudio(widgets.VBox):
             self.picks.append(pick)
             for card in self._round_cards():
                 card.reveal(picked=card.letter == letter)
-            self._picks.value = ("<ul class='dubkit-picks'>"
-                                 + "".join(p.html() for p in self.picks) + "</ul>")
-            self._status.value = (f"You picked <b>{html.escape(letter)}</b>: "
-                                  f"{html.escape(pick.name)}.")
+            self._picks.value = (
+                "<ul class='dubkit-picks'>" + "".join(p.html() for p in self.picks) + "</ul>"
+            )
+            self._status.value = (
+                f"You picked <b>{html.escape(letter)}</b>: {html.escape(pick.name)}."
+            )
             self._offer_voices(self.takes)
         return pick
 
-    def picks_frame(self) -> "pd.DataFrame":
+    def picks_frame(self) -> pd.DataFrame:
         """The blind picks so far as a table: round, text, letter, voice, line-up.
 
         >>> studio.picks_frame().name.value_counts()           # who wins blind
         """
         import pandas as pd
-        return pd.DataFrame([{"round": p.round, "text": p.text, "letter": p.letter,
-                              "voice_id": p.voice_id, "name": p.name, "provider": p.provider,
-                              "lineup": p.lineup} for p in self.picks])
 
-    def clone(self, recording: Any, name: str | None = None) -> "Clone":
+        return pd.DataFrame(
+            [
+                {
+                    "round": p.round,
+                    "text": p.text,
+                    "letter": p.letter,
+                    "voice_id": p.voice_id,
+                    "name": p.name,
+                    "provider": p.provider,
+                    "lineup": p.lineup,
+                }
+                for p in self.picks
+            ]
+        )
+
+    def clone(self, recording: Any, name: str | None = None) -> Clone:
         """Clone the voice in ``recording`` (as the panel's Clone button does) and hear it
         beside the presets."""
         self.clone_panel.name.value = name or ""
@@ -218,34 +269,52 @@ class AuditionStudio(widgets.VBox):
     # ----------------------------------------------------------------- deliveries
 
     def _build_deliveries(self) -> None:
-        self._voice = widgets.Dropdown(options=[("hear some voices first", "")], value="",
-                                       description="voice")
-        self._emotions = {e: widgets.ToggleButton(value=e in EMOTIONS[:4], description=e,
-                                                  layout=widgets.Layout(width="auto"))
-                          for e in EMOTIONS}
-        self._speeds = {s: widgets.ToggleButton(value=s == 1.0, description=f"{s:g}x",
-                                                layout=widgets.Layout(width="auto"))
-                        for s in SPEEDS}
+        self._voice = widgets.Dropdown(
+            options=[("hear some voices first", "")], value="", description="voice"
+        )
+        self._emotions = {
+            e: widgets.ToggleButton(
+                value=e in EMOTIONS[:4], description=e, layout=widgets.Layout(width="auto")
+            )
+            for e in EMOTIONS
+        }
+        self._speeds = {
+            s: widgets.ToggleButton(
+                value=s == 1.0, description=f"{s:g}x", layout=widgets.Layout(width="auto")
+            )
+            for s in SPEEDS
+        }
         for kind, toggles in (("emotion", self._emotions), ("speed", self._speeds)):
             for toggle in toggles.values():
                 toggle.add_class(f"dubkit-{kind}")
                 _mark_when_on(toggle)
-        self._hear_deliveries = widgets.Button(description="Hear deliveries",
-                                               button_style="primary")
+        self._hear_deliveries = widgets.Button(
+            description="Hear deliveries", button_style="primary"
+        )
         self._hear_deliveries.on_click(lambda _: self.deliveries())
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
-        self._deliveries_controls = widgets.VBox([
-            self._voice,
-            widgets.HBox([widgets.Label("emotion"), *self._emotions.values()], layout=row),
-            widgets.HBox([widgets.Label("speed"), *self._speeds.values(),
-                          self._hear_deliveries], layout=row)])
+        self._deliveries_controls = widgets.VBox(
+            [
+                self._voice,
+                widgets.HBox([widgets.Label("emotion"), *self._emotions.values()], layout=row),
+                widgets.HBox(
+                    [widgets.Label("speed"), *self._speeds.values(), self._hear_deliveries],
+                    layout=row,
+                ),
+            ]
+        )
         self._deliveries_status = widgets.HTML()
         self._deliveries = _takes_box()
         self._deliveries.add_class("dubkit-deliveries")
 
-    def deliveries(self, voice_id: str | None = None, *, emotions: Sequence[str] | None = None,
-                   speeds: Sequence[float] | None = None,
-                   text: str | None = None) -> list[Take]:
+    def deliveries(
+        self,
+        voice_id: str | None = None,
+        *,
+        emotions: Sequence[str] | None = None,
+        speeds: Sequence[float] | None = None,
+        text: str | None = None,
+    ) -> list[Take]:
         """The line said by one voice with each emotion at each speed (emotion-major order).
 
         A speed is a share of that emotion's natural reading time, asked for through the
@@ -258,20 +327,32 @@ class AuditionStudio(widgets.VBox):
         emotions = list(emotions or [e for e, t in self._emotions.items() if t.value])
         speeds = sorted(set(speeds or [s for s, t in self._speeds.items() if t.value]))
         text = self._text.value if text is None else text
-        problem = ("choose a voice (hear some voices first)" if not voice_id else
-                   "tick an emotion and a speed" if not emotions or not speeds else
-                   f"at most {MAX_DELIVERIES} deliveries at once"
-                   if len(emotions) * len(speeds) > MAX_DELIVERIES else
-                   "type a line to hear first" if not text.strip() else "")
+        problem = (
+            "choose a voice (hear some voices first)"
+            if not voice_id
+            else "tick an emotion and a speed"
+            if not emotions or not speeds
+            else f"at most {MAX_DELIVERIES} deliveries at once"
+            if len(emotions) * len(speeds) > MAX_DELIVERIES
+            else "type a line to hear first"
+            if not text.strip()
+            else ""
+        )
         if problem:
             self._deliveries_status.value = f"<i>{html.escape(problem)}</i>"
             return []
         self._deliveries_status.value = "<i>speaking…</i>"
         self._hear_deliveries.disabled = True
         try:
-            takes = speak_deliveries(self._client, self._voice_info(voice_id), text,
-                                     emotions, speeds, language=self._locale.value)
-        except Exception as exc:      # shown in the app; the studio stays usable
+            takes = speak_deliveries(
+                self._client,
+                self._voice_info(voice_id),
+                text,
+                emotions,
+                speeds,
+                language=self._locale.value,
+            )
+        except Exception as exc:  # shown in the app; the studio stays usable
             self._deliveries_status.value = _error_html(exc)
             return []
         finally:
@@ -282,7 +363,9 @@ class AuditionStudio(widgets.VBox):
         self._deliveries_status.value = (
             f"<small>The catalogue says {html.escape(info.name)} does not follow emotion "
             "prompts: on the service its emotions may sound alike.</small>"
-            if info.follows_emotion is False and set(emotions) - {NEUTRAL} else "")
+            if info.follows_emotion is False and set(emotions) - {NEUTRAL}
+            else ""
+        )
         return takes
 
     # ----------------------------------------------------------------- internals
@@ -290,10 +373,14 @@ class AuditionStudio(widgets.VBox):
     def _show_round(self, takes: list[Take]) -> None:
         if self._blind.value:
             self.blind_round = BlindRound(takes, self._rng)
-            cards = [TakeCard(t, self.shortlist, letter=k, hidden=True, on_pick=self.pick)
-                     for k, t in self.blind_round.takes.items()]
-            self._status.value = ("<i>Blind round: listen, then pick the take you prefer; the "
-                                  "voices are shown after your pick.</i>")
+            cards = [
+                TakeCard(t, self.shortlist, letter=k, hidden=True, on_pick=self.pick)
+                for k, t in self.blind_round.takes.items()
+            ]
+            self._status.value = (
+                "<i>Blind round: listen, then pick the take you prefer; the "
+                "voices are shown after your pick.</i>"
+            )
         else:
             self.blind_round = None
             cards = [TakeCard(t, self.shortlist) for t in takes]
@@ -307,8 +394,9 @@ class AuditionStudio(widgets.VBox):
     @property
     def cards(self) -> list[TakeCard]:
         """Every card shown: the round's, then the deliveries'."""
-        return self._round_cards() + [c for c in self._deliveries.children
-                                      if isinstance(c, TakeCard)]
+        return self._round_cards() + [
+            c for c in self._deliveries.children if isinstance(c, TakeCard)
+        ]
 
     def _offer_voices(self, takes: list[Take]) -> None:
         """The voices just heard become the choices for deliveries."""
@@ -321,17 +409,25 @@ class AuditionStudio(widgets.VBox):
 
     def _voice_info(self, voice_id: str) -> VoiceInfo:
         if voice_id not in self.voices:
-            found = (self._client.voices.clones(voice_id=voice_id, limit=1)
-                     if voice_id.startswith("cv_") else
-                     self._client.voices.presets(voice_id=voice_id, limit=1))
-            self.voices[voice_id] = ((VoiceInfo.of_clone(found[0]) if voice_id.startswith("cv_")
-                                      else VoiceInfo.of_preset(found[0])) if found
-                                     else VoiceInfo.unknown(voice_id))
+            found = (
+                self._client.voices.clones(voice_id=voice_id, limit=1)
+                if voice_id.startswith("cv_")
+                else self._client.voices.presets(voice_id=voice_id, limit=1)
+            )
+            self.voices[voice_id] = (
+                (
+                    VoiceInfo.of_clone(found[0])
+                    if voice_id.startswith("cv_")
+                    else VoiceInfo.of_preset(found[0])
+                )
+                if found
+                else VoiceInfo.unknown(voice_id)
+            )
         return self.voices[voice_id]
 
-    def _adopt(self, clone: "Clone | None") -> None:
+    def _adopt(self, clone: Clone | None) -> None:
         if clone is None or not clone.voice_id or clone.voice_id in self.clones:
-            return          # the panel said why (no file, a refusal); nothing new to hear
+            return  # the panel said why (no file, a refusal); nothing new to hear
         self.clones[clone.voice_id] = clone.name or clone.voice_id
         self.voices[clone.voice_id] = VoiceInfo.of_clone(clone)
         self.hear()
@@ -339,18 +435,23 @@ class AuditionStudio(widgets.VBox):
     def static_html(self) -> str:
         """What a saved notebook shows in place of the live app."""
         shown: list[tuple[str | None, Take]] = (
-            list(self.blind_round.takes.items()) if self.blind_round is not None
-            else [(None, t) for t in self.takes])
+            list(self.blind_round.takes.items())
+            if self.blind_round is not None
+            else [(None, t) for t in self.takes]
+        )
         hidden = self.blind_round is not None and not self.blind_round.revealed
         cards = "".join(t.card_html(letter=k, hidden=hidden) for k, t in shown)
         deliveries = "".join(t.card_html() for t in self.delivery_takes)
         row = "<div style='display:flex;flex-wrap:wrap;gap:8px'>{}</div>"
-        return ("<div class='dubkit-studio'><p><b>Audition studio</b> (live in JupyterLab or "
-                "as an app: <code>dubkit studio</code>)</p>"
-                + (row.format(cards) if cards else "") + self._picks.value
-                + (row.format(deliveries) if deliveries else "")
-                + (shortlist_table_html(self.shortlist) if len(self.shortlist) else "")
-                + "</div>")
+        return (
+            "<div class='dubkit-studio'><p><b>Audition studio</b> (live in JupyterLab or "
+            "as an app: <code>dubkit studio</code>)</p>"
+            + (row.format(cards) if cards else "")
+            + self._picks.value
+            + (row.format(deliveries) if deliveries else "")
+            + (shortlist_table_html(self.shortlist) if len(self.shortlist) else "")
+            + "</div>"
+        )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}

@@ -14,8 +14,8 @@ from __future__ import annotations
 import html
 import random
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .takes import Take
 
@@ -30,16 +30,22 @@ class Pick:
     voice_id: str
     name: str
     provider: str | None
-    lineup: dict[str, str]           # letter -> voice id
-    names: dict[str, str]            # letter -> voice name
+    lineup: dict[str, str]  # letter -> voice id
+    names: dict[str, str]  # letter -> voice name
 
     def html(self) -> str:
-        others = ", ".join(f"{html.escape(letter)}: {html.escape(name)}"
-                           for letter, name in self.names.items() if letter != self.letter)
-        return (f"<li class='dubkit-pick'>Round {self.round}: you picked "
-                f"<b>{html.escape(self.letter)}</b>, {html.escape(self.name)} "
-                f"(<code>{html.escape(self.voice_id)}</code>)"
-                + (f" over {others}" if others else "") + "</li>")
+        others = ", ".join(
+            f"{html.escape(letter)}: {html.escape(name)}"
+            for letter, name in self.names.items()
+            if letter != self.letter
+        )
+        return (
+            f"<li class='dubkit-pick'>Round {self.round}: you picked "
+            f"<b>{html.escape(self.letter)}</b>, {html.escape(self.name)} "
+            f"(<code>{html.escape(self.voice_id)}</code>)"
+            + (f" over {others}" if others else "")
+            + "</li>"
+        )
 
 
 class BlindRound:
@@ -66,11 +72,18 @@ class BlindRound:
         if self.picked is not None:
             return self.picked
         if letter not in self.takes:
-            raise ValueError(f"no take {letter!r} in this round; the takes are "
-                             f"{', '.join(self.letters)}")
+            raise ValueError(
+                f"no take {letter!r} in this round; the takes are {', '.join(self.letters)}"
+            )
         take = self.takes[letter]
-        self.picked = Pick(round_number, take.text, letter, take.voice.voice_id,
-                           take.voice.name, take.voice.provider,
-                           {k: t.voice.voice_id for k, t in self.takes.items()},
-                           {k: t.voice.name for k, t in self.takes.items()})
+        self.picked = Pick(
+            round_number,
+            take.text,
+            letter,
+            take.voice.voice_id,
+            take.voice.name,
+            take.voice.provider,
+            {k: t.voice.voice_id for k, t in self.takes.items()},
+            {k: t.voice.name for k, t in self.takes.items()},
+        )
         return self.picked

@@ -8,17 +8,19 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 # The code cell of the app notebook (notebooks/apps/audition_studio.ipynb holds the same cell);
 # used as is when dubkit is installed without the repository's notebooks. The name `studio`
 # lets a notebook reach the shortlist in code (studio.shortlist.to_selected_voices()).
-APP_SOURCE = ("import dubkit\n"
-              "from dubkit.studio import AuditionStudio\n"
-              "\n"
-              "studio = AuditionStudio(dubkit.connect(quiet=True))\n"
-              "studio")
+APP_SOURCE = (
+    "import dubkit\n"
+    "from dubkit.studio import AuditionStudio\n"
+    "\n"
+    "studio = AuditionStudio(dubkit.connect(quiet=True))\n"
+    "studio"
+)
 APP_INTRO = """# Audition studio
 
 Pick a locale and a gender, type a line and press **Hear them**: several voices say it side by
@@ -39,11 +41,16 @@ def app_notebook() -> Path:
     if here.exists():
         return here
     import nbformat
+
     folder = Path(tempfile.mkdtemp(prefix="dubkit-studio-"))
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(APP_INTRO),
-                                               nbformat.v4.new_code_cell(APP_SOURCE)])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell(APP_INTRO), nbformat.v4.new_code_cell(APP_SOURCE)]
+    )
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     target = folder / "audition_studio.ipynb"
     nbformat.write(notebook, target)
     return target
@@ -52,11 +59,14 @@ def app_notebook() -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """``dubkit studio [--port N] [--host H] [--no-browser]``: serve the studio with Voila."""
     parser = argparse.ArgumentParser(
-        prog="dubkit studio", description="Serve the audition studio, a Voila app, on this "
-        "machine: the sandbox by default, the service when DUBKIT_API_KEY is set.")
+        prog="dubkit studio",
+        description="Serve the audition studio, a Voila app, on this "
+        "machine: the sandbox by default, the service when DUBKIT_API_KEY is set.",
+    )
     parser.add_argument("--port", type=int, default=8866)
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="interface to listen on (loopback by default)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="interface to listen on (loopback by default)"
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     args = parser.parse_args(argv)
     try:
@@ -64,8 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError:
         print("dubkit studio needs Voila: pip install 'dubkit[studio]'", file=sys.stderr)
         return 2
-    options = [str(app_notebook()), f"--port={args.port}", f"--Voila.ip={args.host}",
-               "--show_tracebacks=True", "--theme=light"]
+    options = [
+        str(app_notebook()),
+        f"--port={args.port}",
+        f"--Voila.ip={args.host}",
+        "--show_tracebacks=True",
+        "--theme=light",
+    ]
     if args.no_browser:
         options.append("--no-browser")
     Voila.launch_instance(argv=options)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -34,24 +35,35 @@ class Entry:
     kind: str
     voice_locale: str | None
     gender: str | None
-    locale: str | None            # the language the line was spoken in
+    locale: str | None  # the language the line was spoken in
     emotion: str = NEUTRAL
     speed: float = 1.0
     note: str = ""
-    line: str = ""                # what the voice said when it was starred
-    loudness: float | None = None   # its original level, LUFS
+    line: str = ""  # what the voice said when it was starred
+    loudness: float | None = None  # its original level, LUFS
 
     @property
     def key(self) -> str:
         return f"{self.voice_id}|{self.emotion}|{self.speed:g}"
 
     @classmethod
-    def of_take(cls, take: "Take", note: str = "") -> "Entry":
+    def of_take(cls, take: Take, note: str = "") -> Entry:
         voice = take.voice
         level = take.matched.original if take.matched is not None else None
-        return cls(voice.voice_id, voice.provider, voice.name, voice.kind, voice.locale,
-                   voice.gender, take.locale, take.emotion, take.speed, note, take.text,
-                   None if level is None else round(level, 1))
+        return cls(
+            voice.voice_id,
+            voice.provider,
+            voice.name,
+            voice.kind,
+            voice.locale,
+            voice.gender,
+            take.locale,
+            take.emotion,
+            take.speed,
+            note,
+            take.text,
+            None if level is None else round(level, 1),
+        )
 
 
 COLUMNS = [f.name for f in fields(Entry)]
@@ -63,11 +75,11 @@ class Shortlist:
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self._entries: dict[str, Entry] = {e.key: e for e in entries}
-        self._watchers: list[Callable[["Shortlist"], None]] = []
+        self._watchers: list[Callable[[Shortlist], None]] = []
 
     # ----------------------------------------------------------------- changing it
 
-    def add(self, take: "Take", note: str = "") -> Entry:
+    def add(self, take: Take, note: str = "") -> Entry:
         """Star ``take`` (again: keeps its place, updates the note if one is given)."""
         entry = self._entries.get(take.key)
         if entry is None:
@@ -91,7 +103,7 @@ class Shortlist:
         self._entries.clear()
         self._changed()
 
-    def observe(self, watcher: Callable[["Shortlist"], None]) -> None:
+    def observe(self, watcher: Callable[[Shortlist], None]) -> None:
         """Call ``watcher(shortlist)`` after every change (the app redraws its table)."""
         self._watchers.append(watcher)
 
@@ -134,12 +146,12 @@ class Shortlist:
         return _written(json.dumps(self.to_records(), indent=1, ensure_ascii=False) + "\n", path)
 
     @classmethod
-    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> "Shortlist":
+    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> Shortlist:
         known = set(COLUMNS)
         return cls(Entry(**{k: v for k, v in r.items() if k in known}) for r in records)
 
     @classmethod
-    def load(cls, path_or_text: str | Path) -> "Shortlist":
+    def load(cls, path_or_text: str | Path) -> Shortlist:
         """A shortlist exported as JSON (a file path, or the JSON text itself)."""
         text = str(path_or_text)
         if not text.lstrip().startswith("["):
@@ -162,8 +174,10 @@ class Shortlist:
         seen: dict[str, dict[str, str]] = {}
         for entry in self:
             if entry.voice_id not in seen:
-                seen[entry.voice_id] = {"voiceId": entry.voice_id, **(
-                    {"provider": entry.provider} if entry.provider else {})}
+                seen[entry.voice_id] = {
+                    "voiceId": entry.voice_id,
+                    **({"provider": entry.provider} if entry.provider else {}),
+                }
         return list(seen.values())
 
     def tts_lines(self, texts: Iterable[str] | str) -> list[dict[str, Any]]:

@@ -12,16 +12,17 @@ made it.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..media import loudness
 from ..media.audio import waveform_svg
 from ..media.mime import mime_type
-from ..views.players import line_source, player_html
 from ..views.buttons import download_button_html
+from ..views.players import line_source, player_html
 from .voices import VoiceInfo
 
 if TYPE_CHECKING:
@@ -36,14 +37,14 @@ class Take:
     """``voice`` saying ``text`` in ``locale`` with ``emotion`` at ``speed`` (1.0: natural)."""
 
     voice: VoiceInfo
-    line: "SpeechLine"
+    line: SpeechLine
     text: str
     locale: str | None = None
     emotion: str = NEUTRAL
     speed: float = 1.0
     matched: loudness.Matched | None = None
-    problem: str | None = field(default=None)    # why it could not be measured
-    compared: bool = False       # one of a voice's deliveries: the delivery is its title
+    problem: str | None = field(default=None)  # why it could not be measured
+    compared: bool = False  # one of a voice's deliveries: the delivery is its title
 
     @property
     def key(self) -> str:
@@ -68,12 +69,12 @@ class Take:
             parts.append(f"{self.speed:g}x")
         return " · ".join(parts)
 
-    def measure(self) -> "Take":
+    def measure(self) -> Take:
         """Download, decode and loudness-match the take (once); a failure is kept as text."""
         if self.matched is None and self.problem is None and self.ok:
             try:
                 self.matched = loudness.match(self.line.audio, self.line.sample_rate)
-            except Exception as exc:      # shown on the card; the others still compare
+            except Exception as exc:  # shown on the card; the others still compare
                 self.problem = f"{type(exc).__name__}: {exc}"
         return self
 
@@ -90,14 +91,20 @@ class Take:
         if not self.ok:
             return ""
         if hidden and self.matched is not None and not self.matched.silent:
-            return (f"<div class='dubkit-loudness' style='font-size:90%'>plays at "
-                    f"{self.matched.loudness:.0f} LUFS; own level after pick</div>")
+            return (
+                f"<div class='dubkit-loudness' style='font-size:90%'>plays at "
+                f"{self.matched.loudness:.0f} LUFS; own level after pick</div>"
+            )
         if self.matched is None:
-            return (f"<div class='dubkit-loudness'>level unknown ({html.escape(self.problem or '')}"
-                    "); played as it came</div>")
-        return (f"<div class='dubkit-loudness' title='EBU R128 integrated loudness of the take; "
-                f"it plays at {self.matched.target:g} LUFS so that no voice wins by being "
-                f"louder' style='font-size:90%'>{html.escape(self.matched.label())}</div>")
+            return (
+                f"<div class='dubkit-loudness'>level unknown ({html.escape(self.problem or '')}"
+                "); played as it came</div>"
+            )
+        return (
+            f"<div class='dubkit-loudness' title='EBU R128 integrated loudness of the take; "
+            f"it plays at {self.matched.target:g} LUFS so that no voice wins by being "
+            f"louder' style='font-size:90%'>{html.escape(self.matched.label())}</div>"
+        )
 
     def player_html(self) -> str:
         if not self.ok:
@@ -115,44 +122,68 @@ class Take:
     def download_html(self) -> str:
         if not self.ok:
             return ""
-        return download_button_html(line_source(self.line), f"{self.line.format or 'audio'}",
-                                    filename=self.filename(), mime=mime_type(self.line.format),
-                                    title="the take as the service made it (not loudness-"
-                                          "matched)")
+        return download_button_html(
+            line_source(self.line),
+            f"{self.line.format or 'audio'}",
+            filename=self.filename(),
+            mime=mime_type(self.line.format),
+            title="the take as the service made it (not loudness-matched)",
+        )
 
     def card_html(self, *, letter: str | None = None, hidden: bool = False) -> str:
         """The whole card as static HTML (saved notebooks); ``hidden``: a blind take."""
-        return ("<div class='dubkit-take' style='border:1px solid #d0d7de;border-radius:6px;"
-                "padding:6px;min-width:220px'>" + self.header_html(letter=letter, hidden=hidden)
-                + self.level_html(hidden=hidden) + self.player_html()
-                + ("" if hidden else self.download_html()) + "</div>")
+        return (
+            "<div class='dubkit-take' style='border:1px solid #d0d7de;border-radius:6px;"
+            "padding:6px;min-width:220px'>"
+            + self.header_html(letter=letter, hidden=hidden)
+            + self.level_html(hidden=hidden)
+            + self.player_html()
+            + ("" if hidden else self.download_html())
+            + "</div>"
+        )
 
-    def header_html(self, *, letter: str | None = None, hidden: bool = False,
-                    badge: str = "") -> str:
+    def header_html(
+        self, *, letter: str | None = None, hidden: bool = False, badge: str = ""
+    ) -> str:
         if hidden:
-            return (f"<div class='dubkit-take-name' style='font-weight:600'>Take "
-                    f"{html.escape(letter or '?')}</div><div style='color:#57606a;"
-                    "font-size:90%'>voice hidden until you pick</div>")
-        if self.compared:       # the voice is the section's; the delivery tells cards apart
+            return (
+                f"<div class='dubkit-take-name' style='font-weight:600'>Take "
+                f"{html.escape(letter or '?')}</div><div style='color:#57606a;"
+                "font-size:90%'>voice hidden until you pick</div>"
+            )
+        if self.compared:  # the voice is the section's; the delivery tells cards apart
             return self.voice.label_html(title=self.delivery(), by=True)
         prefix = f"{letter}: " if letter else ""
         delivery = self.delivery()
-        extra = (f"<div class='dubkit-take-delivery' style='font-size:90%'>"
-                 f"{html.escape(delivery)}</div>") if delivery else ""
+        extra = (
+            (
+                f"<div class='dubkit-take-delivery' style='font-size:90%'>"
+                f"{html.escape(delivery)}</div>"
+            )
+            if delivery
+            else ""
+        )
         return self.voice.label_html(prefix=prefix, badge=badge) + extra
 
 
-def make_takes(lines: Iterable["SpeechLine"], voices: Mapping[str, VoiceInfo], *, text: str,
-               locale: str | None, deliveries: list[tuple[str, float]] | None = None,
-               workers: int = 4) -> list[Take]:
+def make_takes(
+    lines: Iterable[SpeechLine],
+    voices: Mapping[str, VoiceInfo],
+    *,
+    text: str,
+    locale: str | None,
+    deliveries: list[tuple[str, float]] | None = None,
+    workers: int = 4,
+) -> list[Take]:
     """One take a line (``deliveries``: the (emotion, speed) of each line), measured in
     parallel: each measurement downloads a file and runs ffmpeg, both mostly waiting."""
     takes = []
     for i, line in enumerate(lines):
         emotion, speed = deliveries[i] if deliveries else (NEUTRAL, 1.0)
         voice = voices.get(line.voice_id or "") or VoiceInfo.unknown(line.voice_id or "")
-        takes.append(Take(voice, line, text, locale, emotion, speed,
-                          compared=deliveries is not None))
+        takes.append(
+            Take(voice, line, text, locale, emotion, speed, compared=deliveries is not None)
+        )
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(Take.measure, takes))
     return takes

@@ -27,26 +27,38 @@ class VoiceInfo:
     gender: str | None = None
     kind: str = "preset"
     hd: bool = False
-    follows_emotion: bool | None = None      # None: the catalogue does not say
+    follows_emotion: bool | None = None  # None: the catalogue does not say
 
     @classmethod
-    def of_preset(cls, voice: "PresetVoice") -> "VoiceInfo":
+    def of_preset(cls, voice: PresetVoice) -> VoiceInfo:
         extra: dict[str, Any] = voice.model_extra or {}
         emotion = extra.get("supportsEmotionPrompt")
-        return cls(voice.voice_id or "", voice.display_name or voice.local_name
-                   or voice.voice_id or "", voice.provider, voice.locale, voice.gender,
-                   "preset", bool(voice.is_hd),
-                   None if emotion is None else bool(emotion))
+        return cls(
+            voice.voice_id or "",
+            voice.display_name or voice.local_name or voice.voice_id or "",
+            voice.provider,
+            voice.locale,
+            voice.gender,
+            "preset",
+            bool(voice.is_hd),
+            None if emotion is None else bool(emotion),
+        )
 
     @classmethod
-    def of_clone(cls, voice: "ClonedVoice | Clone") -> "VoiceInfo":
+    def of_clone(cls, voice: ClonedVoice | Clone) -> VoiceInfo:
         """A clone from a listing (:class:`ClonedVoice`) or one just made (:class:`Clone`)."""
         locale = getattr(voice, "example_language", None) or getattr(voice, "language", None)
-        return cls(voice.voice_id or "", voice.name or voice.voice_id or "", voice.provider,
-                   locale, None, "clone")
+        return cls(
+            voice.voice_id or "",
+            voice.name or voice.voice_id or "",
+            voice.provider,
+            locale,
+            None,
+            "clone",
+        )
 
     @classmethod
-    def unknown(cls, voice_id: str) -> "VoiceInfo":
+    def unknown(cls, voice_id: str) -> VoiceInfo:
         """A voice the listings did not return (shown by its id)."""
         return cls(voice_id, voice_id, kind="unknown")
 
@@ -61,8 +73,9 @@ class VoiceInfo:
         """Locale, gender and tier, the ones known."""
         return [f for f in (self.locale, self.gender, self.tier) if f]
 
-    def label_html(self, *, prefix: str = "", title: str | None = None, by: bool = False,
-                   badge: str = "") -> str:
+    def label_html(
+        self, *, prefix: str = "", title: str | None = None, by: bool = False, badge: str = ""
+    ) -> str:
         """The name (after ``prefix``, e.g. a blind take's letter), the facts, and the id one
         click away (a ``<details>`` whose ``<code>`` selects whole on one click).
 
@@ -71,14 +84,22 @@ class VoiceInfo:
         """
         facts = " · ".join(html.escape(f) for f in ([self.name] if by else []) + self.facts())
         heading = html.escape(prefix) + html.escape(self.name if title is None else title)
-        return (f"<div style='display:flex;gap:10px'><div class='dubkit-take-name' "
-                f"style='font-weight:600'>{heading}</div>{badge}</div>"
-                f"<div class='dubkit-take-facts' style='color:#57606a;font-size:90%'>{facts}</div>"
-                f"<details class='dubkit-voice-id' style='font-size:85%'><summary "
-                f"style='cursor:pointer;color:#57606a'>voice id</summary><code "
-                f"style='user-select:all'>{html.escape(self.voice_id)}</code></details>")
+        return (
+            f"<div style='display:flex;gap:10px'><div class='dubkit-take-name' "
+            f"style='font-weight:600'>{heading}</div>{badge}</div>"
+            f"<div class='dubkit-take-facts' style='color:#57606a;font-size:90%'>{facts}</div>"
+            f"<details class='dubkit-voice-id' style='font-size:85%'><summary "
+            f"style='cursor:pointer;color:#57606a'>voice id</summary><code "
+            f"style='user-select:all'>{html.escape(self.voice_id)}</code></details>"
+        )
 
     def record(self) -> dict[str, Any]:
         """The facts as plain data (for exports)."""
-        return {"voice_id": self.voice_id, "provider": self.provider, "name": self.name,
-                "kind": self.kind, "voice_locale": self.locale, "gender": self.gender}
+        return {
+            "voice_id": self.voice_id,
+            "provider": self.provider,
+            "name": self.name,
+            "kind": self.kind,
+            "voice_locale": self.locale,
+            "gender": self.gender,
+        }

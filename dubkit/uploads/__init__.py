@@ -22,13 +22,32 @@ key: the key is attached only to requests below ``base_url``'s API path, and sto
 point at another host, which must never see it.
 """
 
-from .files import (DEFAULT_PART_SIZE, MAX_PARTS, MIN_PART_SIZE, MiB, check_media_file,
-                    file_md5, part_size_for)
-from .flow import (MULTIPART_THRESHOLD, ProgressCallback, Upload, UploadError,
-                   UploadProgress)
+from .files import (
+    DEFAULT_PART_SIZE,
+    MAX_PARTS,
+    MIN_PART_SIZE,
+    MiB,
+    check_media_file,
+    file_md5,
+    part_size_for,
+)
+from .flow import MULTIPART_THRESHOLD, ProgressCallback, Upload, UploadError, UploadProgress
 from .state import UploadState, default_state_dir, pending_states
 
-__all__ = ["Upload", "UploadError", "UploadProgress", "UploadState", "ProgressCallback",
-           "check_media_file", "file_md5", "part_size_for", "pending_states",
-           "default_state_dir", "MULTIPART_THRESHOLD", "MIN_PART_SIZE", "DEFAULT_PART_SIZE",
-           "MAX_PARTS", "MiB"]
+__all__ = [
+    "Upload",
+    "UploadError",
+    "UploadProgress",
+    "UploadState",
+    "ProgressCallback",
+    "check_media_file",
+    "file_md5",
+    "part_size_for",
+    "pending_states",
+    "default_state_dir",
+    "MULTIPART_THRESHOLD",
+    "MIN_PART_SIZE",
+    "DEFAULT_PART_SIZE",
+    "MAX_PARTS",
+    "MiB",
+]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..schema import PresignParts, PresignPartsAnswer
 from .state import UploadState
@@ -19,8 +20,9 @@ class PartUrls:
     answer); ``missing`` is the order in which parts will be sent.
     """
 
-    def __init__(self, call: Callable[[str, Any], Any], state: UploadState,
-                 missing: list[int]) -> None:
+    def __init__(
+        self, call: Callable[[str, Any], Any], state: UploadState, missing: list[int]
+    ) -> None:
         self._call, self._state, self._order = call, state, missing
         self._urls: dict[int, tuple[str, float]] = {}
         self._lock = threading.Lock()
@@ -31,10 +33,11 @@ class PartUrls:
             if time.monotonic() < expires:
                 return url
             start = self._order.index(number)
-            batch = self._order[start:start + PRESIGN_BATCH]
+            batch = self._order[start : start + PRESIGN_BATCH]
             request = PresignParts(**self._state.ref().model_dump(), part_numbers=batch)
             answer = PresignPartsAnswer.model_validate(
-                self._call("materials.multipart_presign", request))
+                self._call("materials.multipart_presign", request)
+            )
             # Renew a little before the service's expiry, never after it.
             expires = time.monotonic() + float(answer.expires_in_seconds or 3600) * 0.9
             for item in answer.urls:

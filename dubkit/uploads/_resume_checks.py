@@ -14,15 +14,17 @@ Both questions come from a run that stopped at the wrong moment:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .files import range_digest
 from .state import UploadState
 
 
-def first_changed_part(path: Path, state: UploadState, size: int,
-                       on_bytes: Callable[[int], None] | None = None) -> int | None:
+def first_changed_part(
+    path: Path, state: UploadState, size: int, on_bytes: Callable[[int], None] | None = None
+) -> int | None:
     """The first sent part whose bytes in the file no longer have the digest taken as it was
     sent, or that has no digest (a state written before digests were kept); else None.
 
@@ -37,14 +39,18 @@ def first_changed_part(path: Path, state: UploadState, size: int,
         offset = (number - 1) * part_size
         length = min(part_size, size - offset)
         recorded = digests.get(number)
-        if recorded is None or length <= 0 or \
-                range_digest(path, offset, length, on_bytes) != recorded:
+        if (
+            recorded is None
+            or length <= 0
+            or range_digest(path, offset, length, on_bytes) != recorded
+        ):
             return number
     return None
 
 
-def registered_by_last_run(find_by_hash: Callable[[str], dict[str, Any] | None],
-                           state: UploadState, size: int) -> dict[str, Any] | None:
+def registered_by_last_run(
+    find_by_hash: Callable[[str], dict[str, Any] | None], state: UploadState, size: int
+) -> dict[str, Any] | None:
     """The material of this upload's bytes if the last run sent every part (so it may have
     completed the upload and died before clearing its state); else None.
 

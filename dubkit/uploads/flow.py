@@ -5,23 +5,37 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .._transport import Transport
-from ..errors import (APIConnectionError, APIError, DubkitError, IdempotencyConflictError,
-                      NotFoundError, ServerError, ValidationError)
-from ..schema import (GenUploadUrlAnswer, Material, MultipartComplete,
-                      MultipartInitiateAnswer, UploadComplete, UploadStart)
+from ..errors import (
+    APIConnectionError,
+    APIError,
+    DubkitError,
+    IdempotencyConflictError,
+    NotFoundError,
+    ServerError,
+    ValidationError,
+)
+from ..schema import (
+    GenUploadUrlAnswer,
+    Material,
+    MultipartComplete,
+    MultipartInitiateAnswer,
+    UploadComplete,
+    UploadStart,
+)
 from ._part_urls import PartUrls
 from ._resume_checks import first_changed_part, registered_by_last_run
 from .files import FileSlice, check_media_file, file_md5, part_size_for
 from .state import UploadState
 
 MULTIPART_THRESHOLD = 32 * 1024 * 1024
-_REPORT_EVERY = 0.2              # seconds between progress reports
+_REPORT_EVERY = 0.2  # seconds between progress reports
 
 ProgressCallback = Callable[["UploadProgress"], None]
 
@@ -47,8 +61,8 @@ class UploadProgress:
     parts_done: int = 0
     parts_total: int = 0
     resumed_parts: int = 0
-    resumed_bytes: int = 0          # sent by an earlier, interrupted run
-    verified: int = 0               # of those, re-read to check they are still the file's
+    resumed_bytes: int = 0  # sent by an earlier, interrupted run
+    verified: int = 0  # of those, re-read to check they are still the file's
     material_id: str | None = None
     duplicate: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -88,27 +102,36 @@ class _Refused(Exception):
 class Upload:
     """One file's way to a registered material; :meth:`run` does it all (see module docs)."""
 
-    def __init__(self, transport: Transport, path: str | os.PathLike[str], *,
-                 find_by_hash: Callable[[str], dict[str, Any] | None],
-                 name: str | None = None, progress: ProgressCallback | None = None,
-                 part_size: int | None = None, concurrency: int = 4,
-                 multipart_threshold: int = MULTIPART_THRESHOLD, resume: bool = True,
-                 state_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        path: str | os.PathLike[str],
+        *,
+        find_by_hash: Callable[[str], dict[str, Any] | None],
+        name: str | None = None,
+        progress: ProgressCallback | None = None,
+        part_size: int | None = None,
+        concurrency: int = 4,
+        multipart_threshold: int = MULTIPART_THRESHOLD,
+        resume: bool = True,
+        state_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.transport = transport
-        self.find_by_hash = find_by_hash     # the registered material of these bytes, if any
+        self.find_by_hash = find_by_hash  # the registered material of these bytes, if any
         self.path = check_media_file(path)
         self.name = name or self.path.name
         if part_size is not None:
-            part_size_for(0, None, part_size)           # refuse a bad size before any request
+            part_size_for(0, None, part_size)  # refuse a bad size before any request
         if concurrency < 1:
             raise ValidationError("concurrency", "at least 1")
         self.part_size, self.concurrency = part_size, concurrency
         self.threshold, self.resume = multipart_threshold, resume
         self.size = self.path.stat().st_size
-        self.state_file = UploadState.location(Path(state_dir) if state_dir else None,
-                                               transport.account_id, self.path)
+        self.state_file = UploadState.location(
+            Path(state_dir) if state_dir else None, transport.account_id, self.path
+        )
         self.progress = UploadProgress(self.name, self.size)
-        self.on_progress = progress      # called from the caller's thread only
+        self.on_progress = progress  # called from the caller's thread only
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._last_report = 0.0
@@ -134,17 +157,18 @@ class Upload:
 
     # -- flows
     def _fresh(self) -> dict[str, Any]:
-        self.progress = UploadProgress(self.name, self.size)     # a restart begins anew
+        self.progress = UploadProgress(self.name, self.size)  # a restart begins anew
         self._stop.clear()
         stale = UploadState.load(self.state_file)
-        if stale is not None:            # resume=False: the old session must not linger
+        if stale is not None:  # resume=False: the old session must not linger
             self._abort(stale)
         file_hash = file_md5(self.path, self._hashed)
         self._phase("uploading")
         start = UploadStart(file_hash=file_hash, file_name=self.name)
         if self.size < self.threshold:
             answer = GenUploadUrlAnswer.model_validate(
-                self._call("materials.gen_upload_url", start))
+                self._call("materials.gen_upload_url", start)
+            )
             if answer.material is not None:
                 self.progress.duplicate = True
                 return self._done(answer.material.to_wire())
@@ -157,10 +181,12 @@ class Upload:
             self.progress.duplicate = True
             return self._done(known)
         started = MultipartInitiateAnswer.model_validate(
-            self._call("materials.multipart_initiate", start))
+            self._call("materials.multipart_initiate", start)
+        )
         part_size = part_size_for(self.size, started.recommended_part_size, self.part_size)
-        return self._multipart(UploadState.begin(self.state_file, self.path, file_hash,
-                                                 self.name, started, part_size))
+        return self._multipart(
+            UploadState.begin(self.state_file, self.path, file_hash, self.name, started, part_size)
+        )
 
     def _resume(self, state: UploadState) -> dict[str, Any]:
         """Send the missing parts of an interrupted upload, once what it sent is checked.
@@ -172,13 +198,13 @@ class Upload:
         """
         self.progress.hashed = self.size
         self.progress.resumed_parts = len(state.etags)
-        self.progress.phase = "uploading"       # while checking, ticks show ``verified`` grow
+        self.progress.phase = "uploading"  # while checking, ticks show ``verified`` grow
         if first_changed_part(self.path, state, self.size, self._verified) is not None:
             self._abort(state)
             return self._fresh()
         registered = registered_by_last_run(self.find_by_hash, state, self.size)
         if registered is not None:
-            state.delete()     # no abort: the service refuses one of a completed upload
+            state.delete()  # no abort: the service refuses one of a completed upload
             self.progress.sent = self.progress.resumed_bytes = self.size
             return self._done(registered)
         self._phase("uploading")
@@ -194,23 +220,31 @@ class Upload:
         self.progress.parts_total = 1
         current = [answer]
 
-        def renew() -> None:         # the single URL expired: a new session, a new URL
+        def renew() -> None:  # the single URL expired: a new session, a new URL
             current[0] = GenUploadUrlAnswer.model_validate(
-                self._call("materials.gen_upload_url", start))
+                self._call("materials.gen_upload_url", start)
+            )
 
         try:
             self._put_retrying(lambda: current[0].upload_url or "", renew, 0, self.size)
         except _TRANSIENT as exc:
-            raise UploadError(f"upload of {self.name!r} failed ({type(exc).__name__}); try "
-                              f"again", resumable=False) from None
+            raise UploadError(
+                f"upload of {self.name!r} failed ({type(exc).__name__}); try again", resumable=False
+            ) from None
         except _Refused as exc:
             raise _reworded(exc.error, f"storage refused {self.name!r}") from None
         self.progress.parts_done = 1
         self._phase("registering")
         answer = current[0]
-        return self._done(self._register("materials.complete", UploadComplete(
-            **start.model_dump(), s3_uri=answer.s3_uri, material_id=answer.material_id),
-            start.file_hash))
+        return self._done(
+            self._register(
+                "materials.complete",
+                UploadComplete(
+                    **start.model_dump(), s3_uri=answer.s3_uri, material_id=answer.material_id
+                ),
+                start.file_hash,
+            )
+        )
 
     def _multipart(self, state: UploadState) -> dict[str, Any]:
         size = state.data["partSize"]
@@ -226,22 +260,29 @@ class Upload:
             self._abort(state)
             refusal = exc.error if isinstance(exc, _Refused) else exc
             if isinstance(refusal, NotFoundError):
-                raise _SessionGone(f"the upload session of {self.name!r} is no longer open",
-                                   resumable=False) from None
-            raise _reworded(refusal, f"storage refused a part of {self.name!r}",
-                            "; the upload was aborted") from None
+                raise _SessionGone(
+                    f"the upload session of {self.name!r} is no longer open", resumable=False
+                ) from None
+            raise _reworded(
+                refusal, f"storage refused a part of {self.name!r}", "; the upload was aborted"
+            ) from None
         except _TRANSIENT as exc:
             raise UploadError(
                 f"upload of {self.name!r} interrupted after {self.progress.parts_done} of "
                 f"{total} parts ({type(exc).__name__}); call upload() again to resume",
-                resumable=True, state_file=state.file) from None
+                resumable=True,
+                state_file=state.file,
+            ) from None
         self._phase("registering")
         parts = [{"part_number": n, "e_tag": tag} for n, tag in sorted(state.etags.items())]
         try:
-            record = self._register("materials.multipart_complete", MultipartComplete(
-                **state.ref().model_dump(), parts=parts), state.data["fileHash"])
+            record = self._register(
+                "materials.multipart_complete",
+                MultipartComplete(**state.ref().model_dump(), parts=parts),
+                state.data["fileHash"],
+            )
         except APIError as exc:
-            if exc.code in (400, 404, 413, 422):     # cannot finish: never leave it half done
+            if exc.code in (400, 404, 413, 422):  # cannot finish: never leave it half done
                 self._abort(state)
                 exc.message += "; dubkit aborted the upload"
                 exc.args = (exc.message,)
@@ -257,26 +298,32 @@ class Upload:
         try:
             pending = set(futures)
             while pending:
-                finished, pending = wait(pending, timeout=_REPORT_EVERY,
-                                         return_when=FIRST_COMPLETED)
+                finished, pending = wait(
+                    pending, timeout=_REPORT_EVERY, return_when=FIRST_COMPLETED
+                )
                 for future in finished:
-                    future.result()          # the first failure stops the rest
-                self._tick(force=bool(finished))   # every finished part is shown at once
+                    future.result()  # the first failure stops the rest
+                self._tick(force=bool(finished))  # every finished part is shown at once
         finally:
             self._stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _send_part(self, state: UploadState, urls: PartUrls, number: int, size: int) -> None:
         offset = (number - 1) * size
-        sent = self._put_retrying(lambda: urls.get(number), lambda: urls.forget(number),
-                                  offset, min(size, self.size - offset))
+        sent = self._put_retrying(
+            lambda: urls.get(number),
+            lambda: urls.forget(number),
+            offset,
+            min(size, self.size - offset),
+        )
         if sent is not None:
             state.record_part(number, *sent)
             with self._lock:
                 self.progress.parts_done += 1
 
-    def _put_retrying(self, url: Callable[[], str], renew: Callable[[], None], offset: int,
-                      length: int) -> tuple[str, str] | None:
+    def _put_retrying(
+        self, url: Callable[[], str], renew: Callable[[], None], offset: int, length: int
+    ) -> tuple[str, str] | None:
         """PUT a slice; 403 (an expired presigned URL) renews the URL and tries again.
 
         The transport retries connection failures, 5xx and throttling itself. None if the
@@ -339,9 +386,12 @@ class Upload:
                 raise
             found = self.find_by_hash(file_hash)
             if found is None:
-                raise UploadError(f"registering {self.name!r} failed ({exc.message}); call "
-                                  f"upload() again to finish", resumable=True,
-                                  state_file=self.state_file) from None
+                raise UploadError(
+                    f"registering {self.name!r} failed ({exc.message}); call "
+                    f"upload() again to finish",
+                    resumable=True,
+                    state_file=self.state_file,
+                ) from None
             return found
 
     def _abort(self, state: UploadState) -> None:
@@ -349,7 +399,7 @@ class Upload:
         try:
             self.transport.call("materials.multipart_abort", state.ref())
         except DubkitError:
-            pass   # gone already, or unreachable: the session just expires there
+            pass  # gone already, or unreachable: the session just expires there
         state.delete()
 
     # -- progress

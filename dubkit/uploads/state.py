@@ -6,8 +6,9 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..schema import MultipartInitiateAnswer, MultipartRef
 
@@ -52,20 +53,38 @@ class UploadState:
         return (state_dir or default_state_dir()) / f"{ident}.json"
 
     @classmethod
-    def begin(cls, file: Path, path: Path, file_hash: str, file_name: str,
-              started: MultipartInitiateAnswer, part_size: int) -> "UploadState":
+    def begin(
+        cls,
+        file: Path,
+        path: Path,
+        file_hash: str,
+        file_name: str,
+        started: MultipartInitiateAnswer,
+        part_size: int,
+    ) -> UploadState:
         """The state of a session ``multipart/initiate`` just ``started``, saved."""
         stat = path.stat()
-        state = cls(file, {
-            "version": cls.VERSION, "path": str(path.resolve()), "size": stat.st_size,
-            "mtimeNs": stat.st_mtime_ns, "fileHash": file_hash, "fileName": file_name,
-            "materialId": started.material_id, "uploadId": started.upload_id,
-            "partSize": part_size, "parts": {}, "partDigests": {}})
+        state = cls(
+            file,
+            {
+                "version": cls.VERSION,
+                "path": str(path.resolve()),
+                "size": stat.st_size,
+                "mtimeNs": stat.st_mtime_ns,
+                "fileHash": file_hash,
+                "fileName": file_name,
+                "materialId": started.material_id,
+                "uploadId": started.upload_id,
+                "partSize": part_size,
+                "parts": {},
+                "partDigests": {},
+            },
+        )
         state.save()
         return state
 
     @classmethod
-    def load(cls, file: Path) -> "UploadState | None":
+    def load(cls, file: Path) -> UploadState | None:
         try:
             return cls(file, json.loads(file.read_text()))
         except (OSError, ValueError):
@@ -74,14 +93,17 @@ class UploadState:
     def matches(self, path: Path) -> bool:
         """True if the file is unchanged since the state was written."""
         stat = path.stat()
-        return (self.data.get("size"), self.data.get("mtimeNs")) == (stat.st_size,
-                                                                     stat.st_mtime_ns)
+        return (self.data.get("size"), self.data.get("mtimeNs")) == (stat.st_size, stat.st_mtime_ns)
 
     def ref(self) -> MultipartRef:
         """What names the session in the service's multipart calls."""
         data = self.data
-        return MultipartRef(material_id=data.get("materialId"), upload_id=data.get("uploadId"),
-                            file_hash=data.get("fileHash"), file_name=data.get("fileName"))
+        return MultipartRef(
+            material_id=data.get("materialId"),
+            upload_id=data.get("uploadId"),
+            file_hash=data.get("fileHash"),
+            file_name=data.get("fileName"),
+        )
 
     @property
     def etags(self) -> dict[int, str]:

@@ -12,24 +12,34 @@ from __future__ import annotations
 
 import html
 
-from .sources import data_uri
+BUTTON_STYLE = (
+    "display:inline-block;padding:2px 10px;margin:2px 6px 2px 0;"
+    "border:1px solid #1f6feb;border-radius:6px;background:#f6f8fa;color:#0969da;"
+    "font-size:13px;line-height:20px;text-decoration:none;white-space:nowrap;"
+    "cursor:pointer"
+)
 
-BUTTON_STYLE = ("display:inline-block;padding:2px 10px;margin:2px 6px 2px 0;"
-                "border:1px solid #1f6feb;border-radius:6px;background:#f6f8fa;color:#0969da;"
-                "font-size:13px;line-height:20px;text-decoration:none;white-space:nowrap;"
-                "cursor:pointer")
 
-
-def download_button_html(href: str, label: str, *, filename: str | None = None,
-                         mime: str | None = None, css_class: str = "dubkit-download",
-                         title: str | None = None) -> str:
+def download_button_html(
+    href: str,
+    label: str,
+    *,
+    filename: str | None = None,
+    mime: str | None = None,
+    css_class: str = "dubkit-download",
+    title: str | None = None,
+) -> str:
     """An ``<a download>`` styled as a button; ``filename`` names the saved file.
 
     >>> download_button_html(url, "subtitles .srt")      # saved under the URL's own name
     """
-    attributes = [f"class='{html.escape(css_class)}'", f"href='{html.escape(href)}'",
-                  f"download='{html.escape(filename)}'" if filename else "download",
-                  f"role='button'", f"style='{BUTTON_STYLE}'"]
+    attributes = [
+        f"class='{html.escape(css_class)}'",
+        f"href='{html.escape(href)}'",
+        f"download='{html.escape(filename)}'" if filename else "download",
+        "role='button'",
+        f"style='{BUTTON_STYLE}'",
+    ]
     if mime:
         attributes.append(f"type='{html.escape(mime)}'")
     if title:
@@ -41,5 +51,7 @@ def download_row_html(buttons: list[str], title: str = "Downloads") -> str:
     """Buttons in one wrapping row after a short title (nothing when there are none)."""
     if not buttons:
         return ""
-    return (f"<div class='dubkit-downloads' style='margin:4px 0'><span style='margin-right:6px'>"
-            f"{html.escape(title)}:</span>{''.join(buttons)}</div>")
+    return (
+        f"<div class='dubkit-downloads' style='margin:4px 0'><span style='margin-right:6px'>"
+        f"{html.escape(title)}:</span>{''.join(buttons)}</div>"
+    )

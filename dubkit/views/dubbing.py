@@ -10,7 +10,8 @@ result holds it (:mod:`dubkit.views.sources`).
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..media.mime import format_of, mime_type
 from .buttons import download_button_html, download_row_html
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
 _VIDEO_WIDTH = 320
 
 
-def media_player_html(file: "MediaFile | None", *, video: bool, poster: str | None = None
-                      ) -> str:
+def media_player_html(file: MediaFile | None, *, video: bool, poster: str | None = None) -> str:
     """A ``<video>`` (or ``<audio>``) element for a result file; controls on, no autoplay/loop.
 
     ``poster`` is the picture's src (embedded, so the frame survives a saved notebook).
@@ -36,63 +36,89 @@ def media_player_html(file: "MediaFile | None", *, video: bool, poster: str | No
         return player_html(file.url, mime_type(format_of(file.url)))
     src = html.escape(browser_url(file.url))
     frame = f" poster='{html.escape(poster)}'" if poster else ""
-    return (f"<video controls preload='metadata' width='{_VIDEO_WIDTH}'{frame}>"
-            f"<source src='{src}' type='video/mp4'><a href='{src}'>video</a></video>")
+    return (
+        f"<video controls preload='metadata' width='{_VIDEO_WIDTH}'{frame}>"
+        f"<source src='{src}' type='video/mp4'><a href='{src}'>video</a></video>"
+    )
 
 
-def _poster(result: "DubbingResult") -> str | None:
+def _poster(result: DubbingResult) -> str | None:
     """The dub's picture (the service's build image); the original shows the same frame."""
     url = result.poster_url
     return embedded(result.held(url), "image/jpeg", url) if url else None
 
 
 def _column(title: str, player: str, facts: str = "") -> str:
-    return (f"<div style='flex:0 0 auto;margin-right:16px'><div><b>{html.escape(title)}</b>"
-            f"</div>{player}<div style='color:#57606a;font-size:85%'>{facts}</div></div>")
+    return (
+        f"<div style='flex:0 0 auto;margin-right:16px'><div><b>{html.escape(title)}</b>"
+        f"</div>{player}<div style='color:#57606a;font-size:85%'>{facts}</div></div>"
+    )
 
 
-def _facts(file: "MediaFile | None") -> str:
+def _facts(file: MediaFile | None) -> str:
     if file is None:
         return ""
-    bits = [f"{file.duration:.1f} s" if file.duration else "",
-            f"{file.width}x{file.height}" if file.width else "",
-            f"{file.size / 1e6:.1f} MB" if file.size else ""]
+    bits = [
+        f"{file.duration:.1f} s" if file.duration else "",
+        f"{file.width}x{file.height}" if file.width else "",
+        f"{file.size / 1e6:.1f} MB" if file.size else "",
+    ]
     return html.escape(" · ".join(b for b in bits if b))
 
 
-def side_by_side_html(results: Sequence["DubbingResult"]) -> str:
+def side_by_side_html(results: Sequence[DubbingResult]) -> str:
     """One row: the original, then each result's dub (same source assumed)."""
     first = results[0]
     video = first.video is not None
-    columns = [_column("original" + (f" ({first.source_language})"
-                                     if first.source_language else ""),
-                       media_player_html(first.original, video=video, poster=_poster(first)),
-                       _facts(first.original))]
+    columns = [
+        _column(
+            "original" + (f" ({first.source_language})" if first.source_language else ""),
+            media_player_html(first.original, video=video, poster=_poster(first)),
+            _facts(first.original),
+        )
+    ]
     for result in results:
-        columns.append(_column(f"dubbed ({result.target_language})",
-                               media_player_html(result.video or result.audio, video=video,
-                                                 poster=_poster(result)),
-                               _facts(result.video or result.audio)))
+        columns.append(
+            _column(
+                f"dubbed ({result.target_language})",
+                media_player_html(
+                    result.video or result.audio, video=video, poster=_poster(result)
+                ),
+                _facts(result.video or result.audio),
+            )
+        )
     return "<div style='display:flex;flex-wrap:wrap'>" + "".join(columns) + "</div>"
 
 
-def downloads_html(result: "DubbingResult") -> str:
+def downloads_html(result: DubbingResult) -> str:
     """Buttons: subtitles (SRT, VTT), the dubbed audio, and the compressed variants."""
-    buttons = [download_button_html(browser_url(url), label) for label, url in (
-        ("subtitles .srt", result.subtitles.srt), ("subtitles .vtt", result.subtitles.vtt),
-        ("dubbed audio", result.audio.url if result.audio else None)) if url]
-    buttons += [download_button_html(browser_url(f.url), name)
-                for name, f in result.compressed.items() if f is not None]
+    buttons = [
+        download_button_html(browser_url(url), label)
+        for label, url in (
+            ("subtitles .srt", result.subtitles.srt),
+            ("subtitles .vtt", result.subtitles.vtt),
+            ("dubbed audio", result.audio.url if result.audio else None),
+        )
+        if url
+    ]
+    buttons += [
+        download_button_html(browser_url(f.url), name)
+        for name, f in result.compressed.items()
+        if f is not None
+    ]
     return download_row_html(buttons, "Downloads")
 
 
-def script_html(result: "DubbingResult") -> str:
+def script_html(result: DubbingResult) -> str:
     """The script: time, speaker, source text, translation, voice, and the dubbed line."""
     rows = []
     for line in result.script:
         mime = mime_type(format_of(line.audio_url or ""))
-        player = (player_html(embedded(result.held(line.audio_url), mime, line.audio_url), mime)
-                  if line.audio_url else "")
+        player = (
+            player_html(embedded(result.held(line.audio_url), mime, line.audio_url), mime)
+            if line.audio_url
+            else ""
+        )
         rows.append(
             f"<tr><td>{html.escape(line.id)}</td>"
             f"<td>{line.start:.2f}–{line.end:.2f}</td><td>{html.escape(line.speaker)}</td>"
@@ -100,34 +126,47 @@ def script_html(result: "DubbingResult") -> str:
             f"<td style='text-align:left;max-width:260px'>{html.escape(line.translation)}</td>"
             f"<td><code>{html.escape(line.voice_id)}</code><br><small>"
             f"{html.escape(line.voice_name)} · {html.escape(line.provider)}</small></td>"
-            f"<td>{player}</td></tr>")
-    return ("<table class='dubkit-script'><thead><tr><th>#</th><th>time (s)</th>"
-            "<th>speaker</th><th>source</th><th>translation</th><th>voice</th><th>dub</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            f"<td>{player}</td></tr>"
+        )
+    return (
+        "<table class='dubkit-script'><thead><tr><th>#</th><th>time (s)</th>"
+        "<th>speaker</th><th>source</th><th>translation</th><th>voice</th><th>dub</th>"
+        "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
 
 
-def notes_html(result: "DubbingResult") -> str:
+def notes_html(result: DubbingResult) -> str:
     notes = list(result.notices)
     if result.engine.startswith("sandbox"):
         notes.insert(0, PSEUDO_NOTE)
     if not notes:
         return ""
-    return ("<ul style='color:#57606a;font-size:90%'>"
-            + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    return (
+        "<ul style='color:#57606a;font-size:90%'>"
+        + "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+        + "</ul>"
+    )
 
 
-def dubbing_html(result: "DubbingResult") -> str:
+def dubbing_html(result: DubbingResult) -> str:
     """Everything about one dub as static HTML."""
-    return (f"<div class='dubkit-dubbing'><p><b>{html.escape(str(result.source_language))} → "
-            f"{html.escape(str(result.target_language))}</b>: {len(result.script)} lines, "
-            f"{len(result.voices)} voice{'' if len(result.voices) == 1 else 's'}</p>" + side_by_side_html([result])
-            + downloads_html(result) + script_html(result) + notes_html(result) + "</div>")
+    return (
+        f"<div class='dubkit-dubbing'><p><b>{html.escape(str(result.source_language))} → "
+        f"{html.escape(str(result.target_language))}</b>: {len(result.script)} lines, "
+        f"{len(result.voices)} voice{'' if len(result.voices) == 1 else 's'}</p>"
+        + side_by_side_html([result])
+        + downloads_html(result)
+        + script_html(result)
+        + notes_html(result)
+        + "</div>"
+    )
 
 
-def compare_html(results: Sequence["DubbingResult"]) -> str:
+def compare_html(results: Sequence[DubbingResult]) -> str:
     """The original and several dubs of it side by side, then each one's downloads."""
     parts = [side_by_side_html(results)]
     for result in results:
-        parts.append(f"<p><b>{html.escape(str(result.target_language))}</b></p>"
-                     + downloads_html(result))
+        parts.append(
+            f"<p><b>{html.escape(str(result.target_language))}</b></p>" + downloads_html(result)
+        )
     return "<div class='dubkit-compare'>" + "".join(parts) + "</div>"

@@ -25,7 +25,7 @@ def human_bytes(count: float) -> str:
     return f"{count:.1f} TiB"
 
 
-def progress_text(p: "UploadProgress") -> str:
+def progress_text(p: UploadProgress) -> str:
     """One line: what is happening, how much, how fast, which parts."""
     if p.phase == "hashing":
         return f"hashing {human_bytes(p.hashed)} of {human_bytes(p.total)} (MD5)"
@@ -33,50 +33,75 @@ def progress_text(p: "UploadProgress") -> str:
     resumed = f" (resumed with {p.resumed_parts} done)" if p.resumed_parts else ""
     if p.phase == "done":
         if p.duplicate:
-            return (f"already on the service: material {p.material_id}, nothing uploaded "
-                    f"({human_bytes(p.total)})")
-        return (f"registered as material {p.material_id}: {human_bytes(p.total)} in "
-                f"{p.elapsed:.1f} s · {human_bytes(p.rate)}/s{parts}{resumed}")
+            return (
+                f"already on the service: material {p.material_id}, nothing uploaded "
+                f"({human_bytes(p.total)})"
+            )
+        return (
+            f"registered as material {p.material_id}: {human_bytes(p.total)} in "
+            f"{p.elapsed:.1f} s · {human_bytes(p.rate)}/s{parts}{resumed}"
+        )
     verb = "registering" if p.phase == "registering" else "uploading"
-    return (f"{verb} {human_bytes(p.sent)} of {human_bytes(p.total)} · "
-            f"{human_bytes(p.rate)}/s{parts}{resumed}")
+    return (
+        f"{verb} {human_bytes(p.sent)} of {human_bytes(p.total)} · "
+        f"{human_bytes(p.rate)}/s{parts}{resumed}"
+    )
 
 
-def fraction(p: "UploadProgress") -> float:
+def fraction(p: UploadProgress) -> float:
     done = p.hashed if p.phase == "hashing" else p.sent
     return min(1.0, done / p.total) if p.total else 1.0
 
 
-def progress_html(name: str, p: "UploadProgress | None") -> str:
+def progress_html(name: str, p: UploadProgress | None) -> str:
     """The static view: file name, a <progress> element, the line of :func:`progress_text`."""
     text = progress_text(p) if p is not None else "starting"
     value = fraction(p) if p is not None else 0.0
-    return (f"<div class='dubkit-upload'><b>{html.escape(name)}</b> "
-            f"<progress max='1' value='{value:.3f}' style='width:240px'></progress> "
-            f"<span>{html.escape(text)}</span></div>")
+    return (
+        f"<div class='dubkit-upload'><b>{html.escape(name)}</b> "
+        f"<progress max='1' value='{value:.3f}' style='width:240px'></progress> "
+        f"<span>{html.escape(text)}</span></div>"
+    )
 
 
-def material_html(material: "Material") -> str:
+def material_html(material: Material) -> str:
     """A card: the picture or player, then the record's facts."""
     url = material.address_url or ""
     if material.category == "video" and url:
         # The frame embedded when the result holds it (it survives a saved notebook); the
         # stream from a URL a remote browser reaches, loaded when played.
-        poster = (f" poster='{html.escape(embedded(material.held_thumbnail(), 'image/jpeg', material.thumbnail_url))}'"
-                  if material.thumbnail_url else "")
-        media = (f"<video controls preload='none' width='320'{poster}><source "
-                 f"src='{html.escape(browser_url(url))}' "
-                 f"type='{html.escape(material.mime_type or '')}'></video>")
+        poster = (
+            f" poster='{html.escape(embedded(material.held_thumbnail(), 'image/jpeg', material.thumbnail_url))}'"
+            if material.thumbnail_url
+            else ""
+        )
+        media = (
+            f"<video controls preload='none' width='320'{poster}><source "
+            f"src='{html.escape(browser_url(url))}' "
+            f"type='{html.escape(material.mime_type or '')}'></video>"
+        )
     elif url:
         media = player_html(url, material.mime_type or mime_type(format_of(url)))
     else:
         media = ""
-    facts = [("id", material.material_id), ("name", material.name),
-             ("category", material.category), ("type", material.mime_type),
-             ("duration", f"{material.duration_seconds:.2f} s"
-              if material.duration_seconds is not None else None),
-             ("resolution", material.resolution), ("MD5", material.file_hash)]
-    rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td><code>{html.escape(str(v))}"
-                   f"</code></td></tr>" for k, v in facts if v)
-    return (f"<div class='dubkit-material' style='display:flex;gap:12px;align-items:flex-start'>"
-            f"<div>{media}</div><table>{rows}</table></div>")
+    facts = [
+        ("id", material.material_id),
+        ("name", material.name),
+        ("category", material.category),
+        ("type", material.mime_type),
+        (
+            "duration",
+            f"{material.duration_seconds:.2f} s" if material.duration_seconds is not None else None,
+        ),
+        ("resolution", material.resolution),
+        ("MD5", material.file_hash),
+    ]
+    rows = "".join(
+        f"<tr><th style='text-align:left'>{k}</th><td><code>{html.escape(str(v))}</code></td></tr>"
+        for k, v in facts
+        if v
+    )
+    return (
+        f"<div class='dubkit-material' style='display:flex;gap:12px;align-items:flex-start'>"
+        f"<div>{media}</div><table>{rows}</table></div>"
+    )

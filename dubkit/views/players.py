@@ -9,7 +9,8 @@ service's URL expired or the sandbox stopped; other clips play from a URL the br
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..media.audio import decode, waveform_svg
 from ..media.mime import mime_type
@@ -18,7 +19,7 @@ from .sources import browser_url, embedded
 if TYPE_CHECKING:
     from ..results.speech import SpeechLine
 
-SHOWN_LINES = 20           # a table of a large batch shows its first lines only
+SHOWN_LINES = 20  # a table of a large batch shows its first lines only
 
 
 def player_html(src: str, mime: str) -> str:
@@ -26,17 +27,20 @@ def player_html(src: str, mime: str) -> str:
     can reach from wherever it is (:func:`dubkit.views.sources.browser_url`)."""
     src = browser_url(src)
     fallback = "audio" if src.startswith("data:") else f"<a href='{html.escape(src)}'>audio</a>"
-    return (f"<audio controls preload='none' style='height:32px;max-width:260px'>"
-            f"<source src='{html.escape(src)}' type='{html.escape(mime)}'>{fallback}</audio>")
+    return (
+        f"<audio controls preload='none' style='height:32px;max-width:260px'>"
+        f"<source src='{html.escape(src)}' type='{html.escape(mime)}'>{fallback}</audio>"
+    )
 
 
-def line_source(line: "SpeechLine", embed: bool = True) -> str:
+def line_source(line: SpeechLine, embed: bool = True) -> str:
     """What a player plays: the embedded bytes when small and already fetched, else the URL."""
     return embedded(line.data_if_loaded() if embed else None, mime_type(line.format), line.uri)
 
 
-def line_cells(line: "SpeechLine", *, waveform: bool = True,
-               embed: bool = True) -> tuple[str, str, str]:
+def line_cells(
+    line: SpeechLine, *, waveform: bool = True, embed: bool = True
+) -> tuple[str, str, str]:
     """(duration, waveform, player) cells of one line; failed lines show their error."""
     if not line.ok:
         error = f"<span style='color:#cf222e'>{html.escape(line.error_message or '')}</span>"
@@ -46,14 +50,15 @@ def line_cells(line: "SpeechLine", *, waveform: bool = True,
     if waveform and data is not None:
         try:
             picture = waveform_svg(decode(data, line.format)[0])
-        except Exception as exc:      # a view must render even if one clip cannot be decoded
+        except Exception as exc:  # a view must render even if one clip cannot be decoded
             picture = f"<small>no waveform ({html.escape(type(exc).__name__)})</small>"
     duration = f"<span class='dubkit-dur'>{line.duration or 0:.1f} s</span>"
     return duration, picture, player_html(line_source(line, embed), mime_type(line.format))
 
 
-def speech_table_html(lines: Iterable["SpeechLine"], *, total: int | None = None,
-                      note: str = "") -> str:
+def speech_table_html(
+    lines: Iterable[SpeechLine], *, total: int | None = None, note: str = ""
+) -> str:
     """A table of speech lines: #, text, voice, duration, waveform, player (or error)."""
     rows = []
     shown = 0
@@ -61,14 +66,27 @@ def speech_table_html(lines: Iterable["SpeechLine"], *, total: int | None = None
         if shown == SHOWN_LINES:
             break
         duration, picture, player = line_cells(line)
-        rows.append(f"<tr><td>{line.index}</td><td style='text-align:left;max-width:360px'>"
-                    f"{html.escape(line.text or '')}</td><td><code>"
-                    f"{html.escape(line.voice_id or '')}</code></td><td>{duration}</td>"
-                    f"<td>{picture}</td><td>{player}</td></tr>")
+        rows.append(
+            f"<tr><td>{line.index}</td><td style='text-align:left;max-width:360px'>"
+            f"{html.escape(line.text or '')}</td><td><code>"
+            f"{html.escape(line.voice_id or '')}</code></td><td>{duration}</td>"
+            f"<td>{picture}</td><td>{player}</td></tr>"
+        )
         shown += 1
-    more = (f"<p><small>showing {shown} of {total} lines; iterate or use .to_frame() for "
-            f"all</small></p>") if total is not None and total > shown else ""
+    more = (
+        (
+            f"<p><small>showing {shown} of {total} lines; iterate or use .to_frame() for "
+            f"all</small></p>"
+        )
+        if total is not None and total > shown
+        else ""
+    )
     note_html = f"<p><small>{html.escape(note)}</small></p>" if note else ""
-    return ("<table class='dubkit-speech'><thead><tr><th>#</th><th>text</th><th>voice</th>"
-            "<th>duration</th><th>waveform</th><th>audio</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>" + more + note_html)
+    return (
+        "<table class='dubkit-speech'><thead><tr><th>#</th><th>text</th><th>voice</th>"
+        "<th>duration</th><th>waveform</th><th>audio</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + more
+        + note_html
+    )

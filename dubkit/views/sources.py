@@ -29,7 +29,7 @@ import importlib.util
 import os
 from urllib.parse import urlsplit
 
-EMBED_LIMIT = 1_500_000       # bytes; about a minute of compressed speech, 30 s of WAV
+EMBED_LIMIT = 1_500_000  # bytes; about a minute of compressed speech, 30 s of WAV
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -43,13 +43,19 @@ def is_loopback(url: str | None) -> bool:
 def proxy_prefix() -> str | None:
     """The Jupyter server's base URL when loopback media should go through its proxy, else None."""
     forced = os.environ.get("DUBKIT_JUPYTER_PROXY")
-    under_server = bool(os.environ.get("JPY_SESSION_NAME")             # a Jupyter server's kernel
-                        or os.environ.get("JUPYTERHUB_SERVICE_PREFIX"))
-    if forced == "0" or (forced != "1" and not (
-            under_server and importlib.util.find_spec("jupyter_server_proxy"))):
+    under_server = bool(
+        os.environ.get("JPY_SESSION_NAME")  # a Jupyter server's kernel
+        or os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+    )
+    if forced == "0" or (
+        forced != "1" and not (under_server and importlib.util.find_spec("jupyter_server_proxy"))
+    ):
         return None
-    base = (os.environ.get("DUBKIT_JUPYTER_BASE_URL")
-            or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/")
+    base = (
+        os.environ.get("DUBKIT_JUPYTER_BASE_URL")
+        or os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+        or "/"
+    )
     return base if base.endswith("/") else base + "/"
 
 

@@ -6,8 +6,10 @@ import html
 
 import pandas as pd
 
-PSEUDO_NOTE = ("Sandbox pseudo-translation: made-up words, stable per word and language; "
-               "not a real translation.")
+PSEUDO_NOTE = (
+    "Sandbox pseudo-translation: made-up words, stable per word and language; "
+    "not a real translation."
+)
 
 
 def translation_html(frame: pd.DataFrame, *, pseudo: bool) -> str:

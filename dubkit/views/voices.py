@@ -7,7 +7,8 @@ embedded when the result holds their bytes (:mod:`dubkit.views.players`).
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..media.mime import format_of, mime_type
 from .players import line_cells, player_html
@@ -22,42 +23,60 @@ def _preview(url: str | None) -> str:
     return player_html(url, mime_type(format_of(url))) if url else ""
 
 
-def voice_row_html(voice: "PresetVoice | ClonedVoice") -> str:
+def voice_row_html(voice: PresetVoice | ClonedVoice) -> str:
     """The cells of one voice: name, id, locale, who, tier, preview player."""
     record = voice.model_dump()
     name = record.get("display_name") or record.get("name") or voice.voice_id
-    cover = (f"<img src='{html.escape(browser_url(record['cover']))}' width='24' height='24' "
-             f"style='vertical-align:middle' alt=''> ") if record.get("cover") else ""
+    cover = (
+        (
+            f"<img src='{html.escape(browser_url(record['cover']))}' width='24' height='24' "
+            f"style='vertical-align:middle' alt=''> "
+        )
+        if record.get("cover")
+        else ""
+    )
     who = " ".join(str(record[k]) for k in ("gender", "age", "style") if record.get(k))
     hd = " <b title='HD voice'>HD</b>" if record.get("is_hd") else ""
-    return (f"<td style='text-align:left'>{cover}{html.escape(name)}</td>"
-            f"<td><code>{html.escape(voice.voice_id)}</code></td>"
-            f"<td>{html.escape(record.get('locale') or record.get('example_language') or '')}</td>"
-            f"<td>{html.escape(who)}</td>"
-            f"<td>{html.escape(record.get('provider') or '')}{hd}</td>"
-            f"<td>{_preview(record.get('audio'))}</td>")
+    return (
+        f"<td style='text-align:left'>{cover}{html.escape(name)}</td>"
+        f"<td><code>{html.escape(voice.voice_id)}</code></td>"
+        f"<td>{html.escape(record.get('locale') or record.get('example_language') or '')}</td>"
+        f"<td>{html.escape(who)}</td>"
+        f"<td>{html.escape(record.get('provider') or '')}{hd}</td>"
+        f"<td>{_preview(record.get('audio'))}</td>"
+    )
 
 
-def voice_table_html(voices: Iterable["PresetVoice | ClonedVoice"], *, limit: int = 50) -> str:
+def voice_table_html(voices: Iterable[PresetVoice | ClonedVoice], *, limit: int = 50) -> str:
     """A table of voices with a play control each (first ``limit`` rows)."""
     voices = list(voices)
     rows = "".join(f"<tr>{voice_row_html(v)}</tr>" for v in voices[:limit])
-    more = (f"<p><small>showing {limit} of {len(voices)} voices; use .to_frame() for "
-            f"all</small></p>") if len(voices) > limit else ""
-    return ("<table class='dubkit-voices'><thead><tr><th>name</th><th>voice id</th>"
-            "<th>locale</th><th>voice</th><th>provider</th><th>preview</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{more}")
+    more = (
+        (f"<p><small>showing {limit} of {len(voices)} voices; use .to_frame() for all</small></p>")
+        if len(voices) > limit
+        else ""
+    )
+    return (
+        "<table class='dubkit-voices'><thead><tr><th>name</th><th>voice id</th>"
+        "<th>locale</th><th>voice</th><th>provider</th><th>preview</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>{more}"
+    )
 
 
-def audition_html(text: str, lines: Iterable["SpeechLine"], *, embed: bool = True) -> str:
+def audition_html(text: str, lines: Iterable[SpeechLine], *, embed: bool = True) -> str:
     """Cards side by side, one a voice; ``embed=False`` plays from URLs (for live widgets)."""
     cards = []
     for line in lines:
         duration, picture, player = line_cells(line, embed=embed)
-        cards.append("<div style='border:1px solid #d0d7de;border-radius:6px;padding:6px;"
-                     "min-width:200px'>"
-                     f"<div><code>{html.escape(line.voice_id or '')}</code></div>"
-                     f"<div>{duration}</div><div>{picture}</div><div>{player}</div></div>")
-    return (f"<div><p>&ldquo;{html.escape(text)}&rdquo;</p>"
-            "<div class='dubkit-audition' style='display:flex;flex-wrap:wrap;gap:8px'>"
-            + "".join(cards) + "</div></div>")
+        cards.append(
+            "<div style='border:1px solid #d0d7de;border-radius:6px;padding:6px;"
+            "min-width:200px'>"
+            f"<div><code>{html.escape(line.voice_id or '')}</code></div>"
+            f"<div>{duration}</div><div>{picture}</div><div>{player}</div></div>"
+        )
+    return (
+        f"<div><p>&ldquo;{html.escape(text)}&rdquo;</p>"
+        "<div class='dubkit-audition' style='display:flex;flex-wrap:wrap;gap:8px'>"
+        + "".join(cards)
+        + "</div></div>"
+    )

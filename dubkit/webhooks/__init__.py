@@ -40,8 +40,15 @@ import logging
 from ..errors import WebhookVerificationError
 from . import push
 from .deliveries import Delivery
-from .events import (EVENT_TYPES, CloneEvent, MediaTranslationEvent, TranslateEvent, TTSEvent,
-                     WebhookEvent, parse)
+from .events import (
+    EVENT_TYPES,
+    CloneEvent,
+    MediaTranslationEvent,
+    TranslateEvent,
+    TTSEvent,
+    WebhookEvent,
+    parse,
+)
 from .receiver import Answer, Receiver
 from .signature import TOLERANCE_SECONDS, sign, verify
 from .store import EventStore, default_store_path
@@ -50,7 +57,22 @@ from .store import EventStore, default_store_path
 # would print rejections into whichever notebook cell happens to be running.
 logging.getLogger("dubkit.webhooks").addHandler(logging.NullHandler())
 
-__all__ = ["verify", "sign", "parse", "Receiver", "EventStore", "Answer", "Delivery",
-           "WebhookEvent", "TTSEvent", "TranslateEvent", "CloneEvent", "MediaTranslationEvent",
-           "EVENT_TYPES", "WebhookVerificationError", "TOLERANCE_SECONDS",
-           "default_store_path", "push"]
+__all__ = [
+    "verify",
+    "sign",
+    "parse",
+    "Receiver",
+    "EventStore",
+    "Answer",
+    "Delivery",
+    "WebhookEvent",
+    "TTSEvent",
+    "TranslateEvent",
+    "CloneEvent",
+    "MediaTranslationEvent",
+    "EVENT_TYPES",
+    "WebhookVerificationError",
+    "TOLERANCE_SECONDS",
+    "default_store_path",
+    "push",
+]

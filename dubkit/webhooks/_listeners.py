@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("dubkit.webhooks")
 
@@ -24,6 +25,7 @@ class Listeners:
             with self._lock:
                 if callback in self._callbacks:
                     self._callbacks.remove(callback)
+
         return remove
 
     def call(self, value: Any) -> None:

@@ -43,8 +43,9 @@ class WorkQueue:
         """Block until nothing is running (and, by default, nothing is waiting for its time)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._busy or (self._heap and (include_scheduled or
-                                                 self._heap[0][0] <= time.time())):
+            while self._busy or (
+                self._heap and (include_scheduled or self._heap[0][0] <= time.time())
+            ):
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False

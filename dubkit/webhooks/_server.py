@@ -16,8 +16,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from socketserver import ThreadingMixIn
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 if TYPE_CHECKING:
@@ -25,10 +26,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dubkit.webhooks")
 _CHUNK = 1 << 20
-_DRAIN_LIMIT = 64 << 20   # read (and drop) at most this much of an oversized body
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 405: "Method Not Allowed",
-            408: "Request Timeout", 411: "Length Required", 413: "Payload Too Large",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_DRAIN_LIMIT = 64 << 20  # read (and drop) at most this much of an oversized body
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    411: "Length Required",
+    413: "Payload Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 # The service sends a small envelope in one go and expects a 2xx within a few seconds (§4.3),
 # so a sender silent for 10 s mid-request is a dead or hostile peer, and a real delivery cut off
 # is retried (not 2xx). 30 s for the whole request still admits the 8 MiB body limit at 2.5 Mbit/s.
@@ -38,25 +47,31 @@ REQUEST_TIMEOUT = 30.0
 # default connection_limit). Behind gunicorn or waitress their own limits apply instead.
 MAX_CONNECTIONS = 100
 _BUSY_BODY = b'{"received": false, "error": "receiver busy: too many open connections"}'
-_BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-         b"Content-Length: %d\r\nRetry-After: 10\r\nConnection: close\r\n\r\n%s"
-         % (len(_BUSY_BODY), _BUSY_BODY))
+_BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Content-Length: %d\r\nRetry-After: 10\r\nConnection: close\r\n\r\n%s"
+    % (len(_BUSY_BODY), _BUSY_BODY)
+)
 
 
-def wsgi_call(receiver: "Receiver", environ: dict[str, Any],
-              start_response: Callable[..., Any]) -> list[bytes]:
-    def reply(status: int, body: dict[str, Any],
-              headers: tuple[tuple[str, str], ...] = ()) -> list[bytes]:
+def wsgi_call(
+    receiver: Receiver, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> list[bytes]:
+    def reply(
+        status: int, body: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()
+    ) -> list[bytes]:
         data = json.dumps(body).encode()
-        start_response(f"{status} {_REASONS.get(status, '')}",
-                       [("Content-Type", "application/json"),
-                        ("Content-Length", str(len(data))), *headers])
+        start_response(
+            f"{status} {_REASONS.get(status, '')}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *headers],
+        )
         return [data]
 
     try:
         if environ.get("REQUEST_METHOD") != "POST":
-            return reply(405, {"received": False, "error": "deliveries are POSTed"},
-                         (("Allow", "POST"),))
+            return reply(
+                405, {"received": False, "error": "deliveries are POSTed"}, (("Allow", "POST"),)
+            )
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -64,26 +79,29 @@ def wsgi_call(receiver: "Receiver", environ: dict[str, Any],
         stream = environ["wsgi.input"]
         if length > receiver.max_body:
             try:
-                _drain(stream, length)   # so the sender reads our answer instead of a reset
-            except OSError:              # too slow or gone: answer anyway, best effort
+                _drain(stream, length)  # so the sender reads our answer instead of a reset
+            except OSError:  # too slow or gone: answer anyway, best effort
                 pass
             answer = receiver.refuse_oversize(length)
             return reply(answer.status, answer.body)
         try:
             body = _read(stream, length)
-        except OSError as exc:   # a timeout or a dropped client: nothing accepted, it may retry
+        except OSError as exc:  # a timeout or a dropped client: nothing accepted, it may retry
             log.warning("webhook body not received: %s", type(exc).__name__)
             return reply(408, {"received": False, "error": "request body not received in time"})
         answer = receiver.handle(_headers(environ), body)
         return reply(answer.status, answer.body)
-    except Exception:   # a bug, not bad input: say so, and let the service retry
+    except Exception:  # a bug, not bad input: say so, and let the service retry
         log.exception("webhook receiver failed")
         return reply(500, {"received": False, "error": "internal error"})
 
 
 def _headers(environ: dict[str, Any]) -> dict[str, str]:
-    return {key[5:].replace("_", "-").lower(): value for key, value in environ.items()
-            if key.startswith("HTTP_")}
+    return {
+        key[5:].replace("_", "-").lower(): value
+        for key, value in environ.items()
+        if key.startswith("HTTP_")
+    }
 
 
 def _read(stream: Any, length: int) -> bytes:
@@ -114,7 +132,7 @@ class _TimedSocket(socket.socket):
     """
 
     idle: float = IDLE_TIMEOUT
-    deadline: float = math.inf   # time.monotonic() by which the request must have been read
+    deadline: float = math.inf  # time.monotonic() by which the request must have been read
 
     def _arm(self) -> None:
         left = self.deadline - time.monotonic()
@@ -139,7 +157,7 @@ class _TimedSocket(socket.socket):
 
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
-    allow_reuse_address = True   # restart on the same port while old sockets linger
+    allow_reuse_address = True  # restart on the same port while old sockets linger
     request_queue_size = 128
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -166,7 +184,7 @@ class _Server(ThreadingMixIn, WSGIServer):
             return
         try:
             super().process_request(request, client_address)
-        except BaseException:   # the thread did not start: its slot is free again
+        except BaseException:  # the thread did not start: its slot is free again
             self._slots.release()
             raise
 
@@ -180,37 +198,50 @@ class _Server(ThreadingMixIn, WSGIServer):
         # On the accept thread: never block it, never read the request.
         try:
             request.setblocking(False)
-            request.send(_BUSY)   # a fresh connection's send buffer always takes these bytes
+            request.send(_BUSY)  # a fresh connection's send buffer always takes these bytes
         except OSError:
             pass
         self.shutdown_request(request)
-        if time.monotonic() - self._busy_logged > 60:   # one line a minute under a flood
+        if time.monotonic() - self._busy_logged > 60:  # one line a minute under a flood
             self._busy_logged = time.monotonic()
-            log.warning("webhook receiver has %d connections open; refusing more with 503",
-                        self.max_connections)
+            log.warning(
+                "webhook receiver has %d connections open; refusing more with 503",
+                self.max_connections,
+            )
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], OSError):   # timed out or hung up: routine
+        if isinstance(sys.exc_info()[1], OSError):  # timed out or hung up: routine
             log.debug("webhook connection dropped: %s", type(sys.exc_info()[1]).__name__)
             return
         log.exception("webhook HTTP server error")
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:   # the receiver logs deliveries
+    def log_message(self, format: str, *args: Any) -> None:  # the receiver logs deliveries
         pass
 
 
-def start_server(receiver: "Receiver", host: str, port: int, *,
-                 idle_timeout: float = IDLE_TIMEOUT, request_timeout: float = REQUEST_TIMEOUT,
-                 max_connections: int = MAX_CONNECTIONS) -> tuple[Any, str]:
+def start_server(
+    receiver: Receiver,
+    host: str,
+    port: int,
+    *,
+    idle_timeout: float = IDLE_TIMEOUT,
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+) -> tuple[Any, str]:
     if not (idle_timeout > 0 and request_timeout > 0 and max_connections >= 1):
         raise ValueError("idle_timeout and request_timeout must be > 0, max_connections >= 1")
-    server = make_server(host, port, receiver.wsgi_app, server_class=_Server,
-                         handler_class=_QuietHandler)
+    server = make_server(
+        host, port, receiver.wsgi_app, server_class=_Server, handler_class=_QuietHandler
+    )
     server.limit(idle_timeout, request_timeout, max_connections)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              name="dubkit-webhook-http", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.1},
+        name="dubkit-webhook-http",
+        daemon=True,
+    )
     thread.start()
     return server, f"http://{host}:{server.server_port}/"
 

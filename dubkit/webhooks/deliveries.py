@@ -7,8 +7,9 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ._listeners import Listeners
 
@@ -44,7 +45,7 @@ class DeliveryLog:
 
     def __init__(self, size: int) -> None:
         self._entries: deque[Delivery] = deque(maxlen=size)
-        self._open: dict[str, Delivery] = {}    # pipeline key -> entry whose handling goes on
+        self._open: dict[str, Delivery] = {}  # pipeline key -> entry whose handling goes on
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
         self._watchers = Listeners("webhook log watcher")
@@ -56,15 +57,36 @@ class DeliveryLog:
     def watch(self, callback: Callable[[Delivery], None]) -> Callable[[], None]:
         return self._watchers.add(callback)
 
-    def add(self, outcome: str, status: int, reason: str | None, event: "WebhookEvent | None",
-            key: str | None, handling: str | None = None) -> Delivery:
-        entry = Delivery(next(self._numbers), time.time(), outcome, status, reason,
-                         event.event if event else None, key,
-                         event.task_id if event else None, handling)
+    def add(
+        self,
+        outcome: str,
+        status: int,
+        reason: str | None,
+        event: WebhookEvent | None,
+        key: str | None,
+        handling: str | None = None,
+    ) -> Delivery:
+        entry = Delivery(
+            next(self._numbers),
+            time.time(),
+            outcome,
+            status,
+            reason,
+            event.event if event else None,
+            key,
+            event.task_id if event else None,
+            handling,
+        )
         notable = outcome == "rejected" or (outcome == "verified" and reason)
-        log.log(logging.WARNING if notable else logging.INFO,
-                "webhook %s, HTTP %s, event %s, task %s%s", outcome, status, entry.event,
-                entry.task_id, f": {reason}" if reason else "")
+        log.log(
+            logging.WARNING if notable else logging.INFO,
+            "webhook %s, HTTP %s, event %s, task %s%s",
+            outcome,
+            status,
+            entry.event,
+            entry.task_id,
+            f": {reason}" if reason else "",
+        )
         with self._lock:
             self._entries.append(entry)
             if handling and key:
@@ -72,15 +94,17 @@ class DeliveryLog:
         self._watchers.call(entry)
         return entry
 
-    def set_handling(self, key: str, handling: str, event: "WebhookEvent",
-                     final: bool = True) -> None:
+    def set_handling(
+        self, key: str, handling: str, event: WebhookEvent, final: bool = True
+    ) -> None:
         with self._lock:
             entry = self._open.get(key)
-        if entry is None:   # pending work taken from the store: a restart, or revive()
-            entry = self.add("recovered", 200, "taken from the store, not from a delivery",
-                             event, key, handling)
+        if entry is None:  # pending work taken from the store: a restart, or revive()
+            entry = self.add(
+                "recovered", 200, "taken from the store, not from a delivery", event, key, handling
+            )
         with self._lock:
             entry.handling = handling
-            if final:       # only unfinished work needs finding again
+            if final:  # only unfinished work needs finding again
                 self._open.pop(key, None)
         self._watchers.call(entry)

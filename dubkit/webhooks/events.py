@@ -15,22 +15,29 @@ event's own class, with ``status == "failed"``. An envelope whose ``event`` is u
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pydantic import PrivateAttr
 
-from ..errors import ValidationError
-from ..schema import (CloneResult, MediaEventData, MediaTranslationResult, TranslateResult,
-                      TTSResult, WebhookEnvelope)
 from .._wire import parse as parse_wire
+from ..errors import ValidationError
+from ..schema import (
+    CloneResult,
+    MediaEventData,
+    MediaTranslationResult,
+    TranslateResult,
+    TTSResult,
+    WebhookEnvelope,
+)
 
 
 class WebhookEvent(WebhookEnvelope):
     """One delivery's envelope. The subclasses type ``data`` for their ``event``."""
 
-    EVENT: ClassVar[Optional[str]] = None
-    TASK_TYPE: ClassVar[Optional[str]] = None
-    _problem: Optional[str] = PrivateAttr(default=None)
+    EVENT: ClassVar[str | None] = None
+    TASK_TYPE: ClassVar[str | None] = None
+    _problem: str | None = PrivateAttr(default=None)
 
     @property
     def problem(self) -> str | None:
@@ -81,33 +88,35 @@ class WebhookEvent(WebhookEnvelope):
 
     def __repr__(self) -> str:
         extra = f", problem={self._problem!r}" if self._problem else ""
-        return (f"{type(self).__name__}(event={self.event!r}, task_id={self.task_id!r}, "
-                f"status={self.status!r}, pipeline_key={self.pipeline_key!r}{extra})")
+        return (
+            f"{type(self).__name__}(event={self.event!r}, task_id={self.task_id!r}, "
+            f"status={self.status!r}, pipeline_key={self.pipeline_key!r}{extra})"
+        )
 
 
 class TTSEvent(WebhookEvent):
-    EVENT: ClassVar[Optional[str]] = "openapi-tts"
-    TASK_TYPE: ClassVar[Optional[str]] = "tts"
-    data: Optional[TTSResult]  # type: ignore[assignment]
+    EVENT: ClassVar[str | None] = "openapi-tts"
+    TASK_TYPE: ClassVar[str | None] = "tts"
+    data: TTSResult | None  # type: ignore[assignment]
 
 
 class TranslateEvent(WebhookEvent):
-    EVENT: ClassVar[Optional[str]] = "openapi-translate"
-    TASK_TYPE: ClassVar[Optional[str]] = "textTranslation"
-    data: Optional[TranslateResult]  # type: ignore[assignment]
+    EVENT: ClassVar[str | None] = "openapi-translate"
+    TASK_TYPE: ClassVar[str | None] = "textTranslation"
+    data: TranslateResult | None  # type: ignore[assignment]
 
 
 class CloneEvent(WebhookEvent):
-    EVENT: ClassVar[Optional[str]] = "openapi-clone-voice"
-    TASK_TYPE: ClassVar[Optional[str]] = "cloneVoice"
-    data: Optional[CloneResult]  # type: ignore[assignment]
+    EVENT: ClassVar[str | None] = "openapi-clone-voice"
+    TASK_TYPE: ClassVar[str | None] = "cloneVoice"
+    data: CloneResult | None  # type: ignore[assignment]
 
 
 class MediaTranslationEvent(WebhookEvent):
     """``data`` carries its own ``status`` and ``taskType`` (``vt`` or ``at``)."""
 
-    EVENT: ClassVar[Optional[str]] = "openapi-media-translation"
-    data: Optional[MediaEventData]  # type: ignore[assignment]
+    EVENT: ClassVar[str | None] = "openapi-media-translation"
+    data: MediaEventData | None  # type: ignore[assignment]
 
     @property
     def task_type(self) -> str | None:
@@ -144,12 +153,13 @@ def parse(body: bytes | str | Mapping[str, Any]) -> WebhookEvent:
     if isinstance(body, (bytes, bytearray, str)):
         try:
             payload = json.loads(body)
-        except (ValueError, RecursionError) as exc:   # bad UTF-8 is a ValueError too
+        except (ValueError, RecursionError) as exc:  # bad UTF-8 is a ValueError too
             detail = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
             raise ValidationError("body", f"is not JSON ({detail})") from None
     if not isinstance(payload, Mapping):
-        raise ValidationError("body", f"must be a JSON object (the envelope), got "
-                                      f"{type(payload).__name__}")
+        raise ValidationError(
+            "body", f"must be a JSON object (the envelope), got {type(payload).__name__}"
+        )
     generic = parse_wire(WebhookEvent, dict(payload))
     typed = EVENT_TYPES.get(generic.event or "")
     if typed is None:

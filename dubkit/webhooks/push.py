@@ -11,7 +11,8 @@ while :func:`active` is true. Neither knows the other: this module is the whole 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ._listeners import Listeners
 
@@ -22,7 +23,7 @@ Listener = Callable[["WebhookEvent"], None]
 
 _lock = threading.Lock()
 _listeners = Listeners("push listener")
-_running: set[int] = set()          # id() of receivers whose workers are running
+_running: set[int] = set()  # id() of receivers whose workers are running
 
 
 def subscribe(listener: Listener) -> Callable[[], None]:
@@ -30,7 +31,7 @@ def subscribe(listener: Listener) -> Callable[[], None]:
     return _listeners.add(listener)
 
 
-def publish(event: "WebhookEvent") -> None:
+def publish(event: WebhookEvent) -> None:
     """Hand ``event`` to every listener; a failing listener is logged, never propagated."""
     _listeners.call(event)
 

@@ -20,8 +20,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from .._util.masking import mask_key
 from ..errors import ValidationError, WebhookVerificationError
@@ -34,7 +35,7 @@ from .store import DEFAULT_RETENTION, EventStore
 
 log = logging.getLogger("dubkit.webhooks")
 Handler = Callable[[WebhookEvent], Any]
-DEFAULT_MAX_BODY = 8 * 1024 * 1024   # envelopes are small; the sandbox's own body limit
+DEFAULT_MAX_BODY = 8 * 1024 * 1024  # envelopes are small; the sandbox's own body limit
 
 
 class Answer(NamedTuple):
@@ -55,13 +56,23 @@ class Receiver:
     ``lease`` is how long a handler may run before another process may assume this one died.
     """
 
-    def __init__(self, secret: str | Sequence[str], *, store: str | Path | EventStore | None = None,
-                 tolerance: float = TOLERANCE_SECONDS, max_body: int = DEFAULT_MAX_BODY,
-                 workers: int = 2, max_attempts: int = 5, retry_delay: float = 1.0,
-                 lease: float = 300.0, retention: float = DEFAULT_RETENTION,
-                 log_size: int = 1000) -> None:
+    def __init__(
+        self,
+        secret: str | Sequence[str],
+        *,
+        store: str | Path | EventStore | None = None,
+        tolerance: float = TOLERANCE_SECONDS,
+        max_body: int = DEFAULT_MAX_BODY,
+        workers: int = 2,
+        max_attempts: int = 5,
+        retry_delay: float = 1.0,
+        lease: float = 300.0,
+        retention: float = DEFAULT_RETENTION,
+        log_size: int = 1000,
+    ) -> None:
         self._secrets: list[tuple[str, float | None]] = [
-            (s, None) for s in ([secret] if isinstance(secret, str) else secret)]
+            (s, None) for s in ([secret] if isinstance(secret, str) else secret)
+        ]
         if not self._secrets:
             raise ValueError("secret: at least one webhook secret is required")
         self.store = store if isinstance(store, EventStore) else EventStore(store)
@@ -83,20 +94,25 @@ class Receiver:
 
     def __repr__(self) -> str:
         secrets = ", ".join(mask_key(s) for s in self.secrets)
-        state = f"serving at {self.url}" if self._http else (
-            "running" if self.running else "stopped")
+        state = (
+            f"serving at {self.url}" if self._http else ("running" if self.running else "stopped")
+        )
         return f"Receiver({state}, secrets=[{secrets}], store={str(self.store.path)!r})"
 
     # ------------------------------------------------------------------ configuration
 
     def on(self, event: str, handler: Handler | None = None) -> Any:
         """Register the handler for one ``event`` (usable as a decorator); one per event."""
+
         def register(fn: Handler) -> Handler:
             if event in self._handlers:
-                raise ValueError(f"event: a handler for {event!r} is already registered; "
-                                 f"one handler per event keeps retries free of repeats")
+                raise ValueError(
+                    f"event: a handler for {event!r} is already registered; "
+                    f"one handler per event keeps retries free of repeats"
+                )
             self._handlers[event] = fn
             return fn
+
         return register(handler) if handler is not None else register
 
     def default(self, handler: Handler) -> Handler:
@@ -113,8 +129,9 @@ class Receiver:
     def rotate_secret(self, new_secret: str, *, overlap: float = 3600) -> None:
         """Accept ``new_secret`` from now on and the current ones for ``overlap`` more seconds."""
         until = time.time() + overlap
-        self._secrets = [(s, until if u is None else min(u, until)) for s, u in self._secrets
-                         if s != new_secret] + [(new_secret, None)]
+        self._secrets = [
+            (s, until if u is None else min(u, until)) for s, u in self._secrets if s != new_secret
+        ] + [(new_secret, None)]
 
     # ------------------------------------------------------------------ one delivery
 
@@ -137,15 +154,18 @@ class Receiver:
         queue = self._ensure_started()
         try:
             first = self.store.claim(key, event.event, event.task_id, body, lease=self.lease)
-        except Exception as exc:   # the store is down: not accepted, so the service retries
+        except Exception as exc:  # the store is down: not accepted, so the service retries
             log.exception("webhook store unavailable")
-            return self._answer(503, "rejected", f"store unavailable: {type(exc).__name__}",
-                                event=event, key=key)
+            return self._answer(
+                503, "rejected", f"store unavailable: {type(exc).__name__}", event=event, key=key
+            )
         if not first:
-            return self._answer(200, "duplicate", "pipelineKey seen before; not run again",
-                                event=event, key=key)
-        answer = self._answer(200, "verified", event.problem, event=event, key=key,
-                              handling="queued")
+            return self._answer(
+                200, "duplicate", "pipelineKey seen before; not run again", event=event, key=key
+            )
+        answer = self._answer(
+            200, "verified", event.problem, event=event, key=key, handling="queued"
+        )
         with self._lock:
             self._held.add(key)
         queue.put(key)
@@ -153,12 +173,20 @@ class Receiver:
 
     def refuse_oversize(self, size: int) -> Answer:
         """The answer to a body over ``max_body`` (WSGI calls it before reading the body)."""
-        return self._answer(413, "rejected", f"body of {size} bytes is over the "
-                                             f"{self.max_body}-byte limit")
+        return self._answer(
+            413, "rejected", f"body of {size} bytes is over the {self.max_body}-byte limit"
+        )
 
-    def _answer(self, status: int, outcome: str, reason: str | None, *,
-                event: WebhookEvent | None = None, key: str | None = None,
-                handling: str | None = None) -> Answer:
+    def _answer(
+        self,
+        status: int,
+        outcome: str,
+        reason: str | None,
+        *,
+        event: WebhookEvent | None = None,
+        key: str | None = None,
+        handling: str | None = None,
+    ) -> Answer:
         entry = self._log.add(outcome, status, reason, event, key, handling)
         body: dict[str, Any] = {"received": status == 200}
         if outcome == "duplicate":
@@ -182,7 +210,7 @@ class Receiver:
     def running(self) -> bool:
         return self._queue is not None and self._pid == os.getpid()
 
-    def start(self) -> "Receiver":
+    def start(self) -> Receiver:
         """Start the handler workers and take back pending work left in the store."""
         self._ensure_started()
         return self
@@ -197,12 +225,23 @@ class Receiver:
                 return self._queue
             queue = self._queue = WorkQueue()
             self._pid = os.getpid()
-            self._threads = [threading.Thread(target=self._work_forever, args=(self._queue,),
-                                              name=f"dubkit-webhook-{i}", daemon=True)
-                             for i in range(self.workers)]
-            self._threads.append(threading.Thread(target=self._sweep_forever,
-                                                  args=(self._queue,),
-                                                  name="dubkit-webhook-sweeper", daemon=True))
+            self._threads = [
+                threading.Thread(
+                    target=self._work_forever,
+                    args=(self._queue,),
+                    name=f"dubkit-webhook-{i}",
+                    daemon=True,
+                )
+                for i in range(self.workers)
+            ]
+            self._threads.append(
+                threading.Thread(
+                    target=self._sweep_forever,
+                    args=(self._queue,),
+                    name="dubkit-webhook-sweeper",
+                    daemon=True,
+                )
+            )
         for thread in self._threads:
             thread.start()
         push.set_running(self, True)
@@ -230,7 +269,7 @@ class Receiver:
         try:
             with self._lock:
                 held = set(self._held)
-            for key in held:          # heartbeat: our leases never lapse while we hold them
+            for key in held:  # heartbeat: our leases never lapse while we hold them
                 self.store.extend(key, self.lease)
         except Exception:
             log.exception("webhook sweeper")
@@ -255,7 +294,7 @@ class Receiver:
         while (key := queue.get()) is not None:
             try:
                 self._run_handler(key, queue)
-            except Exception:   # a bug here must not kill the worker
+            except Exception:  # a bug here must not kill the worker
                 log.exception("webhook worker")
             finally:
                 queue.done()
@@ -267,7 +306,7 @@ class Receiver:
             return
         self.store.extend(key, self.lease)
         event = parse(row["body"])
-        push.publish(event)   # live task cells: idempotent, so every attempt may tell them
+        push.publish(event)  # live task cells: idempotent, so every attempt may tell them
         handler = self._handlers.get(event.event or "", self._default)
         if handler is None:
             self.store.finish(key)
@@ -282,16 +321,26 @@ class Receiver:
             if attempt >= self.max_attempts:
                 self.store.fail(key, error, None, lease=self.lease)
                 self._let_go(key)
-                log.error("webhook %s for task %s is a dead letter after %d attempts: %s",
-                          event.event, event.task_id, attempt, error)
+                log.error(
+                    "webhook %s for task %s is a dead letter after %d attempts: %s",
+                    event.event,
+                    event.task_id,
+                    attempt,
+                    error,
+                )
                 self._log.set_handling(key, f"dead: {error}", event)
                 return
             retry_at = time.time() + self.retry_delay * 2 ** (attempt - 1)
             self.store.fail(key, error, retry_at, lease=self.lease)
-            log.warning("webhook handler failed (attempt %d/%d), retrying: %s", attempt,
-                        self.max_attempts, error)
-            self._log.set_handling(key, f"retrying ({attempt}/{self.max_attempts}): {error}", event,
-                               final=False)
+            log.warning(
+                "webhook handler failed (attempt %d/%d), retrying: %s",
+                attempt,
+                self.max_attempts,
+                error,
+            )
+            self._log.set_handling(
+                key, f"retrying ({attempt}/{self.max_attempts}): {error}", event, final=False
+            )
             queue.put(key, at=retry_at)
             return
         self.store.finish(key)
@@ -311,7 +360,7 @@ class Receiver:
         """Run dead letters again (all, or one), now if this receiver is running."""
         revived = self.store.revive(pipeline_key)
         if revived and self.running:
-            self._adopt_orphans(self._queue)   # type: ignore[arg-type]
+            self._adopt_orphans(self._queue)  # type: ignore[arg-type]
         return revived
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -322,6 +371,7 @@ class Receiver:
         """
         if self._http is not None:
             from ._server import stop_server
+
             stop_server(self._http)
             self._http, self.url = None, None
         queue = self._queue
@@ -340,10 +390,18 @@ class Receiver:
     def wsgi_app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         """The WSGI application (gunicorn ``module:receiver.wsgi_app``, waitress, ...)."""
         from ._server import wsgi_call
+
         return wsgi_call(self, environ, start_response)
 
-    def serve(self, port: int = 0, host: str = "127.0.0.1", *, idle_timeout: float = 10.0,
-              request_timeout: float = 30.0, max_connections: int = 100) -> str:
+    def serve(
+        self,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        *,
+        idle_timeout: float = 10.0,
+        request_timeout: float = 30.0,
+        max_connections: int = 100,
+    ) -> str:
         """Serve in a background thread (a notebook's receiver); returns the URL.
 
         For the real service the URL must be reachable from the internet (a tunnel such as
@@ -353,15 +411,21 @@ class Receiver:
         open at once, new ones are answered 503 (the service retries later).
         """
         from ._server import start_server
+
         if self._http is not None:
-            return self.url   # type: ignore[return-value]
+            return self.url  # type: ignore[return-value]
         self._ensure_started()
-        self._http, self.url = start_server(self, host, port, idle_timeout=idle_timeout,
-                                            request_timeout=request_timeout,
-                                            max_connections=max_connections)
+        self._http, self.url = start_server(
+            self,
+            host,
+            port,
+            idle_timeout=idle_timeout,
+            request_timeout=request_timeout,
+            max_connections=max_connections,
+        )
         return self.url
 
-    def __enter__(self) -> "Receiver":
+    def __enter__(self) -> Receiver:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

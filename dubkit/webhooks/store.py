@@ -26,8 +26,9 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS webhook_events (
@@ -39,16 +40,18 @@ CREATE INDEX IF NOT EXISTS webhook_events_pending ON webhook_events (state, leas
 """
 # Columns added since the first release: files written by older versions gain them on open.
 _ADDED_COLUMNS = (("owner_pid", "INTEGER"), ("owner_host", "TEXT"))
-DEFAULT_RETENTION = 7 * 24 * 3600.0   # how long a handled key still dedupes a late retry
+DEFAULT_RETENTION = 7 * 24 * 3600.0  # how long a handled key still dedupes a late retry
 
 
 def default_store_path() -> Path:
     """``$DUBKIT_WEBHOOK_DB``, else ``~/.cache/dubkit/webhooks.sqlite3``."""
-    return Path(os.environ.get("DUBKIT_WEBHOOK_DB")
-                or Path.home() / ".cache" / "dubkit" / "webhooks.sqlite3")
+    return Path(
+        os.environ.get("DUBKIT_WEBHOOK_DB")
+        or Path.home() / ".cache" / "dubkit" / "webhooks.sqlite3"
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_id() -> str | None:
     """Which process table a pid belongs to: host name, boot and (Linux) pid namespace.
 
@@ -57,7 +60,7 @@ def host_id() -> str | None:
     Linux, when either id cannot be read, None: this process's rows are judged by lease alone.
     """
     if not sys.platform.startswith("linux"):
-        return socket.gethostname()   # no pid namespaces to tell apart
+        return socket.gethostname()  # no pid namespaces to tell apart
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
         namespace = os.readlink("/proc/self/ns/pid")
@@ -69,16 +72,16 @@ def host_id() -> str | None:
 def process_alive(pid: int) -> bool:
     """False only when ``pid`` certainly runs no process on this host; when unsure, True."""
     if pid <= 0:
-        return True   # never let kill() address a process group
+        return True  # never let kill() address a process group
     if sys.platform == "win32":
-        return _windows_process_alive(pid)   # os.kill(pid, 0) would *terminate* it there
+        return _windows_process_alive(pid)  # os.kill(pid, 0) would *terminate* it there
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:   # PermissionError: it runs, as another user
+    except OSError:  # PermissionError: it runs, as another user
         return True
-    try:   # killed but not yet reaped by its parent (a zombie): it runs no handler any more
+    try:  # killed but not yet reaped by its parent (a zombie): it runs no handler any more
         with open(f"/proc/{pid}/stat", "rb") as stat:
             return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
     except (OSError, IndexError):
@@ -89,19 +92,20 @@ def _windows_process_alive(pid: int) -> bool:
     try:
         import ctypes
         from ctypes import wintypes
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)   # type: ignore[attr-defined]
+
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
         kernel32.OpenProcess.restype = wintypes.HANDLE
         kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
         kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
         kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
-        handle = kernel32.OpenProcess(0x1000, False, pid)   # PROCESS_QUERY_LIMITED_INFORMATION
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
         if not handle:
-            return ctypes.get_last_error() != 87   # ERROR_INVALID_PARAMETER: no such process
+            return ctypes.get_last_error() != 87  # ERROR_INVALID_PARAMETER: no such process
         try:
             code = wintypes.DWORD()
             if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
                 return True
-            return code.value == 259   # STILL_ACTIVE
+            return code.value == 259  # STILL_ACTIVE
         finally:
             kernel32.CloseHandle(handle)
     except Exception:
@@ -125,7 +129,7 @@ class EventStore:
                 if name not in columns:
                     try:
                         db.execute(f"ALTER TABLE webhook_events ADD COLUMN {name} {kind}")
-                    except sqlite3.OperationalError as exc:   # another process was first
+                    except sqlite3.OperationalError as exc:  # another process was first
                         if "duplicate column" not in str(exc):
                             raise
 
@@ -136,8 +140,9 @@ class EventStore:
         # One connection per process: a connection inherited through fork (gunicorn --preload)
         # must not be used by the child.
         if self._db is None or self._pid != os.getpid():
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                       timeout=10)
+            self._db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=10
+            )
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL: a committed row survives a process crash; only power loss may drop the
@@ -152,27 +157,39 @@ class EventStore:
 
     # ------------------------------------------------------------------ the delivery path
 
-    def claim(self, pipeline_key: str, event: str | None, task_id: str | None, body: bytes, *,
-              lease: float) -> bool:
+    def claim(
+        self,
+        pipeline_key: str,
+        event: str | None,
+        task_id: str | None,
+        body: bytes,
+        *,
+        lease: float,
+    ) -> bool:
         """Record a delivery; False if its key was seen before (a duplicate)."""
         now = time.time()
         cursor = self._run(
             "INSERT OR IGNORE INTO webhook_events (pipeline_key, event, task_id, body, "
             "received_at, state, next_at, lease_until, owner_pid, owner_host) "
             "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
-            (pipeline_key, event, task_id, body, now, now, now + lease, os.getpid(), host_id()))
+            (pipeline_key, event, task_id, body, now, now, now + lease, os.getpid(), host_id()),
+        )
         return cursor.rowcount == 1
 
     def extend(self, pipeline_key: str, lease: float) -> None:
         """Keep a row this process is handling from being taken over."""
-        self._run("UPDATE webhook_events SET lease_until = ?, owner_pid = ?, owner_host = ? "
-                  "WHERE pipeline_key = ?",
-                  (time.time() + lease, os.getpid(), host_id(), pipeline_key))
+        self._run(
+            "UPDATE webhook_events SET lease_until = ?, owner_pid = ?, owner_host = ? "
+            "WHERE pipeline_key = ?",
+            (time.time() + lease, os.getpid(), host_id(), pipeline_key),
+        )
 
     def finish(self, pipeline_key: str) -> None:
-        self._run("UPDATE webhook_events SET state = 'done', attempts = attempts + 1, "
-                  "last_error = NULL, finished_at = ? WHERE pipeline_key = ?",
-                  (time.time(), pipeline_key))
+        self._run(
+            "UPDATE webhook_events SET state = 'done', attempts = attempts + 1, "
+            "last_error = NULL, finished_at = ? WHERE pipeline_key = ?",
+            (time.time(), pipeline_key),
+        )
 
     def fail(self, pipeline_key: str, error: str, retry_at: float | None, *, lease: float) -> int:
         """Count a failed attempt: retry at ``retry_at``, or dead-letter it when None.
@@ -180,22 +197,30 @@ class EventStore:
         Returns the number of attempts made so far.
         """
         if retry_at is None:
-            self._run("UPDATE webhook_events SET state = 'dead', attempts = attempts + 1, "
-                      "last_error = ?, finished_at = ? WHERE pipeline_key = ?",
-                      (error, time.time(), pipeline_key))
+            self._run(
+                "UPDATE webhook_events SET state = 'dead', attempts = attempts + 1, "
+                "last_error = ?, finished_at = ? WHERE pipeline_key = ?",
+                (error, time.time(), pipeline_key),
+            )
         else:
-            self._run("UPDATE webhook_events SET attempts = attempts + 1, last_error = ?, "
-                      "next_at = ?, lease_until = ? WHERE pipeline_key = ?",
-                      (error, retry_at, retry_at + lease, pipeline_key))
-        row = self._run("SELECT attempts FROM webhook_events WHERE pipeline_key = ?",
-                        (pipeline_key,)).fetchone()
+            self._run(
+                "UPDATE webhook_events SET attempts = attempts + 1, last_error = ?, "
+                "next_at = ?, lease_until = ? WHERE pipeline_key = ?",
+                (error, retry_at, retry_at + lease, pipeline_key),
+            )
+        row = self._run(
+            "SELECT attempts FROM webhook_events WHERE pipeline_key = ?", (pipeline_key,)
+        ).fetchone()
         return row["attempts"] if row else 0
 
     def release(self, pipeline_keys: Iterable[str]) -> None:
         """Give up the lease of rows this process will not handle (clean shutdown)."""
         for key in pipeline_keys:
-            self._run("UPDATE webhook_events SET lease_until = 0 WHERE pipeline_key = ? AND "
-                      "state = 'pending'", (key,))
+            self._run(
+                "UPDATE webhook_events SET lease_until = 0 WHERE pipeline_key = ? AND "
+                "state = 'pending'",
+                (key,),
+            )
 
     def take_orphans(self, *, lease: float, limit: int = 100) -> list[dict[str, Any]]:
         """Pending rows nobody holds, now leased to this process.
@@ -204,21 +229,32 @@ class EventStore:
         or whose owner is a process of this host that is no longer running (it crashed).
         """
         now, me, host = time.time(), os.getpid(), host_id()
-        owners = [] if host is None else self._run(
-            "SELECT DISTINCT owner_pid FROM webhook_events WHERE state = 'pending' AND "
-            "lease_until >= ? AND owner_host = ? AND owner_pid != ?", (now, host, me)).fetchall()
+        owners = (
+            []
+            if host is None
+            else self._run(
+                "SELECT DISTINCT owner_pid FROM webhook_events WHERE state = 'pending' AND "
+                "lease_until >= ? AND owner_host = ? AND owner_pid != ?",
+                (now, host, me),
+            ).fetchall()
+        )
         dead = [r["owner_pid"] for r in owners if not process_alive(r["owner_pid"])][:500]
-        crashed = (f" OR (owner_host = ? AND owner_pid IN ({', '.join('?' * len(dead))}))"
-                   if dead else "")
-        rows = self._run(f"SELECT * FROM webhook_events WHERE state = 'pending' AND "
-                         f"(lease_until < ?{crashed}) ORDER BY received_at LIMIT ?",
-                         (now, *((host, *dead) if dead else ()), limit)).fetchall()
+        crashed = (
+            f" OR (owner_host = ? AND owner_pid IN ({', '.join('?' * len(dead))}))" if dead else ""
+        )
+        rows = self._run(
+            f"SELECT * FROM webhook_events WHERE state = 'pending' AND "
+            f"(lease_until < ?{crashed}) ORDER BY received_at LIMIT ?",
+            (now, *((host, *dead) if dead else ()), limit),
+        ).fetchall()
         taken = []
-        for row in rows:   # compare-and-set: with several processes only one wins each row
-            cursor = self._run("UPDATE webhook_events SET lease_until = ?, owner_pid = ?, "
-                               "owner_host = ? WHERE pipeline_key = ? AND lease_until = ? AND "
-                               "state = 'pending'", (now + lease, me, host, row["pipeline_key"],
-                                                     row["lease_until"]))
+        for row in rows:  # compare-and-set: with several processes only one wins each row
+            cursor = self._run(
+                "UPDATE webhook_events SET lease_until = ?, owner_pid = ?, "
+                "owner_host = ? WHERE pipeline_key = ? AND lease_until = ? AND "
+                "state = 'pending'",
+                (now + lease, me, host, row["pipeline_key"], row["lease_until"]),
+            )
             if cursor.rowcount == 1:
                 taken.append(dict(row))
         return taken
@@ -226,19 +262,26 @@ class EventStore:
     # ------------------------------------------------------------------ inspection and upkeep
 
     def get(self, pipeline_key: str) -> dict[str, Any] | None:
-        row = self._run("SELECT * FROM webhook_events WHERE pipeline_key = ?",
-                        (pipeline_key,)).fetchone()
+        row = self._run(
+            "SELECT * FROM webhook_events WHERE pipeline_key = ?", (pipeline_key,)
+        ).fetchone()
         return dict(row) if row else None
 
     def dead_letters(self) -> list[dict[str, Any]]:
         """Events whose handler kept failing: key, event, task, attempts, last error, body."""
-        return [dict(r) for r in self._run(
-            "SELECT * FROM webhook_events WHERE state = 'dead' ORDER BY received_at").fetchall()]
+        return [
+            dict(r)
+            for r in self._run(
+                "SELECT * FROM webhook_events WHERE state = 'dead' ORDER BY received_at"
+            ).fetchall()
+        ]
 
     def revive(self, pipeline_key: str | None = None) -> int:
         """Make dead letters pending again (all, or one); returns how many."""
-        sql = ("UPDATE webhook_events SET state = 'pending', attempts = 0, lease_until = 0, "
-               "next_at = 0, finished_at = NULL WHERE state = 'dead'")
+        sql = (
+            "UPDATE webhook_events SET state = 'pending', attempts = 0, lease_until = 0, "
+            "next_at = 0, finished_at = NULL WHERE state = 'dead'"
+        )
         if pipeline_key is None:
             return self._run(sql).rowcount
         return self._run(sql + " AND pipeline_key = ?", (pipeline_key,)).rowcount
@@ -249,8 +292,10 @@ class EventStore:
 
     def forget(self, older_than: float = DEFAULT_RETENTION) -> int:
         """Drop handled rows older than ``older_than`` seconds (their keys stop deduping)."""
-        return self._run("DELETE FROM webhook_events WHERE state = 'done' AND finished_at < ?",
-                         (time.time() - older_than,)).rowcount
+        return self._run(
+            "DELETE FROM webhook_events WHERE state = 'done' AND finished_at < ?",
+            (time.time() - older_than,),
+        ).rowcount
 
     def close(self) -> None:
         with self._lock:

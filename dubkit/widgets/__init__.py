@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..results import Task
 from .clone import ClonePanel
@@ -28,5 +29,13 @@ def monitor(tasks: Task | Iterable[Task], **options: Any) -> TaskMonitor:
     return TaskMonitor(tasks, **options)
 
 
-__all__ = ["ClonePanel", "DubbingView", "EventLog", "TaskMonitor", "UploadProgressBar",
-           "VoiceBrowser", "compare", "monitor"]
+__all__ = [
+    "ClonePanel",
+    "DubbingView",
+    "EventLog",
+    "TaskMonitor",
+    "UploadProgressBar",
+    "VoiceBrowser",
+    "compare",
+    "monitor",
+]

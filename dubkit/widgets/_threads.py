@@ -10,13 +10,14 @@ through it.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _shell() -> Any:
     try:
         from IPython import get_ipython
-    except ImportError:   # pragma: no cover - IPython is a dependency
+    except ImportError:  # pragma: no cover - IPython is a dependency
         return None
     return get_ipython()
 
@@ -27,8 +28,11 @@ class CellContext:
 
     def __init__(self) -> None:
         self._shell = _shell()
-        self._parent = (self._shell.get_parent() if self._shell is not None
-                        and hasattr(self._shell, "get_parent") else None)
+        self._parent = (
+            self._shell.get_parent()
+            if self._shell is not None and hasattr(self._shell, "get_parent")
+            else None
+        )
 
     def run(self, target: Callable[[], None]) -> None:
         if self._parent and hasattr(self._shell, "set_parent"):

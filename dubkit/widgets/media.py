@@ -7,7 +7,8 @@ The page is :mod:`dubkit.views.dubbing`'s; saved notebooks show it as static HTM
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
@@ -16,15 +17,17 @@ from ..views.dubbing import compare_html, dubbing_html
 if TYPE_CHECKING:
     from ..results.dubbing import DubbingResult
 
+
 class DubbingView(widgets.VBox):
     """A widget showing one dub (full view) or several (side by side); static HTML fallback."""
 
-    def __init__(self, results: Iterable["DubbingResult"]) -> None:
+    def __init__(self, results: Iterable[DubbingResult]) -> None:
         self.results = list(results)
         if not self.results:
             raise ValueError("DubbingView needs at least one dubbing result")
-        page = (dubbing_html(self.results[0]) if len(self.results) == 1
-                else compare_html(self.results))
+        page = (
+            dubbing_html(self.results[0]) if len(self.results) == 1 else compare_html(self.results)
+        )
         self._view = widgets.HTML(page)
         super().__init__([self._view])
 
@@ -33,10 +36,10 @@ class DubbingView(widgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = self._view.value   # what a saved notebook shows
+        bundle["text/html"] = self._view.value  # what a saved notebook shows
         return bundle
 
 
-def compare(*results: "DubbingResult") -> DubbingView:
+def compare(*results: DubbingResult) -> DubbingView:
     """The original and each dub side by side: ``compare(dub_fr, dub_de)``."""
     return DubbingView(results)

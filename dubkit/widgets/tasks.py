@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
@@ -30,13 +31,20 @@ if TYPE_CHECKING:
 class TaskMonitor(widgets.VBox):
     """A live table of tasks: pushed by a local webhook receiver when one runs, else polled."""
 
-    def __init__(self, tasks: "Task | Iterable[Task]", *, poll_interval: float = 0.5,
-                 max_interval: float = 5.0, push_interval: float = 30.0,
-                 timeout: float = 3600, start: bool = True) -> None:
+    def __init__(
+        self,
+        tasks: Task | Iterable[Task],
+        *,
+        poll_interval: float = 0.5,
+        max_interval: float = 5.0,
+        push_interval: float = 30.0,
+        timeout: float = 3600,
+        start: bool = True,
+    ) -> None:
         self.tasks = [tasks] if isinstance(tasks, Task) else list(tasks)
-        self._cell = CellContext()        # where renders from other threads are sent
+        self._cell = CellContext()  # where renders from other threads are sent
         self._by_id = {t.task_id: t for t in self.tasks}
-        self.via: dict[str, str] = {}     # task id -> how its end was learnt
+        self.via: dict[str, str] = {}  # task id -> how its end was learnt
         self._view = widgets.HTML(self._table())
         super().__init__([self._view])
         self.poll_interval, self.max_interval = poll_interval, max_interval
@@ -57,8 +65,9 @@ class TaskMonitor(widgets.VBox):
     def start(self) -> None:
         if self._thread is None:
             unsubscribe = push.subscribe(self._on_event)
-            self._thread = start_cell_thread(lambda: self._watch(unsubscribe),
-                                             name="dubkit-task-monitor")
+            self._thread = start_cell_thread(
+                lambda: self._watch(unsubscribe), name="dubkit-task-monitor"
+            )
 
     def stop(self) -> None:
         self._stop.set()
@@ -70,27 +79,38 @@ class TaskMonitor(widgets.VBox):
             self._thread.join(timeout)
         return self._thread is None or not self._thread.is_alive()
 
-    def apply_event(self, task_id: str, *, status: str | None, task_type: str | None = None,
-                    result: dict[str, Any] | None = None, via: str = "webhook") -> bool:
+    def apply_event(
+        self,
+        task_id: str,
+        *,
+        status: str | None,
+        task_type: str | None = None,
+        result: dict[str, Any] | None = None,
+        via: str = "webhook",
+    ) -> bool:
         """Update a row from a pushed event at once; False if the task is not shown here."""
         task = self._by_id.get(task_id)
         if task is None:
             return False
         with self._lock:
-            if not task.done:   # an end already seen is final; a late copy changes nothing
+            if not task.done:  # an end already seen is final; a late copy changes nothing
                 task.apply(task_type, status, result)
                 if task.done:
                     self.via[task_id] = via
-        self._wake.set()        # the monitor's own thread renders (it owns the cell)
+        self._wake.set()  # the monitor's own thread renders (it owns the cell)
         if self._thread is None or not self._thread.is_alive():
             # Its thread has ended: render from this one (a webhook worker) as the cell.
             self._cell.run(self._render_ended)
         return True
 
-    def _on_event(self, event: "WebhookEvent") -> None:
+    def _on_event(self, event: WebhookEvent) -> None:
         if event.task_id:
-            self.apply_event(event.task_id, status=event.status, task_type=event.task_type,
-                             result=event.task_result())
+            self.apply_event(
+                event.task_id,
+                status=event.status,
+                task_type=event.task_type,
+                result=event.task_result(),
+            )
 
     def _watch(self, unsubscribe: Any) -> None:
         deadline = time.monotonic() + self.timeout
@@ -119,11 +139,16 @@ class TaskMonitor(widgets.VBox):
                 # A fresh copy, applied only if no pushed event ended the task meanwhile.
                 fresh = task.fresh()
                 self.last_error = None
-            except Exception as exc:   # keep watching through a flaky connection
+            except Exception as exc:  # keep watching through a flaky connection
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 continue
-            self.apply_event(task.task_id, status=fresh.status, task_type=fresh.task_type,
-                             result=fresh.raw_result, via="poll")
+            self.apply_event(
+                task.task_id,
+                status=fresh.status,
+                task_type=fresh.task_type,
+                result=fresh.raw_result,
+                via="poll",
+            )
 
     def _table(self, note: str = "") -> str:
         return task_table_html(self.tasks, note=note, via=self.via)
@@ -134,8 +159,10 @@ class TaskMonitor(widgets.VBox):
         if self.last_error:
             return f"last poll failed: {self.last_error}"
         if not self.done and push.active():
-            return ("live: updated by the local webhook receiver as events arrive (polling "
-                    f"every {self.push_interval:g} s as a fallback)")
+            return (
+                "live: updated by the local webhook receiver as events arrive (polling "
+                f"every {self.push_interval:g} s as a fallback)"
+            )
         return ""
 
     def _render(self) -> None:
@@ -148,14 +175,16 @@ class TaskMonitor(widgets.VBox):
         for task in self.tasks:
             if task.status == "finished" and task.result_if_made() is None:
                 try:
-                    task.result      # noqa: B018
-                except Exception as exc:     # the row still shows the task finished
+                    task.result  # noqa: B018
+                except Exception as exc:  # the row still shows the task finished
                     self.last_error = f"{type(exc).__name__}: {exc}"
         self._render()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        self._render()   # the fallback a saved notebook shows: the table as it is now
+        self._render()  # the fallback a saved notebook shows: the table as it is now
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/html"] = self._view.value
-        bundle["text/plain"] = f"TaskMonitor({len(self.tasks)} task{'' if len(self.tasks) == 1 else 's'})"
+        bundle["text/plain"] = (
+            f"TaskMonitor({len(self.tasks)} task{'' if len(self.tasks) == 1 else 's'})"
+        )
         return bundle

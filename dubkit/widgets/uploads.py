@@ -11,7 +11,8 @@ once, so a saved notebook shows the final line (name, size, rate, parts, materia
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
@@ -20,11 +21,12 @@ from ..views.materials import fraction, progress_html, progress_text
 if TYPE_CHECKING:
     from ..uploads import UploadProgress
 
+
 def in_notebook() -> bool:
     """True inside a Jupyter kernel (where widgets can show)."""
     try:
         from IPython import get_ipython
-    except ImportError:   # pragma: no cover - IPython is a dependency
+    except ImportError:  # pragma: no cover - IPython is a dependency
         return False
     shell = get_ipython()
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
@@ -35,20 +37,22 @@ class UploadProgressBar(widgets.VBox):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.last: "UploadProgress | None" = None
-        self._bar = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="upload",
-                                          layout=widgets.Layout(width="320px"))
+        self.last: UploadProgress | None = None
+        self._bar = widgets.FloatProgress(
+            value=0.0, min=0.0, max=1.0, description="upload", layout=widgets.Layout(width="320px")
+        )
         self._line = widgets.HTML(html.escape(name))
         self._handle: Any = None
         super().__init__([widgets.HBox([self._bar, self._line])])
 
-    def show(self) -> "UploadProgressBar":
+    def show(self) -> UploadProgressBar:
         """Display in the current cell, remembering where, so the end can refresh it."""
         from IPython.display import display
+
         self._handle = display(self, display_id=True)
         return self
 
-    def __call__(self, p: "UploadProgress") -> None:
+    def __call__(self, p: UploadProgress) -> None:
         self.last = p
         self._bar.description = p.phase
         self._bar.value = fraction(p)
@@ -56,7 +60,7 @@ class UploadProgressBar(widgets.VBox):
         if p.phase == "done":
             self._bar.bar_style = "success"
             if self._handle is not None:
-                self._handle.update(self)       # the saved notebook keeps the final line
+                self._handle.update(self)  # the saved notebook keeps the final line
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
@@ -65,28 +69,32 @@ class UploadProgressBar(widgets.VBox):
         return bundle
 
 
-def upload_progress(name: str) -> Callable[["UploadProgress"], None]:
+def upload_progress(name: str) -> Callable[[UploadProgress], None]:
     """What ``client.materials.upload(progress=True)`` shows: the widget in a notebook, a
     terminal bar elsewhere."""
     return UploadProgressBar(name).show() if in_notebook() else terminal_progress(name)
 
 
-def terminal_progress(name: str) -> Callable[["UploadProgress"], None]:
+def terminal_progress(name: str) -> Callable[[UploadProgress], None]:
     """A tqdm bar on stderr, in bytes, with the parts as a postfix."""
     from tqdm import tqdm
 
     bars: dict[str, Any] = {}
 
-    def report(p: "UploadProgress") -> None:
+    def report(p: UploadProgress) -> None:
         stage = "hashing" if p.phase == "hashing" else "sending"
         bar = bars.get(stage)
         if bar is None:
             if "hashing" in bars and stage != "hashing":
                 bars["hashing"].close()
-            bar = bars[stage] = tqdm(total=p.total, unit="B", unit_scale=True,
-                                     unit_divisor=1024, leave=False,
-                                     desc=f"{'hashing' if stage == 'hashing' else 'uploading'} "
-                                          f"{name}")
+            bar = bars[stage] = tqdm(
+                total=p.total,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                leave=False,
+                desc=f"{'hashing' if stage == 'hashing' else 'uploading'} {name}",
+            )
         bar.n = p.hashed if stage == "hashing" else p.sent
         if p.parts_total > 1:
             bar.set_postfix_str(f"parts {p.parts_done}/{p.parts_total}", refresh=False)
@@ -95,4 +103,3 @@ def terminal_progress(name: str) -> Callable[["UploadProgress"], None]:
             bar.close()
 
     return report
-

@@ -13,7 +13,8 @@ with the widget.
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable, Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import ipywidgets as widgets
 
@@ -29,6 +30,7 @@ class VoiceClient(Protocol):
     voices: VoicesResource
     tts: TTSResource
 
+
 _ANY = "any"
 GENDERS = (_ANY, "female", "male")
 AGES = (_ANY, "young", "adult", "senior")
@@ -39,43 +41,64 @@ class VoiceBrowser(widgets.VBox):
     """Filters (locale, gender, age, quality, name), a page of voices with previews and a
     tick box each, and an audition panel that says a sentence with every ticked voice."""
 
-    def __init__(self, client: VoiceClient, *, locale: str | None = None, gender: str | None = None,
-                 age: str | None = None, quality: str | None = None, search: str = "",
-                 page_size: int = 10, text: str = "Hello! This is how I sound.") -> None:
+    def __init__(
+        self,
+        client: VoiceClient,
+        *,
+        locale: str | None = None,
+        gender: str | None = None,
+        age: str | None = None,
+        quality: str | None = None,
+        search: str = "",
+        page_size: int = 10,
+        text: str = "Hello! This is how I sound.",
+    ) -> None:
         self._client = client
         self.page, self.page_size = 1, page_size
         self.voices: list[Any] = []
         self.total = 0
         self.last_audition: Audition | None = None
-        self._locale = widgets.Dropdown(options=[_ANY, *sorted(locales.TARGET)],
-                                        value=locale or _ANY, description="locale")
-        self._gender = widgets.Dropdown(options=GENDERS, value=gender or _ANY,
-                                        description="gender")
+        self._locale = widgets.Dropdown(
+            options=[_ANY, *sorted(locales.TARGET)], value=locale or _ANY, description="locale"
+        )
+        self._gender = widgets.Dropdown(options=GENDERS, value=gender or _ANY, description="gender")
         self._age = widgets.Dropdown(options=AGES, value=age or _ANY, description="age")
-        self._quality = widgets.Dropdown(options=QUALITIES, value=quality or _ANY,
-                                         description="quality")
-        self._search = widgets.Text(value=search, description="name",
-                                    placeholder="part of a name")
-        self._prev, self._next = widgets.Button(description="◀ prev"), widgets.Button(
-            description="next ▶")
+        self._quality = widgets.Dropdown(
+            options=QUALITIES, value=quality or _ANY, description="quality"
+        )
+        self._search = widgets.Text(value=search, description="name", placeholder="part of a name")
+        self._prev, self._next = (
+            widgets.Button(description="◀ prev"),
+            widgets.Button(description="next ▶"),
+        )
         self._status = widgets.HTML()
         self._rows = widgets.VBox()
-        self._text = widgets.Textarea(value=text, description="say",
-                                      layout=widgets.Layout(width="60%"))
+        self._text = widgets.Textarea(
+            value=text, description="say", layout=widgets.Layout(width="60%")
+        )
         self._hear = widgets.Button(description="Hear ticked voices", button_style="primary")
         self._result = widgets.HTML()
         self._ticks: dict[str, widgets.Checkbox] = {}
         self._ticked: list[str] = []
-        self._quiet = False       # set while several filters change at once
+        self._quiet = False  # set while several filters change at once
         for control in (self._locale, self._gender, self._age, self._quality, self._search):
             control.observe(lambda _: None if self._quiet else self._go(1), names="value")
         self._prev.on_click(lambda _: self._go(self.page - 1))
         self._next.on_click(lambda _: self._go(self.page + 1))
         self._hear.on_click(lambda _: self.audition())
-        filters = widgets.HBox([self._locale, self._gender, self._age, self._quality,
-                                self._search], layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__([filters, widgets.HBox([self._prev, self._next, self._status]),
-                          self._rows, widgets.HBox([self._text, self._hear]), self._result])
+        filters = widgets.HBox(
+            [self._locale, self._gender, self._age, self._quality, self._search],
+            layout=widgets.Layout(flex_flow="row wrap"),
+        )
+        super().__init__(
+            [
+                filters,
+                widgets.HBox([self._prev, self._next, self._status]),
+                self._rows,
+                widgets.HBox([self._text, self._hear]),
+                self._result,
+            ]
+        )
         self._go(1)
 
     # ----------------------------------------------------------------- public controls
@@ -90,24 +113,30 @@ class VoiceBrowser(widgets.VBox):
         """Ids ticked for audition (across pages, in the order ticked)."""
         return list(self._ticked)
 
-    def set_filters(self, **filters: Any) -> "VoiceBrowser":
+    def set_filters(self, **filters: Any) -> VoiceBrowser:
         """Change filters (locale, gender, age, quality, search) and show page 1."""
-        controls = {"locale": self._locale, "gender": self._gender, "age": self._age,
-                    "quality": self._quality, "search": self._search}
+        controls = {
+            "locale": self._locale,
+            "gender": self._gender,
+            "age": self._age,
+            "quality": self._quality,
+            "search": self._search,
+        }
         unknown = set(filters) - set(controls)
         if unknown:
             raise ValueError(f"{sorted(unknown)[0]}: not a filter; use {', '.join(controls)}")
         self._quiet = True
         try:
             for name, value in filters.items():
-                controls[name].value = value if value is not None else (
-                    "" if name == "search" else _ANY)
+                controls[name].value = (
+                    value if value is not None else ("" if name == "search" else _ANY)
+                )
         finally:
             self._quiet = False
         self._go(1)
         return self
 
-    def tick(self, voice_ids: Iterable[str]) -> "VoiceBrowser":
+    def tick(self, voice_ids: Iterable[str]) -> VoiceBrowser:
         for voice_id in voice_ids:
             if voice_id not in self._ticked:
                 self._ticked.append(voice_id)
@@ -127,9 +156,11 @@ class VoiceBrowser(widgets.VBox):
         self._result.value = f"<i>speaking with {len(self._ticked)} voices…</i>"
         try:
             self.last_audition = self._client.tts.audition(text, self._ticked)
-        except Exception as exc:     # show it in the panel; the widget stays usable
-            self._result.value = (f"<span style='color:#cf222e'>{html.escape(type(exc).__name__)}"
-                                  f": {html.escape(str(exc))}</span>")
+        except Exception as exc:  # show it in the panel; the widget stays usable
+            self._result.value = (
+                f"<span style='color:#cf222e'>{html.escape(type(exc).__name__)}"
+                f": {html.escape(str(exc))}</span>"
+            )
             return None
         # Live widget state is saved with the notebook: play from URLs, embed nothing there.
         self._result.value = self.last_audition.html(embed=False)
@@ -138,9 +169,13 @@ class VoiceBrowser(widgets.VBox):
     # ----------------------------------------------------------------- internals
 
     def _filters(self) -> dict[str, Any]:
-        chosen = {"locale": self._locale.value, "gender": self._gender.value,
-                  "age": self._age.value, "quality": self._quality.value,
-                  "search": self._search.value.strip()}
+        chosen = {
+            "locale": self._locale.value,
+            "gender": self._gender.value,
+            "age": self._age.value,
+            "quality": self._quality.value,
+            "search": self._search.value.strip(),
+        }
         return {k: v for k, v in chosen.items() if v not in (_ANY, "")}
 
     def _go(self, page: int) -> None:
@@ -148,7 +183,7 @@ class VoiceBrowser(widgets.VBox):
         try:
             found = self._client.voices.presets_page(page, self.page_size, **self._filters())
         except Exception as exc:
-            self._status.value = (f"<span style='color:#cf222e'>{html.escape(str(exc))}</span>")
+            self._status.value = f"<span style='color:#cf222e'>{html.escape(str(exc))}</span>"
             return
         self.page, self.voices, self.total = page, list(found), found.total
         pages = max(1, -(-self.total // self.page_size))
@@ -157,13 +192,25 @@ class VoiceBrowser(widgets.VBox):
         self._ticks = {}
         rows = []
         for voice in self.voices:
-            box = widgets.Checkbox(value=voice.voice_id in self._ticked, indent=False,
-                                   layout=widgets.Layout(width="28px"))
-            box.observe(lambda change, v=voice.voice_id: self._on_tick(v, change["new"]),
-                        names="value")
+            box = widgets.Checkbox(
+                value=voice.voice_id in self._ticked,
+                indent=False,
+                layout=widgets.Layout(width="28px"),
+            )
+            box.observe(
+                lambda change, v=voice.voice_id: self._on_tick(v, change["new"]), names="value"
+            )
             self._ticks[voice.voice_id] = box
-            rows.append(widgets.HBox([box, widgets.HTML(
-                f"<table class='dubkit-voices'><tr>{voice_row_html(voice)}</tr></table>")]))
+            rows.append(
+                widgets.HBox(
+                    [
+                        box,
+                        widgets.HTML(
+                            f"<table class='dubkit-voices'><tr>{voice_row_html(voice)}</tr></table>"
+                        ),
+                    ]
+                )
+            )
         self._rows.children = rows
 
     def _on_tick(self, voice_id: str, on: bool) -> None:
@@ -175,11 +222,13 @@ class VoiceBrowser(widgets.VBox):
     def static_html(self) -> str:
         ticked = ", ".join(self._ticked) or "none"
         audition = self.last_audition.html(embed=False) if self.last_audition else ""
-        return (f"<div><p>{self.total} voices match {html.escape(str(self._filters()))}; "
-                f"page {self.page}. Ticked: {html.escape(ticked)}</p>"
-                f"{voice_table_html(self.voices)}{audition}</div>")
+        return (
+            f"<div><p>{self.total} voices match {html.escape(str(self._filters()))}; "
+            f"page {self.page}. Ticked: {html.escape(ticked)}</p>"
+            f"{voice_table_html(self.voices)}{audition}</div>"
+        )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = self.static_html()    # what a saved notebook shows
+        bundle["text/html"] = self.static_html()  # what a saved notebook shows
         return bundle

@@ -10,23 +10,29 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from jupyter_servers import NOTEBOOKS, Server, start_lab
 
 CHROMIUM = Path(os.environ.get("DUBKIT_CHROMIUM", "/usr/bin/chromium"))
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update",
-               "--disable-sync"]
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    setattr(item, f"report_{report.when}", report)   # lets the page fixture see a failure
+    setattr(item, f"report_{report.when}", report)  # lets the page fixture see a failure
     return report
 
 
@@ -40,15 +46,18 @@ def _cannot_run(reason: str) -> None:
 @pytest.fixture(scope="session")
 def browser():
     if not CHROMIUM.exists():
-        _cannot_run(f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y "
-                    "chromium; .ci/run does) to run the browser suite")
+        _cannot_run(
+            f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y "
+            "chromium; .ci/run does) to run the browser suite"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _cannot_run("the playwright Python package is missing: pip install -e '.[test]'")
     driver = sync_playwright().start()
-    chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS,
-                                      headless=True)
+    chromium = driver.chromium.launch(
+        executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True
+    )
     yield chromium
     chromium.close()
     driver.stop()
@@ -58,7 +67,7 @@ def browser():
 def shots(artifacts: Path) -> Path:
     folder = artifacts / "browser"
     if folder.exists():
-        shutil.rmtree(folder)       # pictures of this run only
+        shutil.rmtree(folder)  # pictures of this run only
     folder.mkdir(parents=True)
     return folder
 
@@ -68,7 +77,7 @@ def page(browser, request, shots: Path):
     context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(60_000)
-    problems: list[str] = []      # printed for diagnosis (Lab logs some harmless ones)
+    problems: list[str] = []  # printed for diagnosis (Lab logs some harmless ones)
     page.on("pageerror", lambda exc: problems.append(str(exc)))
     yield page
     report = getattr(request.node, "report_call", None)
@@ -76,7 +85,7 @@ def page(browser, request, shots: Path):
         try:
             name = "".join(c if c.isalnum() or c in "-_." else "_" for c in request.node.name)
             page.screenshot(path=str(shots / f"FAILED-{name}.png"))
-        except Exception as exc:        # the report matters more than the picture
+        except Exception as exc:  # the report matters more than the picture
             print(f"no failure screenshot: {exc}")
     if problems:
         print("JavaScript errors on the page:\n" + "\n".join(problems))
@@ -93,7 +102,11 @@ def lab(request, browser, tmp_path_factory, shots: Path) -> Iterator[Server]:
     base = tmp_path_factory.mktemp(f"lab-{request.param}")
     root = base / "root"
     shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    server = start_lab(root, base / "home", shots / f"jupyterlab-{request.param}.log",
-                       base_url=LAB_BASES[request.param])
+    server = start_lab(
+        root,
+        base / "home",
+        shots / f"jupyterlab-{request.param}.log",
+        base_url=LAB_BASES[request.param],
+    )
     yield server
     server.stop()

@@ -16,14 +16,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
 from urllib.parse import urlsplit
 
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
-SCREENSHOTS = REPO / "docs" / "screenshots"      # the README's pictures
+SCREENSHOTS = REPO / "docs" / "screenshots"  # the README's pictures
 
 # Lab settings that make a run deterministic: every cell stays in the DOM (no windowing, so
 # players far down a notebook exist and load), no autosave writing the copies mid-run, and no
@@ -32,7 +31,9 @@ LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False},
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
 }
 
 
@@ -46,18 +47,28 @@ def private_jupyter_env(home: Path, sandbox_dir: Path) -> dict[str, str]:
     """Environment for a server: private Jupyter dirs, a venv kernel, the offline sandbox."""
     env = dict(os.environ)
     for name in ("DUBKIT_API_KEY", "DUBKIT_BASE_URL", "DUBKIT_JUPYTER_PROXY"):
-        env.pop(name, None)        # the sandbox here; kernels find their server's proxy
-    dirs = {"JUPYTER_CONFIG_DIR": home / "config", "JUPYTER_DATA_DIR": home / "data",
-            "JUPYTER_RUNTIME_DIR": home / "runtime", "IPYTHONDIR": home / "ipython"}
+        env.pop(name, None)  # the sandbox here; kernels find their server's proxy
+    dirs = {
+        "JUPYTER_CONFIG_DIR": home / "config",
+        "JUPYTER_DATA_DIR": home / "data",
+        "JUPYTER_RUNTIME_DIR": home / "runtime",
+        "IPYTHONDIR": home / "ipython",
+    }
     for name, path in dirs.items():
         path.mkdir(parents=True, exist_ok=True)
         env[name] = str(path)
     # The data dir comes first in the kernel search path, so this spec is the one used.
     spec_dir = home / "data" / "kernels" / "python3"
     spec_dir.mkdir(parents=True, exist_ok=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (ipykernel)", "language": "python"}))
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+            }
+        )
+    )
     env["DUBKIT_SANDBOX_DIR"] = str(sandbox_dir)
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -73,16 +84,15 @@ class Server:
     process: subprocess.Popen
     log: Path
     home: Path
-    root: Path | None = None      # what Lab serves
+    root: Path | None = None  # what Lab serves
 
     @property
     def port(self) -> int:
-        return urlsplit(self.url).port   # type: ignore[return-value]
+        return urlsplit(self.url).port  # type: ignore[return-value]
 
     def api(self, method: str, path: str, **kwargs) -> requests.Response:
         headers = {"Authorization": f"token {self.token}"} if self.token else {}
-        return requests.request(method, f"{self.url}{path}", headers=headers, timeout=10,
-                                **kwargs)
+        return requests.request(method, f"{self.url}{path}", headers=headers, timeout=10, **kwargs)
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -107,8 +117,9 @@ def wait_until_up(server: Server, path: str | None, *, timeout: float = 90) -> N
     last = "no answer yet"
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"{server.name} exited with {server.process.returncode}:\n"
-                               f"{server.log_tail()}")
+            raise RuntimeError(
+                f"{server.name} exited with {server.process.returncode}:\n{server.log_tail()}"
+            )
         try:
             if path is None:
                 with socket.create_connection(("127.0.0.1", server.port), timeout=2):
@@ -121,8 +132,9 @@ def wait_until_up(server: Server, path: str | None, *, timeout: float = 90) -> N
             last = type(exc).__name__
         time.sleep(0.3)
     server.stop()
-    raise RuntimeError(f"{server.name} did not answer {path} within {timeout:g} s ({last}):\n"
-                       f"{server.log_tail()}")
+    raise RuntimeError(
+        f"{server.name} did not answer {path} within {timeout:g} s ({last}):\n{server.log_tail()}"
+    )
 
 
 def start_lab(root: Path, home: Path, log: Path, *, base_url: str = "/") -> Server:
@@ -140,18 +152,33 @@ def start_lab(root: Path, home: Path, log: Path, *, base_url: str = "/") -> Serv
     env = private_jupyter_env(home, home / "sandbox")
     if base_url != "/":
         env["JUPYTERHUB_SERVICE_PREFIX"] = base_url
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser",
-               "--ServerApp.open_browser=False", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-               "--ServerApp.allow_root=True",       # CI runs as root
-               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               f"--ServerApp.base_url={base_url}",
-               f"--LabApp.user_settings_dir={settings}",
-               f"--LabApp.workspaces_dir={home / 'workspaces'}",
-               # window.jupyterapp: run commands and read kernel and cell state directly
-               "--LabApp.expose_app_in_browser=True"]
-    server = _spawn("JupyterLab", command, env, log,
-                    f"http://127.0.0.1:{port}{base_url.rstrip('/')}", token, home)
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.allow_root=True",  # CI runs as root
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--ServerApp.base_url={base_url}",
+        f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        # window.jupyterapp: run commands and read kernel and cell state directly
+        "--LabApp.expose_app_in_browser=True",
+    ]
+    server = _spawn(
+        "JupyterLab",
+        command,
+        env,
+        log,
+        f"http://127.0.0.1:{port}{base_url.rstrip('/')}",
+        token,
+        home,
+    )
     server.root = root
     wait_until_up(server, "/api/status")
     return server
@@ -164,17 +191,23 @@ def start_studio(home: Path, log: Path, *, service: tuple[str, str] | None = Non
     env = private_jupyter_env(home, home / "sandbox")
     if service is not None:
         env["DUBKIT_BASE_URL"], env["DUBKIT_API_KEY"] = service
-    command = [sys.executable, "-m", "dubkit.cli", "studio", "--port", str(port),
-               "--no-browser"]
+    command = [sys.executable, "-m", "dubkit.cli", "studio", "--port", str(port), "--no-browser"]
     server = _spawn("dubkit studio", command, env, log, f"http://127.0.0.1:{port}", "", home)
-    wait_until_up(server, None)     # a GET of / would start a kernel nobody watches
+    wait_until_up(server, None)  # a GET of / would start a kernel nobody watches
     return server
 
 
-def _spawn(name: str, command: list[str], env: dict[str, str], log: Path, url: str,
-           token: str, home: Path) -> Server:
+def _spawn(
+    name: str, command: list[str], env: dict[str, str], log: Path, url: str, token: str, home: Path
+) -> Server:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, cwd=home)
+        process = subprocess.Popen(
+            command,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=home,
+        )
     return Server(name, url, token, process, log, home)

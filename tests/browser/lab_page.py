@@ -14,15 +14,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from jupyter_servers import Server
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
-from jupyter_servers import Server
-
-UNDER_TEST = "dubkit-under-test"    # class put on the notebook panel being tested
+UNDER_TEST = "dubkit-under-test"  # class put on the notebook panel being tested
 OUTPUTS = f".{UNDER_TEST} .jp-OutputArea"
-OPEN_TIMEOUT = 90          # seconds for Lab to show the notebook with an idle kernel
-RUN_TIMEOUT = 240          # seconds for "run all" (notebooks are written to run in ~60 s)
+OPEN_TIMEOUT = 90  # seconds for Lab to show the notebook with an idle kernel
+RUN_TIMEOUT = 240  # seconds for "run all" (notebooks are written to run in ~60 s)
 
 KERNEL_STATE = """() => {
     const app = window.jupyterapp;
@@ -51,7 +50,8 @@ CELLS = """() => {
 
 # Records every state a live task table shows, with the cell's prompt at that moment, so a test
 # can tell "refreshed by itself" from "re-run": the prompt number stays the same.
-WATCH_TASK_TABLES = """() => {
+WATCH_TASK_TABLES = (
+    """() => {
     window.__dubkitTaskStates = [];
     const seen = new Set();
     const record = () => document.querySelectorAll('.%s .jp-Cell').forEach((cell, i) => {
@@ -69,7 +69,9 @@ WATCH_TASK_TABLES = """() => {
     });
     new MutationObserver(record).observe(document.body,
                                          {subtree: true, childList: true, characterData: true});
-}""" % UNDER_TEST
+}"""
+    % UNDER_TEST
+)  # noqa: UP031 - the braces are JavaScript's, not format fields
 
 
 @dataclass
@@ -99,14 +101,18 @@ class LabNotebook:
             try:
                 self._open_once()
             except (TimeoutError, PlaywrightError) as second:
-                raise AssertionError(f"{self.path}: Lab did not give an idle kernel twice; "
-                                     f"first: {first}; then: {second}") from second
+                raise AssertionError(
+                    f"{self.path}: Lab did not give an idle kernel twice; "
+                    f"first: {first}; then: {second}"
+                ) from second
 
     def _open_once(self) -> None:
         # A workspace of its own, reset: Lab must not reopen the tabs of earlier tests.
         workspace = "".join(c if c.isalnum() else "-" for c in self.path)
-        self.page.goto(f"{self.lab.url}/lab/workspaces/{workspace}/tree/{self.path}"
-                       f"?reset&token={self.lab.token}")
+        self.page.goto(
+            f"{self.lab.url}/lab/workspaces/{workspace}/tree/{self.path}"
+            f"?reset&token={self.lab.token}"
+        )
         deadline = time.monotonic() + OPEN_TIMEOUT
         state: dict = {}
         while time.monotonic() < deadline:
@@ -115,26 +121,33 @@ class LabNotebook:
                 # "Select Kernel": take the default (this venv's python3), as a person would
                 self.page.click(".jp-Dialog .jp-mod-accept")
             elif state["title"] == self.path.rsplit("/", 1)[-1] and state["kernel"] == "idle":
-                self.page.evaluate("""() => {
+                self.page.evaluate(
+                    """(name) => {
                     window.jupyterapp.shell.collapseLeft();
-                    window.jupyterapp.shell.currentWidget.node.classList.add('%s'); }"""
-                                   % UNDER_TEST)
+                    window.jupyterapp.shell.currentWidget.node.classList.add(name); }""",
+                    UNDER_TEST,
+                )
                 return
             time.sleep(0.25)
         raise TimeoutError(f"no idle kernel after {OPEN_TIMEOUT} s (last seen: {state})")
 
     def run_all(self) -> RunReport:
         """Clear the saved outputs, run every cell, wait until nothing is running."""
-        self.page.evaluate("() => window.jupyterapp.commands.execute("
-                           "'notebook:clear-all-cell-outputs')")
+        self.page.evaluate(
+            "() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')"
+        )
         cleared = self.page.evaluate(CELLS)["cells"]
-        left = [c["index"] for c in cleared if c["type"] == "code" and
-                (c["count"] is not None or c["outputs"])]
+        left = [
+            c["index"]
+            for c in cleared
+            if c["type"] == "code" and (c["count"] is not None or c["outputs"])
+        ]
         assert not left, f"{self.path}: saved outputs still shown in cells {left} after clearing"
         self.page.evaluate(WATCH_TASK_TABLES)
         started = time.monotonic()
-        self.page.evaluate("() => { window.jupyterapp.commands.execute("
-                           "'notebook:run-all-cells'); }")
+        self.page.evaluate(
+            "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
+        )
         deadline = started + RUN_TIMEOUT
         state = self.page.evaluate(CELLS)
         while time.monotonic() < deadline:
@@ -142,15 +155,18 @@ class LabNotebook:
             codes = [c for c in state["cells"] if c["type"] == "code"]
             busy = [c for c in codes if "*" in c["prompt"]]
             finished = all(c["count"] is not None for c in codes)
-            stopped = any(c["errors"] for c in codes)    # run-all stops at an error
+            stopped = any(c["errors"] for c in codes)  # run-all stops at an error
             if state["kernel"] == "idle" and not busy and (finished or stopped):
                 break
             time.sleep(0.25)
         else:
             running = [c["source"] for c in state["cells"] if "*" in c["prompt"]]
             raise AssertionError(f"{self.path}: still running after {RUN_TIMEOUT} s: {running}")
-        return RunReport(time.monotonic() - started, state["cells"],
-                         self.page.evaluate("() => window.__dubkitTaskStates"))
+        return RunReport(
+            time.monotonic() - started,
+            state["cells"],
+            self.page.evaluate("() => window.__dubkitTaskStates"),
+        )
 
     def cell(self, index: int):
         return self.page.locator(f".{UNDER_TEST} .jp-Cell").nth(index)

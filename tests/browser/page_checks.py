@@ -25,16 +25,23 @@ MEDIA_STATE = """(el) => ({
 
 def load_media(page: Page, selector: str, *, timeout: float = 60) -> list[dict]:
     """Load the metadata of every ``<audio>``/``<video>`` matching ``selector``; their states."""
-    count = page.evaluate("""(sel) => {
+    count = page.evaluate(
+        """(sel) => {
         const all = [...document.querySelectorAll(sel)];
         for (const el of all) if (el.readyState < 1) { el.preload = 'metadata'; el.load(); }
-        return all.length; }""", selector)
+        return all.length; }""",
+        selector,
+    )
     if count:
         try:
-            page.wait_for_function("""(sel) => [...document.querySelectorAll(sel)].every(
-                el => el.readyState >= 1 || el.error)""", arg=selector, timeout=timeout * 1000)
+            page.wait_for_function(
+                """(sel) => [...document.querySelectorAll(sel)].every(
+                el => el.readyState >= 1 || el.error)""",
+                arg=selector,
+                timeout=timeout * 1000,
+            )
         except PlaywrightTimeout:
-            pass     # the states returned say which ones never loaded
+            pass  # the states returned say which ones never loaded
     return page.eval_on_selector_all(selector, f"els => els.map({MEDIA_STATE})")
 
 
@@ -47,8 +54,11 @@ def media_problems(states: list[dict]) -> list[str]:
             problems.append(f"{what}: media error {state['error']}")
         elif state["readyState"] < 1:
             problems.append(f"{what}: metadata never loaded")
-        elif not (isinstance(state["duration"], (int, float)) and math.isfinite(state["duration"])
-                  and state["duration"] > 0):
+        elif not (
+            isinstance(state["duration"], (int, float))
+            and math.isfinite(state["duration"])
+            and state["duration"] > 0
+        ):
             problems.append(f"{what}: duration {state['duration']!r}")
         if state["autoplay"] or state["loop"]:
             problems.append(f"{what}: autoplay or loop is on")
@@ -67,10 +77,14 @@ def press_play(player: Locator, *, timeout: float = 30) -> dict:
     box = player.bounding_box()
     assert box, "the player is not visible"
     video = player.evaluate("el => el.tagName") == "VIDEO"
-    player.click(position={"x": 24, "y": box["height"] - 48} if video
-                 else {"x": 16, "y": box["height"] / 2})
-    player.page.wait_for_function("el => !el.paused && el.currentTime > 0.2 || el.error",
-                                  arg=player.element_handle(), timeout=timeout * 1000)
+    player.click(
+        position={"x": 24, "y": box["height"] - 48} if video else {"x": 16, "y": box["height"] / 2}
+    )
+    player.page.wait_for_function(
+        "el => !el.paused && el.currentTime > 0.2 || el.error",
+        arg=player.element_handle(),
+        timeout=timeout * 1000,
+    )
     state = player.evaluate(MEDIA_STATE)
     player.evaluate("el => el.pause()")
     return state
@@ -78,14 +92,17 @@ def press_play(player: Locator, *, timeout: float = 30) -> dict:
 
 def shown_errors(page: Page, scope: str) -> list[str]:
     """Error texts a person would see in ``scope``: tracebacks and widgets that failed."""
-    return page.eval_on_selector_all(scope, """els => els.flatMap(el => {
+    return page.eval_on_selector_all(
+        scope,
+        """els => els.flatMap(el => {
         const text = el.innerText || '';
         const found = [];
         for (const mark of ['Error displaying widget', 'Traceback (most recent call last)',
                             'Model not found', 'Failed to load model class'])
             if (text.includes(mark)) found.push(mark + ': ' + text.slice(text.indexOf(mark),
                                                                      text.indexOf(mark) + 200));
-        return found; })""")
+        return found; })""",
+    )
 
 
 def screenshot(page: Page, first: Path, *copies: Path) -> None:
@@ -116,5 +133,6 @@ def block_other_loopback_ports(page, allowed_port: int) -> list[str]:
             routing.abort()
         else:
             routing.continue_()
+
     page.route("**/*", route)
     return refused

@@ -17,16 +17,24 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-
 from jupyter_servers import NOTEBOOKS, SCREENSHOTS
 from lab_page import OUTPUTS, LabNotebook, RunReport
-from page_checks import (block_other_loopback_ports, load_media, media_problems, press_play,
-                         screenshot, shown_errors)
+from page_checks import (
+    block_other_loopback_ports,
+    load_media,
+    media_problems,
+    press_play,
+    screenshot,
+    shown_errors,
+)
 
 pytestmark = pytest.mark.browser
 
-PATHS = sorted(p.relative_to(NOTEBOOKS).as_posix() for p in NOTEBOOKS.rglob("*.ipynb")
-               if ".ipynb_checkpoints" not in p.parts)
+PATHS = sorted(
+    p.relative_to(NOTEBOOKS).as_posix()
+    for p in NOTEBOOKS.rglob("*.ipynb")
+    if ".ipynb_checkpoints" not in p.parts
+)
 PLAYERS = f"{OUTPUTS} audio, {OUTPUTS} video"
 TERMINAL = {"finished", "failed"}
 
@@ -46,10 +54,16 @@ PROMISES = {
     "07_tasks_and_webhooks": {"task_cell"},
 }
 # The README's pictures: the notebook, and the cell it scrolls to.
-DOC_SHOTS = {"00_quickstart": "notebook-task-cell.png",
-             "06_translate_and_dub": "notebook-dub-side-by-side.png"}
-FOCUS = {"video": "video", "voice_table": "table.dubkit-voices",      # in order of preference
-         "speech": ".dubkit-speech, .dubkit-audition", "task_cell": "table.dubkit-tasks"}
+DOC_SHOTS = {
+    "00_quickstart": "notebook-task-cell.png",
+    "06_translate_and_dub": "notebook-dub-side-by-side.png",
+}
+FOCUS = {
+    "video": "video",
+    "voice_table": "table.dubkit-voices",  # in order of preference
+    "speech": ".dubkit-speech, .dubkit-audition",
+    "task_cell": "table.dubkit-tasks",
+}
 
 
 def test_the_tour_is_in_the_list():
@@ -76,14 +90,14 @@ def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
         if "voice_table" in promises:
             _check_plays(page, _in_outputs("table.dubkit-voices audio"), "a voice preview")
         if "speech" in promises:
-            _check_plays(page, _in_outputs(".dubkit-speech audio, .dubkit-audition audio"),
-                         "a speech line")
+            _check_plays(
+                page, _in_outputs(".dubkit-speech audio, .dubkit-audition audio"), "a speech line"
+            )
         if "video" in promises:
             assert page.locator(f"{OUTPUTS} video").count() >= 2, "original and dub expected"
             state = _check_plays(page, f"{OUTPUTS} video", "the dubbed video", index=1)
             assert state["videoWidth"] > 0
-        _focus(page, [s for p, s in FOCUS.items() if p in promises] + [".jupyter-widgets",
-                                                                       "audio"])
+        _focus(page, [s for p, s in FOCUS.items() if p in promises] + [".jupyter-widgets", "audio"])
         prefixed = bool(urlsplit(lab.url).path)
         targets = [shots / f"{stem}{'-under-prefix' if prefixed else ''}.png"]
         if stem in DOC_SHOTS and not prefixed:
@@ -103,12 +117,31 @@ def test_a_cell_thread_prints_into_the_cell_that_started_it(lab, page):
         "                  name='demo')\nprint('thread started')",
         "time.sleep(4)    # the thread prints while this cell runs\nprint('second cell done')",
     ]
-    (lab.root / "zz_cell_threads.ipynb").write_text(json.dumps({
-        "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                   "source": source} for source in cells],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}))
+    (lab.root / "zz_cell_threads.ipynb").write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "metadata": {},
+                        "execution_count": None,
+                        "outputs": [],
+                        "source": source,
+                    }
+                    for source in cells
+                ],
+                "metadata": {
+                    "kernelspec": {
+                        "name": "python3",
+                        "display_name": "Python 3",
+                        "language": "python",
+                    }
+                },
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
     notebook = LabNotebook(page, lab, "zz_cell_threads.ipynb")
     notebook.open()
     try:
@@ -133,7 +166,8 @@ def _check_task_cells(page, report: RunReport, *, watched: bool) -> None:
     final = page.eval_on_selector_all(
         f"{OUTPUTS} .jupyter-widgets table.dubkit-tasks",
         "ts => ts.map(t => [...t.querySelectorAll('tbody tr td:nth-child(3)')]"
-        ".map(td => td.innerText.trim()))")
+        ".map(td => td.innerText.trim()))",
+    )
     stuck = [statuses for statuses in final if not set(statuses) <= TERMINAL]
     assert not stuck, f"task cells still not ended after the run: {stuck}"
     if not watched:
@@ -146,8 +180,11 @@ def _check_task_cells(page, report: RunReport, *, watched: bool) -> None:
         assert set(last["statuses"]) == {"finished"}, states
         assert last["prompt"] != "[*]:", states
         # running after its cell had ended ([n] shown), then finished under the same [n]
-        ran_on = [s for s in states if s["prompt"] == last["prompt"]
-                  and not set(s["statuses"]) <= TERMINAL]
+        ran_on = [
+            s
+            for s in states
+            if s["prompt"] == last["prompt"] and not set(s["statuses"]) <= TERMINAL
+        ]
         assert ran_on, f"cell {cell} was never seen running after it ended: {states}"
         assert states.index(ran_on[0]) < states.index(last)
 
@@ -171,5 +208,5 @@ def _focus(page, selectors: list[str]) -> None:
         found = page.locator(_in_outputs(selector))
         if found.count():
             found.first.evaluate("el => el.closest('.jp-Cell').scrollIntoView({block: 'start'})")
-            page.wait_for_timeout(300)    # let the scroll settle before the picture
+            page.wait_for_timeout(300)  # let the scroll settle before the picture
             return

@@ -14,13 +14,19 @@ import json
 import re
 
 import pytest
+from jupyter_servers import NOTEBOOKS, SCREENSHOTS, start_studio
+from page_checks import (
+    block_other_loopback_ports,
+    load_media,
+    media_problems,
+    press_play,
+    screenshot,
+    shown_errors,
+)
 
 from dubkit import samples
 from dubkit.media import audio, loudness
 from dubkit.studio import APP_INTRO, APP_SOURCE, Shortlist
-from jupyter_servers import NOTEBOOKS, SCREENSHOTS, start_studio
-from page_checks import (block_other_loopback_ports, load_media, media_problems, press_play,
-                         screenshot, shown_errors)
 
 STUDIO = ".dubkit-studio"
 TAKES = f"{STUDIO} .dubkit-takes"
@@ -50,12 +56,17 @@ def open_studio(page, studio) -> list[str]:
 def control(page, kind: str, label: str):
     """The input of the ipywidget of ``kind`` (dropdown, textarea, text, checkbox) labelled
     ``label``."""
-    return page.locator(f"{STUDIO} .widget-{kind}").filter(
-        has=page.locator("label", has_text=label)).locator("select, textarea, input").first
+    return (
+        page.locator(f"{STUDIO} .widget-{kind}")
+        .filter(has=page.locator("label", has_text=label))
+        .locator("select, textarea, input")
+        .first
+    )
 
 
-def hear(page, count: int, *, locale: str | None = None, gender: str | None = None,
-         line: str = LINE) -> None:
+def hear(
+    page, count: int, *, locale: str | None = None, gender: str | None = None, line: str = LINE
+) -> None:
     if locale:
         control(page, "dropdown", "locale").select_option(locale)
     if gender:
@@ -91,8 +102,10 @@ def download(page, locator, folder):
 def test_the_app_notebook_runs_the_studio_as_the_command_would():
     """``dubkit studio`` without the repository writes these cells; the repo's app is the same."""
     notebook = json.loads((NOTEBOOKS / "apps" / "audition_studio.ipynb").read_text())
-    cells = {kind: ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == kind]
-             for kind in ("code", "markdown")}
+    cells = {
+        kind: ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == kind]
+        for kind in ("code", "markdown")
+    }
     assert cells == {"code": [APP_SOURCE], "markdown": [APP_INTRO]}
 
 
@@ -102,14 +115,13 @@ def test_the_app_says_nothing_that_only_fits_a_notebook_or_one_port(studio, page
     shown = page.locator("body").inner_text()
     assert "Audition studio" in shown and "Connected to the local sandbox" in shown
     for wrong in (":8866", "cell below", "run the cell", "studio.shortlist"):
-        assert wrong not in shown, wrong      # no fixed port, no notebook-only instructions
-    assert "Shortlist.load('shortlist.json')" in shown     # how an export reaches code
+        assert wrong not in shown, wrong  # no fixed port, no notebook-only instructions
+    assert "Shortlist.load('shortlist.json')" in shown  # how an export reaches code
     assert not shown_errors(page, "body") and not refused, refused
 
 
 @pytest.mark.browser
-def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, tmp_path,
-                                                          shots):
+def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, tmp_path, shots):
     voices = client.voices.presets(locale="en-GB", gender="female", limit=3)
     assert len(voices) == 3, "the catalogue has three en-GB female voices"
     refused = open_studio(page, studio)
@@ -117,9 +129,10 @@ def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, 
 
     assert texts(page, f"{CARDS} .dubkit-take-name") == [v.display_name for v in voices]
     assert texts(page, f"{CARDS} .dubkit-take-facts") == [
-        f"en-GB · female · {v.provider}{' HD' if v.is_hd else ''}" for v in voices]
+        f"en-GB · female · {v.provider}{' HD' if v.is_hd else ''}" for v in voices
+    ]
     first_id = page.locator(f"{CARDS} .dubkit-voice-id").first
-    assert not first_id.locator("code").is_visible()          # the id is one click away
+    assert not first_id.locator("code").is_visible()  # the id is one click away
     first_id.locator("summary").click()
     assert first_id.locator("code").inner_text() == voices[0].voice_id
 
@@ -140,11 +153,17 @@ def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, 
         assert state["error"] is None and state["currentTime"] > 0.2, state
 
     button = page.locator(f"{CARDS} a.dubkit-download").first
-    look = button.evaluate("el => { const s = getComputedStyle(el); return {display: s.display,"
-                           " border: parseFloat(s.borderTopWidth), pad: parseFloat("
-                           "s.paddingLeft), radius: parseFloat(s.borderTopLeftRadius)}; }")
-    assert look["display"] == "inline-block" and look["border"] > 0 and look["pad"] > 0 \
-        and look["radius"] > 0, look                           # drawn as a button
+    look = button.evaluate(
+        "el => { const s = getComputedStyle(el); return {display: s.display,"
+        " border: parseFloat(s.borderTopWidth), pad: parseFloat("
+        "s.paddingLeft), radius: parseFloat(s.borderTopLeftRadius)}; }"
+    )
+    assert (
+        look["display"] == "inline-block"
+        and look["border"] > 0
+        and look["pad"] > 0
+        and look["radius"] > 0
+    ), look  # drawn as a button
     saved = download(page, button, tmp_path)
     assert saved.stem == voices[0].display_name and saved.suffix in {".m4a", ".wav", ".mp3"}
     decoded, rate = audio.decode(saved.read_bytes(), saved.suffix.lstrip("."))
@@ -159,13 +178,14 @@ def test_shortlist_stars_notes_and_exports(studio, page, tmp_path, shots):
     open_studio(page, studio)
     hear(page, 3)
     names = texts(page, f"{CARDS} .dubkit-take-name")
-    ids = page.eval_on_selector_all(f"{CARDS} .dubkit-voice-id code",
-                                    "els => els.map(e => e.textContent)")
+    ids = page.eval_on_selector_all(
+        f"{CARDS} .dubkit-voice-id code", "els => els.map(e => e.textContent)"
+    )
     cards = page.locator(CARDS)
-    cards.nth(0).locator(".dubkit-star").click()                       # star, then a note
+    cards.nth(0).locator(".dubkit-star").click()  # star, then a note
     cards.nth(0).locator(".dubkit-note input").fill("bright, a touch fast")
     cards.nth(0).locator(".dubkit-note input").press("Enter")
-    cards.nth(2).locator(".dubkit-note input").fill("warm; first choice")   # a note, then star
+    cards.nth(2).locator(".dubkit-note input").fill("warm; first choice")  # a note, then star
     cards.nth(2).locator(".dubkit-note input").press("Enter")
     cards.nth(2).locator(".dubkit-star").click()
     rows = page.locator(f"{SHORTLIST} table.dubkit-shortlist tbody tr")
@@ -178,23 +198,34 @@ def test_shortlist_stars_notes_and_exports(studio, page, tmp_path, shots):
     page.locator(SHORTLIST).scroll_into_view_if_needed()
     screenshot(page, shots / "studio-shortlist.png")
 
-    exported = download(page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="CSV"),
-                        tmp_path)
+    exported = download(
+        page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="CSV"), tmp_path
+    )
     assert exported.name == "shortlist.csv"
     with exported.open(newline="", encoding="utf-8") as handle:
         records = list(csv.DictReader(handle))
     assert [(r["voice_id"], r["name"], r["note"]) for r in records] == [
-        (ids[0], names[0], "bright, a touch fast"), (ids[2], names[2], "warm; first choice")]
-    assert all(r["provider"].startswith("S") and r["locale"] == "en-US"
-               and r["emotion"] == "neutral" and float(r["speed"]) == 1.0 for r in records)
-    as_json = download(page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="JSON"),
-                       tmp_path)
+        (ids[0], names[0], "bright, a touch fast"),
+        (ids[2], names[2], "warm; first choice"),
+    ]
+    assert all(
+        r["provider"].startswith("S")
+        and r["locale"] == "en-US"
+        and r["emotion"] == "neutral"
+        and float(r["speed"]) == 1.0
+        for r in records
+    )
+    as_json = download(
+        page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="JSON"), tmp_path
+    )
     handed = Shortlist.load(as_json).to_selected_voices()
     assert handed == [{"voiceId": r["voice_id"], "provider": r["provider"]} for r in records]
 
-    cards.nth(0).locator(".dubkit-star").click()                       # unstar
-    page.wait_for_function("sel => document.querySelectorAll(sel).length === 1",
-                           arg=f"{SHORTLIST} table.dubkit-shortlist tbody tr")
+    cards.nth(0).locator(".dubkit-star").click()  # unstar
+    page.wait_for_function(
+        "sel => document.querySelectorAll(sel).length === 1",
+        arg=f"{SHORTLIST} table.dubkit-shortlist tbody tr",
+    )
     assert names[0] not in page.locator(f"{SHORTLIST} table").inner_text()
     assert not shown_errors(page, "body")
 
@@ -206,8 +237,13 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
     name = texts(page, f"{CARDS} .dubkit-take-name")[1]
     voice = control(page, "dropdown", "voice")
     options = voice.evaluate("select => [...select.options].map(o => o.text)")
-    voice.select_option(index=next(i for i, o in enumerate(options)      # nbsp: ipywidgets'
-                                   if o.replace("\xa0", " ").startswith(f"{name} (")))
+    voice.select_option(
+        index=next(
+            i
+            for i, o in enumerate(options)  # nbsp: ipywidgets'
+            if o.replace("\xa0", " ").startswith(f"{name} (")
+        )
+    )
     for untick in ("happy", "calm"):
         page.locator(f"{STUDIO} .dubkit-emotion", has_text=untick).click()
     page.locator(f"{STUDIO} .dubkit-speed", has_text="1.25x").click()
@@ -215,12 +251,17 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
     page.locator(f"{DELIVERIES} audio").nth(3).wait_for(timeout=60_000)
 
     assert texts(page, f"{DELIVERIES} .dubkit-take-name") == [
-        "neutral · 1x", "neutral · 1.25x", "sad · 1x", "sad · 1.25x"]
-    assert all(f.startswith(f"{name} · en-US · ") for f in texts(page, f"{DELIVERIES} "
-                                                                  ".dubkit-take-facts"))
+        "neutral · 1x",
+        "neutral · 1.25x",
+        "sad · 1x",
+        "sad · 1.25x",
+    ]
+    assert all(
+        f.startswith(f"{name} · en-US · ") for f in texts(page, f"{DELIVERIES} .dubkit-take-facts")
+    )
     players = load_media(page, f"{DELIVERIES} audio")
     assert not media_problems(players), players
-    seconds = [p["duration"] for p in players]     # neutral, neutral 1.25x, sad, sad 1.25x
+    seconds = [p["duration"] for p in players]  # neutral, neutral 1.25x, sad, sad 1.25x
     assert seconds[1] == pytest.approx(seconds[0] / 1.25, rel=0.05), seconds
     assert seconds[3] == pytest.approx(seconds[2] / 1.25, rel=0.05), seconds
     assert seconds[2] > seconds[0] * 1.05, "sad reads slower than neutral"
@@ -228,8 +269,9 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
 
     page.locator(DELIVERIES).nth(3).locator(".dubkit-star").click()
     page.locator(f"{SHORTLIST} table.dubkit-shortlist tbody tr").first.wait_for()
-    exported = download(page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="CSV"),
-                        tmp_path)
+    exported = download(
+        page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="CSV"), tmp_path
+    )
     (record,) = list(csv.DictReader(exported.open(newline="", encoding="utf-8")))
     assert (record["name"], record["emotion"], float(record["speed"])) == (name, "sad", 1.25)
     page.locator(f"{STUDIO} .dubkit-deliveries").scroll_into_view_if_needed()
@@ -238,8 +280,9 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
 
 
 @pytest.mark.browser
-def test_blind_ab_hides_the_voices_until_a_pick_then_reveals_and_records_it(studio, page,
-                                                                            client, shots):
+def test_blind_ab_hides_the_voices_until_a_pick_then_reveals_and_records_it(
+    studio, page, client, shots
+):
     voices = client.voices.presets(locale="en-US", limit=3)
     refused = open_studio(page, studio)
     control(page, "checkbox", "blind A/B").check()
@@ -248,11 +291,16 @@ def test_blind_ab_hides_the_voices_until_a_pick_then_reveals_and_records_it(stud
     assert texts(page, f"{CARDS} .dubkit-take-name") == ["Take A", "Take B", "Take C"]
     # the whole markup, less the embedded audio (whose base64 can spell anything)
     hidden = re.sub(r"data:audio/[^\"']+", "", page.locator(TAKES).inner_html())
-    for voice in voices:           # neither name, id nor tier gives a voice away
+    for voice in voices:  # neither name, id nor tier gives a voice away
         assert voice.display_name not in hidden and voice.voice_id not in hidden
     assert page.locator(f"{CARDS} .dubkit-star, {CARDS} a.dubkit-download").count() == 0
-    assert texts(page, f"{CARDS} .dubkit-loudness") == [    # a voice's own level gives it away
-        "plays at -23 LUFS; own level after pick"] * 3
+    assert (
+        texts(page, f"{CARDS} .dubkit-loudness")
+        == [  # a voice's own level gives it away
+            "plays at -23 LUFS; own level after pick"
+        ]
+        * 3
+    )
     players = load_media(page, f"{CARDS} audio")
     assert len(players) == 3 and not media_problems(players), players
     assert press_play(page.locator(f"{CARDS} audio").nth(1))["currentTime"] > 0.2
@@ -272,50 +320,53 @@ def test_blind_ab_hides_the_voices_until_a_pick_then_reveals_and_records_it(stud
     assert texts(page, f"{CARDS} .dubkit-your-pick") == ["✓ your pick"]
     assert page.locator(CARDS).nth(1).locator(".dubkit-your-pick").count() == 1
     assert all(LEVEL.match(t) for t in texts(page, f"{CARDS} .dubkit-loudness"))
-    assert page.locator(f"{CARDS} .dubkit-star").count() == 3      # now it can be starred
+    assert page.locator(f"{CARDS} .dubkit-star").count() == 3  # now it can be starred
     assert not shown_errors(page, "body") and not refused, refused
     screenshot(page, shots / "studio-blind-after-pick.png")
 
 
 @pytest.mark.browser
-def test_studio_clones_an_uploaded_recording_and_hears_it_beside_the_presets(studio, page,
-                                                                              shots, tmp_path):
+def test_studio_clones_an_uploaded_recording_and_hears_it_beside_the_presets(
+    studio, page, shots, tmp_path
+):
     transcript = "The harbour lights come on one by one as the fog rolls in from the sea."
-    recording = samples.speech_recording(tmp_path / "narrator.wav", transcript, variant="m3",
-                                         rate_wpm=125, pitch=25)
+    recording = samples.speech_recording(
+        tmp_path / "narrator.wav", transcript, variant="m3", rate_wpm=125, pitch=25
+    )
     refused = open_studio(page, studio)
     with page.expect_file_chooser() as chooser:
         page.locator(f"{STUDIO} .widget-upload").click()
     chooser.value.set_files(str(recording))
-    page.locator(f"{STUDIO} .widget-upload", has_text="(1)").wait_for()   # the file is in
+    page.locator(f"{STUDIO} .widget-upload", has_text="(1)").wait_for()  # the file is in
     control(page, "text", "name").fill("Harbour narrator")
     control(page, "textarea", "says").fill(transcript)
     page.locator(f"{STUDIO} button", has_text=re.compile(r"^\s*Clone\s*$")).click()
 
     # the clone's A/B players in the panel, and its take beside the presets
     page.locator(f"{STUDIO} .dubkit-ab audio").nth(1).wait_for(timeout=90_000)
-    page.locator(f"{CARDS} .dubkit-take-name", has_text="Harbour narrator").wait_for(
-        timeout=60_000)
+    page.locator(f"{CARDS} .dubkit-take-name", has_text="Harbour narrator").wait_for(timeout=60_000)
     names = texts(page, f"{CARDS} .dubkit-take-name")
     facts = texts(page, f"{CARDS} .dubkit-take-facts")
-    assert len(names) == 4 and names[3] == "Harbour narrator", names    # 3 presets, the clone
+    assert len(names) == 4 and names[3] == "Harbour narrator", names  # 3 presets, the clone
     assert re.fullmatch(r"en-US · clone V\d", facts[3]), facts
     players = load_media(page, f"{STUDIO} audio")
-    assert len(players) == 6 and not media_problems(players), players   # 4 takes, A and B
+    assert len(players) == 6 and not media_problems(players), players  # 4 takes, A and B
     assert all(LEVEL.match(t) for t in texts(page, f"{CARDS} .dubkit-loudness"))
     assert not shown_errors(page, "body") and not refused, refused
-    page.set_viewport_size({"width": 1400, "height": 1250})    # Voila scrolls inside a panel
+    page.set_viewport_size({"width": 1400, "height": 1250})  # Voila scrolls inside a panel
     page.locator(STUDIO).evaluate("el => el.scrollIntoView({block: 'start'})")  # no cut line
     screenshot(page, shots / "audition-studio.png", SCREENSHOTS / "audition-studio.png")
 
 
 @pytest.mark.browser
-def test_studio_with_a_key_talks_to_the_service_of_that_key(sandbox, new_key, client_for,
-                                                            page, tmp_path, shots):
+def test_studio_with_a_key_talks_to_the_service_of_that_key(
+    sandbox, new_key, client_for, page, tmp_path, shots
+):
     """DUBKIT_API_KEY and DUBKIT_BASE_URL set: the studio uses that service (here the test
     session's sandbox, reached over HTTP like any service), and the work is that key's."""
-    server = start_studio(tmp_path / "home", shots / "studio-with-key.log",
-                          service=(sandbox.url, new_key))
+    server = start_studio(
+        tmp_path / "home", shots / "studio-with-key.log", service=(sandbox.url, new_key)
+    )
     try:
         open_studio(page, server)
         assert f"the service at {sandbox.url}" in page.locator(STUDIO).inner_text()

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 ENGINE_LABEL = "sandbox-pseudo-translation"
 
@@ -75,12 +75,20 @@ def apply_glossary(text: str, glossary: dict[str, str]) -> tuple[str, list[str]]
         def keep(_: re.Match[str], term: str = term) -> str:
             kept.append(glossary[term])
             return f"\x00{len(kept) - 1}\x00"
+
         text = pattern.sub(keep, text)
     return text, kept
 
 
-def translate_text(text: str, source: str, target: str, *, glossary: dict[str, str] | None = None,
-                   allow_stutter: bool = True, scene: str = "video") -> str:
+def translate_text(
+    text: str,
+    source: str,
+    target: str,
+    *,
+    glossary: dict[str, str] | None = None,
+    allow_stutter: bool = True,
+    scene: str = "video",
+) -> str:
     if not allow_stutter:
         text = _REPEATS.sub(r"\1", _FILLERS.sub("", text)).strip()
     if source.split("-")[0].lower() == target.split("-")[0].lower():
@@ -93,36 +101,62 @@ def translate_text(text: str, source: str, target: str, *, glossary: dict[str, s
     return translated
 
 
-def context_for(index: int, texts: Sequence[str], mode: str, window: int,
-                provided: Sequence[str] | None) -> tuple[str, ...]:
+def context_for(
+    index: int, texts: Sequence[str], mode: str, window: int, provided: Sequence[str] | None
+) -> tuple[str, ...]:
     """The neighbour lines that inform segment ``index``: a segment's own context wins."""
     if provided is not None:
         return tuple(provided)
     if mode == "neighbor":
-        before = texts[max(0, index - window):index]
-        after = texts[index + 1:index + 1 + window]
+        before = texts[max(0, index - window) : index]
+        after = texts[index + 1 : index + 1 + window]
         return tuple(before) + tuple(after)
     return ()
 
 
-def translate_segments(texts: Sequence[str], source: str, target: str, *,
-                       glossary: dict[str, str] | None = None, mode: str = "independent",
-                       window: int = 5, provided: Sequence[Sequence[str] | None] | None = None,
-                       allow_stutter: bool = True, scene: str = "video",
-                       skip_missing_check: bool = False) -> list[Outcome]:
+def translate_segments(
+    texts: Sequence[str],
+    source: str,
+    target: str,
+    *,
+    glossary: dict[str, str] | None = None,
+    mode: str = "independent",
+    window: int = 5,
+    provided: Sequence[Sequence[str] | None] | None = None,
+    allow_stutter: bool = True,
+    scene: str = "video",
+    skip_missing_check: bool = False,
+) -> list[Outcome]:
     """Translate index-aligned segments; a failing segment never fails the others."""
     provided = provided or [None] * len(texts)
     outcomes = []
     for i, text in enumerate(texts):
         used = context_for(i, texts, mode, window, provided[i])
         if not _WORD.search(text) and not skip_missing_check:
-            outcomes.append(Outcome(None, "missing translation: the segment has no words to "
-                                          "translate (set skipMissingTranslationCheck to pass "
-                                          "it through)", used))
+            outcomes.append(
+                Outcome(
+                    None,
+                    "missing translation: the segment has no words to "
+                    "translate (set skipMissingTranslationCheck to pass "
+                    "it through)",
+                    used,
+                )
+            )
             continue
-        outcomes.append(Outcome(translate_text(text, source, target, glossary=glossary,
-                                               allow_stutter=allow_stutter, scene=scene),
-                                None, used))
+        outcomes.append(
+            Outcome(
+                translate_text(
+                    text,
+                    source,
+                    target,
+                    glossary=glossary,
+                    allow_stutter=allow_stutter,
+                    scene=scene,
+                ),
+                None,
+                used,
+            )
+        )
     return outcomes
 
 

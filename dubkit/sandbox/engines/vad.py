@@ -89,7 +89,9 @@ def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
         windowed = frames[i : i + _BLOCK_FRAMES] * window
         audible[i : i + _BLOCK_FRAMES] = np.mean(windowed**2, axis=1) >= silence_ms
         spectrum = np.abs(np.fft.rfft(windowed, n=n_fft, axis=1)) ** 2
-        power[i : i + _BLOCK_FRAMES] = np.add.reduceat(spectrum[:, : in_band[-1] + 1], starts, axis=1)
+        power[i : i + _BLOCK_FRAMES] = np.add.reduceat(
+            spectrum[:, : in_band[-1] + 1], starts, axis=1
+        )
 
     total = power.sum(axis=1, dtype=np.float64)
     loud = np.percentile(total, 99)
@@ -156,7 +158,10 @@ def segment_speech(
         active = (padded[:-2] + padded[1:-1] + padded[2:]) >= 2
 
     centre = FRAME_SECONDS / 2
-    spans = [[a * hop_s + centre - hop_s / 2, (b - 1) * hop_s + centre + hop_s / 2] for a, b in _runs(active)]
+    spans = [
+        [a * hop_s + centre - hop_s / 2, (b - 1) * hop_s + centre + hop_s / 2]
+        for a, b in _runs(active)
+    ]
     merged: list[list[float]] = []
     for span in spans:
         if merged and span[0] - merged[-1][1] < min_silence:

@@ -59,7 +59,9 @@ def _frames(x: np.ndarray, length: int, hop: int) -> np.ndarray:
     if x.size < length:
         x = np.pad(x, (0, length - x.size))
     count = 1 + (x.size - length) // hop
-    return np.lib.stride_tricks.as_strided(x, (count, length), (x.strides[0] * hop, x.strides[0]), writeable=False)
+    return np.lib.stride_tricks.as_strided(
+        x, (count, length), (x.strides[0] * hop, x.strides[0]), writeable=False
+    )
 
 
 def _to_analysis_rate(x: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
@@ -120,7 +122,9 @@ def _yin(x: np.ndarray, sr: int, hop: int) -> np.ndarray:
     tau_max = int(np.ceil(sr / _F0_MIN))
     width = max(8, int(_YIN_WINDOW_SECONDS * sr))
     frames = _frames(x, width + tau_max + 1, hop)
-    return np.concatenate([_yin_block(frames[b], sr, width, tau_min, tau_max) for b in _blocks(len(frames))])
+    return np.concatenate(
+        [_yin_block(frames[b], sr, width, tau_min, tau_max) for b in _blocks(len(frames))]
+    )
 
 
 def _nuclei(x: np.ndarray, sr: int, hop: int, voiced: np.ndarray) -> int:
@@ -131,10 +135,12 @@ def _nuclei(x: np.ndarray, sr: int, hop: int, voiced: np.ndarray) -> int:
     freqs = np.fft.rfftfreq(n, 1.0 / sr)
     vowel_band = (freqs >= 300) & (freqs <= 3000)  # where vowels are loud and fricatives are not
     window = np.hanning(win)
-    band = np.concatenate([
-        (np.abs(np.fft.rfft(frames[b] * window, n=n, axis=1)[:, vowel_band]) ** 2).sum(axis=1)
-        for b in _blocks(len(frames))
-    ])
+    band = np.concatenate(
+        [
+            (np.abs(np.fft.rfft(frames[b] * window, n=n, axis=1)[:, vowel_band]) ** 2).sum(axis=1)
+            for b in _blocks(len(frames))
+        ]
+    )
     kernel = np.hanning(7)  # ~50 ms smoothing merges the ripples inside one vowel
     envelope = np.convolve(band, kernel / kernel.sum(), mode="same")
     db = 10.0 * np.log10(envelope + 1e-12)
@@ -172,7 +178,9 @@ def measure(samples: np.ndarray, sample_rate: int) -> Voiceprint:
     if x.ndim == 2:
         x = x.mean(axis=1 if x.shape[0] >= x.shape[1] else 0)
     if x.ndim != 1 or sample_rate <= 0:
-        raise ValueError(f"expected mono audio and a positive sample rate, got {x.shape} at {sample_rate}")
+        raise ValueError(
+            f"expected mono audio and a positive sample rate, got {x.shape} at {sample_rate}"
+        )
     if not np.isfinite(x).all():
         x = np.nan_to_num(x)
     segments = vad.segment_speech(x, sample_rate, pad=0.0)
@@ -190,7 +198,9 @@ def measure(samples: np.ndarray, sample_rate: int) -> Voiceprint:
     if not inside.any():
         raise ValueError("audio is not speech: no speech activity found (silence or steady noise)")
     energy_frames = _frames(np.pad(y, (0, 3 * hop)), 3 * hop, hop)[: f0.size]
-    rms = np.concatenate([np.sqrt(np.mean(energy_frames[b] ** 2, axis=1)) for b in _blocks(f0.size)])
+    rms = np.concatenate(
+        [np.sqrt(np.mean(energy_frames[b] ** 2, axis=1)) for b in _blocks(f0.size)]
+    )
     loud = rms > np.percentile(rms[inside], 95) * 10 ** (-_SILENCE_DB / 20)
     voiced = inside & loud & ~np.isnan(f0)
     # Isolated "voiced" frames are noise catching a lucky periodicity; speech voicing lasts.
@@ -256,7 +266,9 @@ def _calibrate(voice: str, variant: str | None) -> dict[str, np.ndarray]:
             rates = [hear(speech.Prosody(rate_wpm=r)).speaking_rate for r in _RATE_GRID]
         except ValueError as exc:
             name = f"{voice}+{variant}" if variant else voice
-            raise speech.SpeechError(f"cannot clone with voice {name!r}: its pitch cannot be measured") from exc
+            raise speech.SpeechError(
+                f"cannot clone with voice {name!r}: its pitch cannot be measured"
+            ) from exc
         slope, intercept = np.polyfit(np.asarray(_RATE_GRID, dtype=float), rates, 1)
         # np.interp needs increasing x; the pitch mapping is monotonic up to measurement noise.
         table = {
@@ -269,7 +281,9 @@ def _calibrate(voice: str, variant: str | None) -> dict[str, np.ndarray]:
         return table
 
 
-def _solve_pitch(table: dict[str, np.ndarray], median_hz: float, range_hz: float) -> tuple[float, float]:
+def _solve_pitch(
+    table: dict[str, np.ndarray], median_hz: float, range_hz: float
+) -> tuple[float, float]:
     """Find espeak (pitch, range) whose measured median and spread match the target."""
     pitches = table["pitches"]
     r_lo, r_hi = _RANGE_GRID
@@ -285,7 +299,9 @@ def _solve_pitch(table: dict[str, np.ndarray], median_hz: float, range_hz: float
     return pitch, rng
 
 
-def derive_prosody(target: Voiceprint, voice: str = "en-us", variant: str | None = None) -> speech.Prosody:
+def derive_prosody(
+    target: Voiceprint, voice: str = "en-us", variant: str | None = None
+) -> speech.Prosody:
     """Prosody that makes ``voice`` (+``variant``) sound like ``target`` in pitch and pace.
 
     Calibrates once per (voice, variant) by synthesising a fixed sentence over a grid of

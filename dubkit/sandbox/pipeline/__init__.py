@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from ..backend import ServiceError
-from ...media import av, mixing
-from ...media import speech
+from ...media import av, mixing, speech
 from ...media.speech import SpeechError
+from ..backend import ServiceError
 from . import dubbing, render
 from .casting import Casting, Voice, VoiceLibrary
 from .outputs import Outputs
@@ -43,12 +43,21 @@ from .result import assemble
 from .settings import Settings, TextOptions, read_settings
 from .transcript import Line, assign_speakers, find_lines
 
-__all__ = ["Job", "run", "Settings", "TextOptions", "read_settings", "Voice", "VoiceLibrary",
-           "Outputs", "WORK_RATE"]
+__all__ = [
+    "Job",
+    "run",
+    "Settings",
+    "TextOptions",
+    "read_settings",
+    "Voice",
+    "VoiceLibrary",
+    "Outputs",
+    "WORK_RATE",
+]
 
 log = logging.getLogger("dubkit.sandbox")
-WORK_RATE = 44100        # the mix's sample rate; the dub is resampled up to it
-ASR_RATE = 16000         # monoAudio: what a recogniser would be given
+WORK_RATE = 44100  # the mix's sample rate; the dub is resampled up to it
+ASR_RATE = 16000  # monoAudio: what a recogniser would be given
 MIN_SILENCE = {"fast": 0.35, "normal": 0.25}
 
 
@@ -61,7 +70,7 @@ class Job:
     settings: Settings
     library: VoiceLibrary
     outputs: Outputs
-    source: dict[str, Any]    # the material: materialId, url, category, duration
+    source: dict[str, Any]  # the material: materialId, url, category, duration
 
 
 class Stages:
@@ -84,8 +93,9 @@ class Stages:
             log.exception("media translation stage %s", name)
             raise ServiceError(500, f"{name} failed: internal error: {exc}") from exc
         finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0)
-                                       + time.perf_counter() - started, 3)
+            self.seconds[name] = round(
+                self.seconds.get(name, 0.0) + time.perf_counter() - started, 3
+            )
 
 
 def run(job: Job) -> dict[str, Any]:
@@ -98,8 +108,10 @@ def run(job: Job) -> dict[str, Any]:
     with stage("probe"):
         info = av.probe(job.media_path)
         if not info.has_audio:
-            raise ServiceError(422, "probe failed: the material has no audio track, so there "
-                                    "is no speech to translate")
+            raise ServiceError(
+                422,
+                "probe failed: the material has no audio track, so there is no speech to translate",
+            )
     video_task = settings.task_type == "vt" and info.has_video
     with stage("decode"):
         original, rate = _decode(job.media_path)
@@ -109,24 +121,38 @@ def run(job: Job) -> dict[str, Any]:
         cues = av.extract_subtitles(job.media_path)
         lines = find_lines(mono, rate, cues, min_silence=MIN_SILENCE[settings.transcribe_mode])
         if not lines:
-            raise ServiceError(422, "transcribe failed: no speech found in the material's "
-                                    "audio, so there is nothing to dub")
+            raise ServiceError(
+                422,
+                "transcribe failed: no speech found in the material's "
+                "audio, so there is nothing to dub",
+            )
         if not cues:
-            notices.append("the material has no subtitle track and the sandbox has no speech "
-                           "recogniser: every line's text is a labelled placeholder")
+            notices.append(
+                "the material has no subtitle track and the sandbox has no speech "
+                "recogniser: every line's text is a labelled placeholder"
+            )
         elif any(line.placeholder for line in lines):
-            notices.append("some speech had no subtitle cue: those lines carry a labelled "
-                           "placeholder")
+            notices.append(
+                "some speech had no subtitle cue: those lines carry a labelled placeholder"
+            )
     with stage("speakers"):
         speakers = assign_speakers(lines, mono, rate, settings.speaker_num)
     with stage("translate"):
         dubbing.translate(lines, settings)
         if settings.source == "auto":
-            notices.append("language.source 'auto': the sandbox cannot identify languages; "
-                           "the source stays 'auto'")
+            notices.append(
+                "language.source 'auto': the sandbox cannot identify languages; "
+                "the source stays 'auto'"
+            )
     with stage("voices"):
-        casting = Casting(settings, job.library, job.task_id, mono, rate,
-                          lambda name, audio: out.audio(name, audio, rate))
+        casting = Casting(
+            settings,
+            job.library,
+            job.task_id,
+            mono,
+            rate,
+            lambda name, audio: out.audio(name, audio, rate),
+        )
         casting.cast(lines, speakers)
         notices += casting.notices
     with stage("synthesize"):
@@ -135,24 +161,32 @@ def run(job: Job) -> dict[str, Any]:
         scale = dubbing.timeline_stretch(lines, clips, total) if settings.dynamic_length else 1.0
         dubbing.fit(lines, clips, total, scale, natural_pace=settings.dynamic_length)
         if any(line.truncated for line in lines):
-            notices.append("lines " + ", ".join(line.id for line in lines if line.truncated)
-                           + " were too long for their place even at double speed and were cut")
+            notices.append(
+                "lines "
+                + ", ".join(line.id for line in lines if line.truncated)
+                + " were too long for their place even at double speed and were cut"
+            )
         if scale > 1:
             original = av.time_stretch(original, rate, scale)
     with stage("separate"):
         stems = render.separate(original, rate, lines, settings, scale)
     with stage("mix"):
         channels = 1 if original.ndim == 1 else original.shape[1]
-        mixed = mixing.mix(stems.bed, render.dub_track(lines, rate, len(original) / rate,
-                                                       channels))
+        mixed = mixing.mix(stems.bed, render.dub_track(lines, rate, len(original) / rate, channels))
         out.audio("dubbed.m4a", mixed, rate)
         files["audio"] = out.media_file("dubbed.m4a")
     with stage("subtitles"):
         files["subtitles"] = render.write_subtitles(out, lines, settings.target)
     with stage("mux"):
         if video_task:
-            built = render.video(out, str(job.media_path), "dubbed.m4a", settings, scale,
-                                 f"subtitles.{settings.target}.srt")
+            built = render.video(
+                out,
+                str(job.media_path),
+                "dubbed.m4a",
+                settings,
+                scale,
+                f"subtitles.{settings.target}.srt",
+            )
             files["video"] = out.media_file(built)
     # The compressed variants are the slowest step (x264); the small encodes of publish run
     # meanwhile instead of after it.
@@ -163,33 +197,58 @@ def run(job: Job) -> dict[str, Any]:
         files["compress"] = variants.result()
     timings = dict(stage.seconds)
     timings["total"] = round(time.perf_counter() - started, 3)
-    return assemble(task_id=job.task_id, settings=settings,
-                    category="video" if video_task else "audio", lines=lines,
-                    speakers=speakers, matches=casting.matches, files=files, scale=scale,
-                    total=total, source=job.source, timings=timings, notices=notices)
+    return assemble(
+        task_id=job.task_id,
+        settings=settings,
+        category="video" if video_task else "audio",
+        lines=lines,
+        speakers=speakers,
+        matches=casting.matches,
+        files=files,
+        scale=scale,
+        total=total,
+        source=job.source,
+        timings=timings,
+        notices=notices,
+    )
 
 
-def _compress(stage: Stages, out: Outputs, video_task: bool,
-              height: int | None) -> dict[str, Any]:
+def _compress(stage: Stages, out: Outputs, video_task: bool, height: int | None) -> dict[str, Any]:
     with stage("compress"):
-        return (render.compress(out, "dubbed.mp4", height) if video_task
-                else render.compress(out, "dubbed.m4a", None))
+        return (
+            render.compress(out, "dubbed.mp4", height)
+            if video_task
+            else render.compress(out, "dubbed.m4a", None)
+        )
 
 
-def _publish(out: Outputs, files: dict[str, Any], source: Path, stems: render.Stems,
-             lines: list[Line], rate: int, video_task: bool) -> None:
+def _publish(
+    out: Outputs,
+    files: dict[str, Any],
+    source: Path,
+    stems: render.Stems,
+    lines: list[Line],
+    rate: int,
+    video_task: bool,
+) -> None:
     """Stems, the ASR input, each dubbed line and a thumbnail, as files with URLs."""
     asr_input, asr_rate = av.decode_audio(source, sample_rate=ASR_RATE)
     files["mono"] = out.audio("original-mono.wav", asr_input, asr_rate)
     files["speech"] = out.audio("stems/speech.m4a", stems.speech, rate)
     files["background"] = out.audio("stems/background.m4a", stems.background, rate)
-    files["lines"] = {line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", line.clip,
-                                         speech.SAMPLE_RATE) for line in lines}
+    files["lines"] = {
+        line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", line.clip, speech.SAMPLE_RATE)
+        for line in lines
+    }
     if video_task:
         av.thumbnail(out.path("dubbed.mp4"), out.path("thumbnail.jpg"))
-        files["images"] = [{"url": out.url("thumbnail.jpg"),
-                            "size": out.path("thumbnail.jpg").stat().st_size,
-                            "resolution": files["video"].get("resolution")}]
+        files["images"] = [
+            {
+                "url": out.url("thumbnail.jpg"),
+                "size": out.path("thumbnail.jpg").stat().st_size,
+                "resolution": files["video"].get("resolution"),
+            }
+        ]
 
 
 def _decode(path: Path) -> tuple[np.ndarray, int]:

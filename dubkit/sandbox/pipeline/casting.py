@@ -26,13 +26,14 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..catalogue import SpeakingVoice, speaking_voice_from_audio
 from ...media import speech
+from ..catalogue import SpeakingVoice, speaking_voice_from_audio
 from ..engines import voiceprint
 from ..engines.voiceprint import Voiceprint
 from .settings import Settings
@@ -47,13 +48,13 @@ class Voice:
     """A voice a line can be spoken with: an identity (id, provider) and a timbre."""
 
     voice_id: str
-    provider: str                 # preset tier S* or clone engine V*
+    provider: str  # preset tier S* or clone engine V*
     name: str
     gender: str
-    kind: str                     # "preset", "clone" (the key's library) or "task-clone"
+    kind: str  # "preset", "clone" (the key's library) or "task-clone"
     speaking: SpeakingVoice
-    locale: str | None = None     # the voice's own language (catalogue / sample)
-    sample_url: str = ""          # preview or reference audio
+    locale: str | None = None  # the voice's own language (catalogue / sample)
+    sample_url: str = ""  # preview or reference audio
     sample_text: str = ""
 
 
@@ -66,14 +67,21 @@ class VoiceLibrary(Protocol):
         """Every preset; may leave out preview URLs (``find`` fills them in)."""
 
 
-Saver = Callable[[str, np.ndarray], str]   # (file name, mono audio) -> URL
+Saver = Callable[[str, np.ndarray], str]  # (file name, mono audio) -> URL
 
 
 class Casting:
     """Assigns a :class:`Voice` to every line; ``matches`` is the result's ``voiceMatch``."""
 
-    def __init__(self, settings: Settings, library: VoiceLibrary, task_id: str,
-                 mono: np.ndarray, sample_rate: int, save: Saver) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        library: VoiceLibrary,
+        task_id: str,
+        mono: np.ndarray,
+        sample_rate: int,
+        save: Saver,
+    ) -> None:
         self.settings, self.library, self.task_id = settings, library, task_id
         self.mono, self.rate, self.save = mono, sample_rate, save
         self.speaking = speech.voice_for_locale(settings.target)
@@ -81,8 +89,9 @@ class Casting:
         self.notices: list[str] = []
 
     def cast(self, lines: list[Line], speakers: int) -> None:
-        selected = [self._selected(i, voice_id) for i, (voice_id, _) in
-                    enumerate(self.settings.selected)]
+        selected = [
+            self._selected(i, voice_id) for i, (voice_id, _) in enumerate(self.settings.selected)
+        ]
         for speaker in range(speakers):
             own = [line for line in lines if line.speaker == speaker]
             if speaker < len(selected):
@@ -90,14 +99,22 @@ class Casting:
             elif self.settings.mode == "sentence":
                 for line in own:
                     audio = slice_of(self.mono, self.rate, line.start, line.end)
-                    self._assign([line], self._voice_from(audio, line.measured, speaker,
-                                                          f"line-{line.id}", line.text), speaker)
+                    self._assign(
+                        [line],
+                        self._voice_from(
+                            audio, line.measured, speaker, f"line-{line.id}", line.text
+                        ),
+                        speaker,
+                    )
             else:
                 audio = speaker_audio(lines, speaker, self.mono, self.rate)
                 heard = measure_speech(audio, self.rate)
                 content = " ".join(line.text for line in own if not line.placeholder)
-                self._assign(own, self._voice_from(audio, heard, speaker,
-                                                   f"speaker-{speaker + 1}", content), speaker)
+                self._assign(
+                    own,
+                    self._voice_from(audio, heard, speaker, f"speaker-{speaker + 1}", content),
+                    speaker,
+                )
         if self.settings.mode == "mix":
             for line in lines:
                 line.voice = self._line_pace(line)
@@ -106,17 +123,22 @@ class Casting:
 
     def _selected(self, slot: int, voice_id: str) -> Voice:
         voice = self.library.find(voice_id)
-        if voice is None:   # checked before the task started; a clone deleted since then
-            raise LookupError(f"options.voiceSpeakers.selectedVoicesList[{slot}].voiceId: "
-                              f"voice {voice_id!r} no longer exists")
+        if voice is None:  # checked before the task started; a clone deleted since then
+            raise LookupError(
+                f"options.voiceSpeakers.selectedVoicesList[{slot}].voiceId: "
+                f"voice {voice_id!r} no longer exists"
+            )
         return voice
 
-    def _voice_from(self, audio: np.ndarray, heard: Voiceprint | None, speaker: int,
-                    label: str, content: str) -> Voice:
+    def _voice_from(
+        self, audio: np.ndarray, heard: Voiceprint | None, speaker: int, label: str, content: str
+    ) -> Voice:
         who = f"Speaker {speaker + 1}"
         if heard is None:
-            self.notices.append(f"{who} ({label}): too little voiced audio to measure; a preset "
-                                f"voice was matched instead")
+            self.notices.append(
+                f"{who} ({label}): too little voiced audio to measure; a preset "
+                f"voice was matched instead"
+            )
             return self._smart(None)
         if self.settings.timbre == "smart":
             return self._smart(heard)
@@ -125,28 +147,36 @@ class Casting:
             timbre = timbre.with_prosody(pitch_range=CONSISTENT_RANGE)
         digest = hashlib.sha1(f"{self.task_id}:{label}".encode()).hexdigest()[:24]
         reference = self.save(f"voices/{label}.wav", audio)
-        return Voice(voice_id=f"cv_{digest}", provider=self.settings.clone_provider,
-                     name=f"{who} (cloned)", gender=heard.gender, kind="task-clone",
-                     speaking=timbre, locale=self._source_locale(),
-                     sample_url=reference, sample_text=content)
+        return Voice(
+            voice_id=f"cv_{digest}",
+            provider=self.settings.clone_provider,
+            name=f"{who} (cloned)",
+            gender=heard.gender,
+            kind="task-clone",
+            speaking=timbre,
+            locale=self._source_locale(),
+            sample_url=reference,
+            sample_text=content,
+        )
 
     def _smart(self, heard: Voiceprint | None) -> Voice:
         presets = self.library.presets()
         if not presets:
             raise LookupError("no preset voice is available to match a speaker to")
         language = self.settings.target.split("-")[0].lower()
-        pool = ([v for v in presets if v.locale == self.settings.target]
-                or [v for v in presets if (v.locale or "").split("-")[0].lower() == language]
-                or presets)
+        pool = (
+            [v for v in presets if v.locale == self.settings.target]
+            or [v for v in presets if (v.locale or "").split("-")[0].lower() == language]
+            or presets
+        )
         if heard is None:
             best = pool[0]
         else:
             pool = [v for v in pool if v.gender == heard.gender] or pool
             pitched = [(v, heard_pitch(v.speaking, self.speaking)) for v in pool]
             pitched = [(v, hz) for v, hz in pitched if hz is not None] or [(pool[0], 1.0)]
-            best = min(pitched, key=lambda item: abs(math.log2(
-                item[1] / heard.median_pitch_hz)))[0]
-        return self.library.find(best.voice_id) or best   # the full record, preview URL too
+            best = min(pitched, key=lambda item: abs(math.log2(item[1] / heard.median_pitch_hz)))[0]
+        return self.library.find(best.voice_id) or best  # the full record, preview URL too
 
     def _line_pace(self, line: Line) -> Voice:
         """``mix``: the speaker's voice with this line's own pace and intonation."""
@@ -154,20 +184,33 @@ class Casting:
         if line.measured is None:
             return voice
         own = voiceprint.derive_prosody(line.measured, self.speaking, voice.speaking.variant)
-        pitch_range = (voice.speaking.prosody.pitch_range if self.settings.style == "consistent"
-                       else own.pitch_range)
-        return replace(voice, speaking=voice.speaking.with_prosody(rate_wpm=own.rate_wpm,
-                                                                   pitch_range=pitch_range))
+        pitch_range = (
+            voice.speaking.prosody.pitch_range
+            if self.settings.style == "consistent"
+            else own.pitch_range
+        )
+        return replace(
+            voice,
+            speaking=voice.speaking.with_prosody(rate_wpm=own.rate_wpm, pitch_range=pitch_range),
+        )
 
     def _assign(self, lines: list[Line], voice: Voice, speaker: int) -> None:
         for line in lines:
             line.voice = voice
-        self.matches.append({
-            "speaker": f"Speaker {speaker + 1}", "voiceId": voice.voice_id,
-            "provider": voice.provider, "exampleLanguage": voice.locale or "",
-            "content": voice.sample_text, "audio": voice.sample_url,
-            "name": voice.name, "kind": voice.kind, "gender": voice.gender,
-            "lines": [line.id for line in lines]})
+        self.matches.append(
+            {
+                "speaker": f"Speaker {speaker + 1}",
+                "voiceId": voice.voice_id,
+                "provider": voice.provider,
+                "exampleLanguage": voice.locale or "",
+                "content": voice.sample_text,
+                "audio": voice.sample_url,
+                "name": voice.name,
+                "kind": voice.kind,
+                "gender": voice.gender,
+                "lines": [line.id for line in lines],
+            }
+        )
 
     def _source_locale(self) -> str:
         return self.settings.source if self.settings.source != "auto" else ""

@@ -19,17 +19,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...media import av, mixing
-from ...media import speech
+from ...media import av, mixing, speech
 from ..engines import translate as engine
 from .settings import Settings
 from .transcript import Line
 
 SOFT_FASTEST, HARD_FASTEST, SLOWEST = 0.7, 0.5, 1.15
 MAX_TIMELINE_STRETCH = 2.0
-GAP = 0.05           # seconds kept free before the next line
+GAP = 0.05  # seconds kept free before the next line
 FADE = 0.03
-WORKERS = 2          # the machine's cores; each time stretch is one short ffmpeg run
+WORKERS = 2  # the machine's cores; each time stretch is one short ffmpeg run
 
 
 def translate(lines: list[Line], settings: Settings) -> None:
@@ -39,9 +38,14 @@ def translate(lines: list[Line], settings: Settings) -> None:
     """
     neighbours = settings.translate_mode == "default"
     outcomes = engine.translate_segments(
-        [line.text for line in lines], settings.source, settings.target,
-        mode="neighbor" if neighbours else "independent", window=2, scene="video",
-        skip_missing_check=True)
+        [line.text for line in lines],
+        settings.source,
+        settings.target,
+        mode="neighbor" if neighbours else "independent",
+        window=2,
+        scene="video",
+        skip_missing_check=True,
+    )
     for line, outcome in zip(lines, outcomes):
         line.translation = outcome.text or line.text
         line.extras["contextUsed"] = list(outcome.context_used)
@@ -59,13 +63,14 @@ def synthesize(lines: list[Line], speaking: str) -> list[np.ndarray]:
 def timeline_stretch(lines: list[Line], clips: list[np.ndarray], total: float) -> float:
     """The factor ``dynamicVideoLength`` stretches the timeline by so every dub has room."""
     need = 1.0
-    for line, clip, room in zip(lines, clips, _rooms(lines, total)):
+    for clip, room in zip(clips, _rooms(lines, total)):
         need = max(need, len(clip) / speech.SAMPLE_RATE / room)
-    return min(math.ceil(need * 1000) / 1000, MAX_TIMELINE_STRETCH)   # up: never short
+    return min(math.ceil(need * 1000) / 1000, MAX_TIMELINE_STRETCH)  # up: never short
 
 
-def fit(lines: list[Line], clips: list[np.ndarray], total: float, scale: float,
-        *, natural_pace: bool) -> None:
+def fit(
+    lines: list[Line], clips: list[np.ndarray], total: float, scale: float, *, natural_pace: bool
+) -> None:
     """Stretch each clip into its slot and set ``clip``, ``at``, ``stretch``, ``truncated``.
 
     ``total`` is the source duration; slots are scaled by ``scale``. With ``natural_pace``
@@ -93,13 +98,13 @@ def fit(lines: list[Line], clips: list[np.ndarray], total: float, scale: float,
 
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="dub-fit") as pool:
         fitted = list(pool.map(stretch, zip(clips, plans)))
-    for line, clip, (factor, room) in zip(lines, fitted, plans):
+    for line, clip, (_factor, room) in zip(lines, fitted, plans):
         limit = round(room * rate)
         line.truncated = len(clip) > limit
         if line.truncated:
             clip = clip[:limit].copy()
             fade = min(len(clip), round(FADE * rate))
-            clip[len(clip) - fade:] *= np.linspace(1, 0, fade, dtype=np.float32)
+            clip[len(clip) - fade :] *= np.linspace(1, 0, fade, dtype=np.float32)
         line.clip = clip
         line.stretch = round(len(clip) / max(1, round(line.raw_duration * rate)), 3)
 
@@ -129,4 +134,4 @@ def resample(samples: np.ndarray, source_rate: int, target_rate: int) -> np.ndar
     resized[:keep] = spectrum[:keep]
     out = np.fft.irfft(resized, n=size) * (size / len(padded))
     edge = round(pad * target_rate / source_rate)
-    return out[edge:edge + round(len(samples) * target_rate / source_rate)].astype(np.float32)
+    return out[edge : edge + round(len(samples) * target_rate / source_rate)].astype(np.float32)

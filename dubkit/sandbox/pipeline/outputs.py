@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +45,11 @@ class Outputs:
         """The interface's media-file record (§3.6) of a written audio or video file."""
         path = self.path(name)
         info = av.probe(path)
-        record: dict[str, Any] = {"url": self.url(name), "duration": round(info.duration, 3),
-                                  "size": path.stat().st_size}
+        record: dict[str, Any] = {
+            "url": self.url(name),
+            "duration": round(info.duration, 3),
+            "size": path.stat().st_size,
+        }
         if info.has_video:
             record["resolution"] = {"width": info.width, "height": info.height}
             record["fps"] = round(info.fps) if info.fps else None

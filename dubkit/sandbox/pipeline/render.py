@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...media import av, mixing
-from ...media import speech
+from ...media import av, mixing, speech
 from ...media.subtitles import Cue, to_srt, to_vtt
 from .dubbing import resample
 from .outputs import Outputs
@@ -33,13 +32,14 @@ COMPRESS_HEIGHTS = (480, 360)
 
 @dataclass
 class Stems:
-    speech: np.ndarray       # original inside the speech lines
-    background: np.ndarray   # original with the speech lines removed
-    bed: np.ndarray          # what the dub is mixed over (per separation.mode)
+    speech: np.ndarray  # original inside the speech lines
+    background: np.ndarray  # original with the speech lines removed
+    bed: np.ndarray  # what the dub is mixed over (per separation.mode)
 
 
-def separate(original: np.ndarray, rate: int, lines: list[Line], settings: Settings,
-             scale: float = 1.0) -> Stems:
+def separate(
+    original: np.ndarray, rate: int, lines: list[Line], settings: Settings, scale: float = 1.0
+) -> Stems:
     """Stems of ``original`` (already on the output timeline, stretched by ``scale``)."""
     spans = [(line.start * scale, line.end * scale) for line in lines]
     total = len(original) / rate
@@ -48,15 +48,20 @@ def separate(original: np.ndarray, rate: int, lines: list[Line], settings: Setti
     if settings.separation == "keep":
         bed = original
     else:
-        bed = mixing.duck(original, rate, spans, gain_db=DUCK_DB,
-                          remove=settings.separation == "remove")
-    return Stems(speech=mixing.duck(original, rate, gaps, remove=True), background=background,
-                 bed=bed)
+        bed = mixing.duck(
+            original, rate, spans, gain_db=DUCK_DB, remove=settings.separation == "remove"
+        )
+    return Stems(
+        speech=mixing.duck(original, rate, gaps, remove=True), background=background, bed=bed
+    )
 
 
 def dub_track(lines: list[Line], rate: int, total: float, channels: int) -> np.ndarray:
-    clips = [(line.at, resample(line.clip, speech.SAMPLE_RATE, rate)) for line in lines
-             if line.clip is not None and len(line.clip)]
+    clips = [
+        (line.at, resample(line.clip, speech.SAMPLE_RATE, rate))
+        for line in lines
+        if line.clip is not None and len(line.clip)
+    ]
     track = mixing.place(clips, rate, total)
     return track if channels == 1 else np.repeat(track[:, None], channels, axis=1)
 
@@ -72,13 +77,17 @@ def cues(lines: list[Line]) -> list[Cue]:
 
 def write_subtitles(out: Outputs, lines: list[Line], target: str) -> dict[str, Any]:
     found = cues(lines)
-    return {"srt": out.text(f"subtitles.{target}.srt", to_srt(found)),
-            "vtt": out.text(f"subtitles.{target}.vtt", to_vtt(found)),
-            "language": target, "cues": len(found)}
+    return {
+        "srt": out.text(f"subtitles.{target}.srt", to_srt(found)),
+        "vtt": out.text(f"subtitles.{target}.vtt", to_vtt(found)),
+        "language": target,
+        "cues": len(found),
+    }
 
 
-def video(out: Outputs, source: str, audio_name: str, settings: Settings, scale: float,
-          subtitle_name: str) -> str:
+def video(
+    out: Outputs, source: str, audio_name: str, settings: Settings, scale: float, subtitle_name: str
+) -> str:
     """Mux the dub onto the picture (stretched by ``scale`` first when above 1)."""
     picture = source
     if scale > 1:
@@ -86,10 +95,16 @@ def video(out: Outputs, source: str, audio_name: str, settings: Settings, scale:
         av.stretch_video(source, picture, scale)
     text = settings.text
     wants_subtitles = text.burn or text.soft
-    av.mux(picture, out.path(audio_name), out.path("dubbed.mp4"),
-              subtitles_path=out.path(subtitle_name) if wants_subtitles else None,
-              burn=text.burn, soft=text.soft, style=text.style or None,
-              fontsdir=av.default_fontsdir())
+    av.mux(
+        picture,
+        out.path(audio_name),
+        out.path("dubbed.mp4"),
+        subtitles_path=out.path(subtitle_name) if wants_subtitles else None,
+        burn=text.burn,
+        soft=text.soft,
+        style=text.style or None,
+        fontsdir=av.default_fontsdir(),
+    )
     return "dubbed.mp4"
 
 

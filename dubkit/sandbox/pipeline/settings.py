@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...media.subtitles import ass_style
 from ...schema import MediaTranslationRequest
 from ..backend import ServiceError
-from ...media.subtitles import ass_style
 
 SEPARATION_MODES = ("auto", "duck", "remove", "keep")
 TEXT_KEYS = ("burn", "soft", "style")
@@ -52,15 +52,15 @@ class TextOptions:
 class Settings:
     """The request's pipeline settings with every default filled in."""
 
-    task_type: str                     # effective: "vt" or "at"
-    source: str                        # locale or "auto"
+    task_type: str  # effective: "vt" or "at"
+    source: str  # locale or "auto"
     target: str
     mode: str = "role"
     style: str = "emotional"
-    provider: str | None = None        # clone engine asked for (None: per-target default)
+    provider: str | None = None  # clone engine asked for (None: per-target default)
     timbre: str = "clone"
-    speaker_num: int | None = None     # None = auto
-    selected: tuple[tuple[str, str | None], ...] = ()   # (voiceId, provider) per speaker slot
+    speaker_num: int | None = None  # None = auto
+    selected: tuple[tuple[str, str | None], ...] = ()  # (voiceId, provider) per speaker slot
     separation: str = "auto"
     dynamic_length: bool = False
     lipsync: bool = False
@@ -77,15 +77,19 @@ class Settings:
 
     def echo(self) -> dict[str, Any]:
         """The options as the pipeline understood them (recorded in the result)."""
-        return {"mode": self.mode, "style": self.style, "provider": self.clone_provider,
-                "timbreMethod": self.timbre,
-                "speakerNum": "auto" if self.speaker_num is None else str(self.speaker_num),
-                "separation": self.separation, "dynamicVideoLength": self.dynamic_length,
-                "lipsync": self.lipsync, "transcribe": {"mode": self.transcribe_mode,
-                                                        "type": self.transcribe_type},
-                "translate": {"mode": self.translate_mode, "prompt": self.prompt},
-                "text": {"burn": self.text.burn, "soft": self.text.soft,
-                         "style": self.text.style}}
+        return {
+            "mode": self.mode,
+            "style": self.style,
+            "provider": self.clone_provider,
+            "timbreMethod": self.timbre,
+            "speakerNum": "auto" if self.speaker_num is None else str(self.speaker_num),
+            "separation": self.separation,
+            "dynamicVideoLength": self.dynamic_length,
+            "lipsync": self.lipsync,
+            "transcribe": {"mode": self.transcribe_mode, "type": self.transcribe_type},
+            "translate": {"mode": self.translate_mode, "prompt": self.prompt},
+            "text": {"burn": self.text.burn, "soft": self.text.soft, "style": self.text.style},
+        }
 
 
 def read_settings(request: MediaTranslationRequest, task_type: str) -> Settings:
@@ -96,60 +100,82 @@ def read_settings(request: MediaTranslationRequest, task_type: str) -> Settings:
     speakers = options.voice_speakers
     separation = (options.separation.mode if options.separation else None) or "auto"
     if separation not in SEPARATION_MODES:
-        notices.append(f"options.separation.mode {separation!r} is not one the sandbox knows "
-                       f"({', '.join(SEPARATION_MODES)}); it ran as 'auto'")
+        notices.append(
+            f"options.separation.mode {separation!r} is not one the sandbox knows "
+            f"({', '.join(SEPARATION_MODES)}); it ran as 'auto'"
+        )
         separation = "auto"
     dynamic = bool(options.dynamic_video_length and options.dynamic_video_length.enable)
     if dynamic and task_type != "vt":
-        notices.append("options.dynamicVideoLength applies to video only; this audio task "
-                       "kept the source's length")
+        notices.append(
+            "options.dynamicVideoLength applies to video only; this audio task "
+            "kept the source's length"
+        )
         dynamic = False
     lipsync = bool(options.lipsync and options.lipsync.enable)
     if lipsync:
-        notices.append("options.lipsync: lip sync is not available in the sandbox; the "
-                       "picture was left unchanged (no lip-sync credits charged)")
+        notices.append(
+            "options.lipsync: lip sync is not available in the sandbox; the "
+            "picture was left unchanged (no lip-sync credits charged)"
+        )
     text = _text_options(options.text, task_type, notices)
-    selected = tuple((v.voice_id, v.provider) for v in
-                     (speakers.selected_voices_list or [] if speakers else []))
+    selected = tuple(
+        (v.voice_id, v.provider) for v in (speakers.selected_voices_list or [] if speakers else [])
+    )
     number = speakers.speaker_num if speakers else None
     if number is not None and number != "auto" and int(number) < 1:
-        raise ServiceError(400, "invalid request: options.voiceSpeakers.speakerNum: expected "
-                                f"'auto' or a count of at least 1, got {number!r}")
+        raise ServiceError(
+            400,
+            "invalid request: options.voiceSpeakers.speakerNum: expected "
+            f"'auto' or a count of at least 1, got {number!r}",
+        )
     return Settings(
-        task_type=task_type, source=request.language.source or "auto",
-        target=request.language.target, mode=clone.mode or "role",
-        style=clone.style or "emotional", provider=clone.provider,
+        task_type=task_type,
+        source=request.language.source or "auto",
+        target=request.language.target,
+        mode=clone.mode or "role",
+        style=clone.style or "emotional",
+        provider=clone.provider,
         timbre=(speakers.timbre_method if speakers else None) or "clone",
         speaker_num=int(number) if number and number != "auto" else None,
-        selected=selected, separation=separation, dynamic_length=dynamic, lipsync=lipsync,
+        selected=selected,
+        separation=separation,
+        dynamic_length=dynamic,
+        lipsync=lipsync,
         transcribe_mode=(options.transcribe.mode if options.transcribe else None) or "fast",
         transcribe_type=(options.transcribe.type if options.transcribe else None) or "default",
         translate_mode=(options.translate.mode if options.translate else None) or "default",
         prompt=options.translate.prompt if options.translate else None,
-        text=text, notices=tuple(notices))
+        text=text,
+        notices=tuple(notices),
+    )
 
 
-def _text_options(raw: dict[str, Any] | None, task_type: str,
-                  notices: list[str]) -> TextOptions:
+def _text_options(raw: dict[str, Any] | None, task_type: str, notices: list[str]) -> TextOptions:
     raw = dict(raw or {})
     for key in sorted(set(raw) - set(TEXT_KEYS)):
-        notices.append(f"options.text.{key} is not read by the sandbox (it reads "
-                       f"{', '.join(TEXT_KEYS)})")
+        notices.append(
+            f"options.text.{key} is not read by the sandbox (it reads {', '.join(TEXT_KEYS)})"
+        )
     for key in ("burn", "soft"):
         if key in raw and not isinstance(raw[key], bool):
-            raise ServiceError(400, f"invalid request: options.text.{key}: expected true or "
-                                    f"false, got {raw[key]!r}")
+            raise ServiceError(
+                400,
+                f"invalid request: options.text.{key}: expected true or false, got {raw[key]!r}",
+            )
     style = raw.get("style") or {}
     if not isinstance(style, dict):
-        raise ServiceError(400, "invalid request: options.text.style: expected an object of "
-                                "subtitle style fields, e.g. {\"size\": 28}")
+        raise ServiceError(
+            400,
+            "invalid request: options.text.style: expected an object of "
+            'subtitle style fields, e.g. {"size": 28}',
+        )
     try:
         ass_style(style)
     except ValueError as exc:
         raise ServiceError(400, f"invalid request: options.text.style: {exc}") from None
     burn = bool(raw.get("burn", False))
     if burn and task_type != "vt":
-        notices.append("options.text.burn needs a picture; this audio task has subtitle "
-                       "files only")
+        notices.append("options.text.burn needs a picture; this audio task has subtitle files only")
         burn = False
     return TextOptions(burn=burn, soft=bool(raw.get("soft", True)), style=style)

@@ -20,32 +20,32 @@ from typing import Any
 
 import numpy as np
 
-from ..engines import vad, voiceprint
 from ...media.subtitles import Cue
+from ..engines import vad, voiceprint
 from ..engines.voiceprint import Voiceprint
 
 PLACEHOLDER = "[no transcript: speech segment {n}]"
 AUTO_GAP_OCTAVES = 0.35
-CUE_REACH = 1.0            # seconds: a cue this close to a segment still belongs to it
+CUE_REACH = 1.0  # seconds: a cue this close to a segment still belongs to it
 
 
 @dataclass
 class Line:
     """One dubbed line; later stages fill in translation, voice and the fitted clip."""
 
-    index: int                       # 0-based, in time order
-    start: float                     # seconds on the source timeline
+    index: int  # 0-based, in time order
+    start: float  # seconds on the source timeline
     end: float
     text: str
     placeholder: bool
-    speaker: int = 0                 # 0-based speaker number
-    measured: Voiceprint | None = None   # pitch and pace of the source line
+    speaker: int = 0  # 0-based speaker number
+    measured: Voiceprint | None = None  # pitch and pace of the source line
     translation: str = ""
-    voice: Any = None                # casting.Voice
-    clip: np.ndarray | None = None   # fitted dub at the work rate
-    at: float = 0.0                  # where the clip starts on the output timeline
-    raw_duration: float = 0.0        # synthesized length before fitting
-    stretch: float = 1.0             # fitted length / synthesized length
+    voice: Any = None  # casting.Voice
+    clip: np.ndarray | None = None  # fitted dub at the work rate
+    at: float = 0.0  # where the clip starts on the output timeline
+    raw_duration: float = 0.0  # synthesized length before fitting
+    stretch: float = 1.0  # fitted length / synthesized length
     truncated: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -61,8 +61,9 @@ class Line:
         return f"Speaker {self.speaker + 1}"
 
 
-def find_lines(mono: np.ndarray, sample_rate: int, cues: list[Cue], *,
-               min_silence: float) -> list[Line]:
+def find_lines(
+    mono: np.ndarray, sample_rate: int, cues: list[Cue], *, min_silence: float
+) -> list[Line]:
     """Segment the speech in ``mono`` and give every segment its text."""
     segments = vad.segment_speech(mono, sample_rate, min_silence=min_silence)
     texts: list[list[str]] = [[] for _ in segments]
@@ -70,9 +71,16 @@ def find_lines(mono: np.ndarray, sample_rate: int, cues: list[Cue], *,
         target = _segment_for(cue, segments)
         if target is not None and cue.text.strip():
             texts[target].append(" ".join(cue.text.split()))
-    return [Line(i, round(s.start, 3), round(s.end, 3),
-                 " ".join(texts[i]) or PLACEHOLDER.format(n=i + 1), placeholder=not texts[i])
-            for i, s in enumerate(segments)]
+    return [
+        Line(
+            i,
+            round(s.start, 3),
+            round(s.end, 3),
+            " ".join(texts[i]) or PLACEHOLDER.format(n=i + 1),
+            placeholder=not texts[i],
+        )
+        for i, s in enumerate(segments)
+    ]
 
 
 def _segment_for(cue: Cue, segments: list[vad.Segment]) -> int | None:
@@ -87,15 +95,17 @@ def _segment_for(cue: Cue, segments: list[vad.Segment]) -> int | None:
 
 
 def slice_of(audio: np.ndarray, sample_rate: int, start: float, end: float) -> np.ndarray:
-    return audio[max(0, round(start * sample_rate)):round(end * sample_rate)]
+    return audio[max(0, round(start * sample_rate)) : round(end * sample_rate)]
 
 
-def assign_speakers(lines: list[Line], mono: np.ndarray, sample_rate: int,
-                    speaker_num: int | None) -> int:
+def assign_speakers(
+    lines: list[Line], mono: np.ndarray, sample_rate: int, speaker_num: int | None
+) -> int:
     """Label each line with a speaker; returns the number of speakers."""
     for line in lines:
-        line.measured = measure_speech(slice_of(mono, sample_rate, line.start, line.end),
-                                    sample_rate)
+        line.measured = measure_speech(
+            slice_of(mono, sample_rate, line.start, line.end), sample_rate
+        )
     measured = [i for i, line in enumerate(lines) if line.measured is not None]
     if not measured:
         for line in lines:
@@ -139,7 +149,7 @@ def cluster(values: list[float], count: int | None) -> list[int]:
     if count is None:
         cuts = {j for gap, j in gaps if gap > AUTO_GAP_OCTAVES}
     else:
-        cuts = {j for _, j in sorted(gaps, reverse=True)[:max(0, count - 1)]}
+        cuts = {j for _, j in sorted(gaps, reverse=True)[: max(0, count - 1)]}
     labels = [0] * len(values)
     group = 0
     for position, index in enumerate(order):
@@ -149,8 +159,9 @@ def cluster(values: list[float], count: int | None) -> list[int]:
     return labels
 
 
-def speaker_audio(lines: list[Line], speaker: int, mono: np.ndarray, sample_rate: int,
-                  limit: float = 30.0) -> np.ndarray:
+def speaker_audio(
+    lines: list[Line], speaker: int, mono: np.ndarray, sample_rate: int, limit: float = 30.0
+) -> np.ndarray:
     """A speaker's own speech, lines joined with short pauses, at most ``limit`` seconds."""
     gap = np.zeros(round(0.2 * sample_rate), dtype=np.float32)
     parts: list[np.ndarray] = []
@@ -164,4 +175,4 @@ def speaker_audio(lines: list[Line], speaker: int, mono: np.ndarray, sample_rate
         if total >= limit * sample_rate:
             break
     joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
-    return joined[:round(limit * sample_rate)]
+    return joined[: round(limit * sample_rate)]

@@ -46,12 +46,11 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ... import locales
-from ...media import av
+from ...media import av, speech
 from ...schema import CloneAsyncRequest, CloneRequest, CloneResult
 from ..backend import Backend, ServiceError, now_iso
 from ..call import Call
 from ..catalogue import speaking_voice_from_audio
-from ...media import speech
 from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
 from .common import Work, accepted, check_locale, run_sync, start_async
@@ -75,14 +74,18 @@ def _espeak_language(provider: str, language: str) -> str:
     try:
         return speech.voice_for_locale(language)
     except speech.SpeechError:
-        raise ServiceError(422, f"sampleLanguage: the sandbox has no voice that speaks "
-                                f"{language!r}") from None
+        raise ServiceError(
+            422, f"sampleLanguage: the sandbox has no voice that speaks {language!r}"
+        ) from None
 
 
 def _check(backend: Backend, request: CloneRequest) -> None:
     if not request.ref_audio:
-        raise ServiceError(400, "invalid request: refAudio: is required (an http(s) URL of a "
-                                "short recording of the voice to clone)")
+        raise ServiceError(
+            400,
+            "invalid request: refAudio: is required (an http(s) URL of a "
+            "short recording of the voice to clone)",
+        )
     check_reference(backend, request.ref_audio, "refAudio")
     if request.sample_language:
         check_locale("sampleLanguage", request.sample_language, locales.SOURCE | locales.TARGET)
@@ -98,24 +101,30 @@ def _plan(backend: Backend, api_key: str, request: CloneRequest) -> Work:
 
     def run(task_id: str) -> dict[str, Any]:
         try:
-            clone, heard = _clone(backend, api_key, request, task_id, provider, language,
-                                  espeak)
+            clone, heard = _clone(backend, api_key, request, task_id, provider, language, espeak)
         except BaseException:
             backend.refund(api_key, CLONE_CREDITS)
             raise
         return _result(task_id, clone, heard, now_iso()).to_wire()
+
     return run
 
 
-def _clone(backend: Backend, api_key: str, request: CloneRequest, task_id: str,
-           provider: str, language: str, espeak: str
-           ) -> tuple[StoredClone, voiceprint.Voiceprint]:
+def _clone(
+    backend: Backend,
+    api_key: str,
+    request: CloneRequest,
+    task_id: str,
+    provider: str,
+    language: str,
+    espeak: str,
+) -> tuple[StoredClone, voiceprint.Voiceprint]:
     url = request.ref_audio or ""
     try:
         samples, rate = fetch_audio(backend, url, "refAudio")
     except UnusableAudio as exc:
         raise ServiceError(422, str(exc)) from None
-    samples = samples[:MAX_REFERENCE_SECONDS * rate]
+    samples = samples[: MAX_REFERENCE_SECONDS * rate]
     try:
         heard = voiceprint.measure(samples, rate)
         voice = speaking_voice_from_audio(samples, rate, espeak)
@@ -124,16 +133,21 @@ def _clone(backend: Backend, api_key: str, request: CloneRequest, task_id: str,
     if provider == "V1":
         voice = voice.with_prosody(pitch_range=speech.Prosody().pitch_range)
     stem = Path(unquote(urlparse(url).path)).stem or "reference"
-    clone = insert_clone(backend, api_key, voice,
-                         name=request.voice_name or f"Clone of {stem}", provider=provider,
-                         language=language, content=request.sample_text,
-                         audio=_served_reference(backend, url, samples, rate, task_id),
-                         task_id=task_id)
+    clone = insert_clone(
+        backend,
+        api_key,
+        voice,
+        name=request.voice_name or f"Clone of {stem}",
+        provider=provider,
+        language=language,
+        content=request.sample_text,
+        audio=_served_reference(backend, url, samples, rate, task_id),
+        task_id=task_id,
+    )
     return clone, heard
 
 
-def _served_reference(backend: Backend, url: str, samples: Any, rate: int,
-                      task_id: str) -> str:
+def _served_reference(backend: Backend, url: str, samples: Any, rate: int, task_id: str) -> str:
     """The reference's URL if this sandbox serves it, else the URL of a copy it now serves."""
     if url.startswith(backend.base_url + "/files/"):
         return url
@@ -148,16 +162,26 @@ def _served_reference(backend: Backend, url: str, samples: Any, rate: int,
 
 # --------------------------------------------------------------------------- answers
 
-def _result(task_id: str, clone: StoredClone, heard: voiceprint.Voiceprint, created_at: str
-            ) -> CloneResult:
-    measured = {"pitchHz": round(heard.median_pitch_hz, 1),
-                "pitchRangeHz": round(heard.pitch_range_hz, 1),
-                "syllablesPerSecond": round(heard.speaking_rate, 2), "gender": heard.gender}
-    return CloneResult(task_id=task_id, voice_id=clone.record.voice_id, created_at=created_at,
-                       **{"provider": clone.provider, "measured": measured})   # labelled extras
+
+def _result(
+    task_id: str, clone: StoredClone, heard: voiceprint.Voiceprint, created_at: str
+) -> CloneResult:
+    measured = {
+        "pitchHz": round(heard.median_pitch_hz, 1),
+        "pitchRangeHz": round(heard.pitch_range_hz, 1),
+        "syllablesPerSecond": round(heard.speaking_rate, 2),
+        "gender": heard.gender,
+    }
+    return CloneResult(
+        task_id=task_id,
+        voice_id=clone.record.voice_id,
+        created_at=created_at,
+        **{"provider": clone.provider, "measured": measured},
+    )  # labelled extras
 
 
 # --------------------------------------------------------------------------- handlers
+
 
 def create(call: Call[CloneRequest]) -> dict[str, Any]:
     return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))

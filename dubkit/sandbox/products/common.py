@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ... import locales
 from ...schema import AsyncAcceptance
@@ -11,40 +12,52 @@ from ..backend import ServiceError
 from ..call import Call
 from ..store import Store
 
-Work = Callable[[str], dict[str, Any]]   # work(task_id) -> the task's result, as answered
+Work = Callable[[str], dict[str, Any]]  # work(task_id) -> the task's result, as answered
 
 
-def check_locale(field: str, code: str | None, allowed: frozenset[str], *,
-                 allow_auto: bool = False) -> None:
+def check_locale(
+    field: str, code: str | None, allowed: frozenset[str], *, allow_auto: bool = False
+) -> None:
     if code is None or (allow_auto and code == locales.AUTO) or code in allowed:
         return
     hint = locales.closest(code, allowed)
-    raise ServiceError(400, f"invalid request: {field}: unsupported locale {code!r}"
-                            + (f"; did you mean {', '.join(hint)}?" if hint else ""))
+    raise ServiceError(
+        400,
+        f"invalid request: {field}: unsupported locale {code!r}"
+        + (f"; did you mean {', '.join(hint)}?" if hint else ""),
+    )
 
 
 MAX_PAGE_SIZE = 1000
 
 
-def page_window(current_page: int | None, page_size: int | None,
-                default_size: int) -> tuple[int, int]:
+def page_window(
+    current_page: int | None, page_size: int | None, default_size: int
+) -> tuple[int, int]:
     """``(offset, size)`` of a page. *choice* (the interface states no bounds): a page below 1
     is page 1, a size below 1 is the default, and a size above :data:`MAX_PAGE_SIZE` is capped."""
-    current = min(max(1, current_page or 1), 2**40)   # beyond any store, within SQLite's int
+    current = min(max(1, current_page or 1), 2**40)  # beyond any store, within SQLite's int
     size = page_size if page_size and page_size > 0 else default_size
     size = min(size, MAX_PAGE_SIZE)
     return (current - 1) * size, size
 
 
-def page(rows: list[Any], current_page: int | None, page_size: int | None,
-         default_size: int) -> tuple[list[Any], int]:
+def page(
+    rows: list[Any], current_page: int | None, page_size: int | None, default_size: int
+) -> tuple[list[Any], int]:
     """One page of rows already in memory (the voice catalogue) and how many there are."""
     start, size = page_window(current_page, page_size, default_size)
-    return rows[start:start + size], len(rows)
+    return rows[start : start + size], len(rows)
 
 
-def page_rows(store: Store, sql: str, args: Sequence[Any], current_page: int | None,
-              page_size: int | None, default_size: int) -> tuple[list[Any], int]:
+def page_rows(
+    store: Store,
+    sql: str,
+    args: Sequence[Any],
+    current_page: int | None,
+    page_size: int | None,
+    default_size: int,
+) -> tuple[list[Any], int]:
     """One page of ``sql``'s rows and how many rows it has in all, both from the database.
 
     ``sql`` is ``SELECT ... FROM ... WHERE ... ORDER BY ...``: the page is read with LIMIT and
@@ -63,7 +76,7 @@ def run_sync(call: Call[Any], task_type: str, work: Work) -> dict[str, Any]:
     try:
         with call.backend.working_on(task_id):
             result = work(task_id)
-    except BaseException:   # refused or crashed: no half-made task is left behind
+    except BaseException:  # refused or crashed: no half-made task is left behind
         call.backend.store.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
         raise
     call.backend.finish_sync(task_id, result)
@@ -84,8 +97,9 @@ def accepted(task: dict[str, Any]) -> dict[str, Any]:
 
 def _new_task(call: Call[Any], task_type: str, *, is_async: bool) -> dict[str, Any]:
     extra = call.raw.get("extraData") if is_async else None
-    return call.backend.create_task(call.api_key, task_type, is_async=is_async,
-                                    request=call.raw, extra_data=extra)
+    return call.backend.create_task(
+        call.api_key, task_type, is_async=is_async, request=call.raw, extra_data=extra
+    )
 
 
 def task_result(task: dict[str, Any]) -> dict[str, Any] | None:

@@ -42,19 +42,37 @@ from pathlib import Path
 from typing import Any
 
 from ...media import av
-from ...schema import (GenUploadUrlAnswer, Material, MaterialIdBody, MaterialPage,
-                       MultipartComplete, MultipartInitiateAnswer, MultipartRef, PageQuery,
-                       PartUrl, PresignParts, PresignPartsAnswer, UploadComplete, UploadStart)
+from ...schema import (
+    GenUploadUrlAnswer,
+    Material,
+    MaterialIdBody,
+    MaterialPage,
+    MultipartComplete,
+    MultipartInitiateAnswer,
+    MultipartRef,
+    PageQuery,
+    PartUrl,
+    PresignParts,
+    PresignPartsAnswer,
+    UploadComplete,
+    UploadStart,
+)
 from .. import multipart, storage
 from ..backend import Backend, ServiceError, now_iso
 from ..call import Call
 from ..store import Store
 from .common import page_rows
-from .upload_sessions import (checked_session, claim, mark_completed, open_session,
-                              session_row, set_state)
+from .upload_sessions import (
+    checked_session,
+    claim,
+    mark_completed,
+    open_session,
+    session_row,
+    set_state,
+)
 
 log = logging.getLogger("dubkit.sandbox")
-MAX_PRESIGN = 1000      # part URLs per presign-parts call (the interface states no maximum)
+MAX_PRESIGN = 1000  # part URLs per presign-parts call (the interface states no maximum)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS materials (
@@ -72,52 +90,66 @@ def _store(backend: Backend) -> Store:
 
 # --------------------------------------------------------------------------- for other products
 
+
 def find_material(backend: Backend, api_key: str, material_id: str) -> Material:
     """The registered, live material ``material_id`` of ``api_key`` (§3.1 record), else 404.
 
     The 404 says why: never registered (an unfinished upload's id), deleted, or unknown.
     """
-    row = _store(backend).one("SELECT * FROM materials WHERE material_id = ? AND api_key = ?",
-                              (material_id, api_key))
+    row = _store(backend).one(
+        "SELECT * FROM materials WHERE material_id = ? AND api_key = ?", (material_id, api_key)
+    )
     if row is not None and not row["deleted"]:
         return Material.model_validate_json(row["record"])
     if row is not None:
         raise ServiceError(404, f"material not found: {material_id} was deleted")
     if session_row(backend, api_key, material_id) is not None:
-        raise ServiceError(404, f"material not found: {material_id} is an upload that was never "
-                                f"completed; only a registered material can be used")
+        raise ServiceError(
+            404,
+            f"material not found: {material_id} is an upload that was never "
+            f"completed; only a registered material can be used",
+        )
     raise ServiceError(404, f"material not found: {material_id}")
 
 
 def is_live(backend: Backend, material_id: str) -> bool:
     """Whether ``material_id`` is registered and not deleted (for serving its files)."""
-    return _store(backend).one("SELECT 1 FROM materials WHERE material_id = ? AND deleted = 0",
-                               (material_id,)) is not None
+    return (
+        _store(backend).one(
+            "SELECT 1 FROM materials WHERE material_id = ? AND deleted = 0", (material_id,)
+        )
+        is not None
+    )
 
 
 def material_path(backend: Backend, api_key: str, material_id: str) -> Path:
     """The main file of a registered, live material (404 as :func:`find_material`)."""
     find_material(backend, api_key, material_id)
-    row = _store(backend).one("SELECT relpath FROM materials WHERE material_id = ?",
-                              (material_id,))
-    return backend.file_path(row["relpath"])   # type: ignore[index]
+    row = _store(backend).one("SELECT relpath FROM materials WHERE material_id = ?", (material_id,))
+    return backend.file_path(row["relpath"])  # type: ignore[index]
 
 
 # --------------------------------------------------------------------------- registration
 
+
 def _live_by_hash(backend: Backend, api_key: str, file_hash: str) -> dict[str, Any] | None:
-    row = _store(backend).one("SELECT * FROM materials WHERE api_key = ? AND file_hash = ? AND "
-                              "deleted = 0 ORDER BY seq LIMIT 1", (api_key, file_hash))
+    row = _store(backend).one(
+        "SELECT * FROM materials WHERE api_key = ? AND file_hash = ? AND "
+        "deleted = 0 ORDER BY seq LIMIT 1",
+        (api_key, file_hash),
+    )
     return dict(row) if row else None
 
 
-_registering: "weakref.WeakKeyDictionary[Backend, dict[tuple[str, str], threading.Lock]]" = \
+_registering: weakref.WeakKeyDictionary[Backend, dict[tuple[str, str], threading.Lock]] = (
     weakref.WeakKeyDictionary()
+)
 _registering_guard = threading.Lock()
 
 
-def _register(backend: Backend, api_key: str, session: dict[str, Any], path: Path,
-              size: int) -> Material:
+def _register(
+    backend: Backend, api_key: str, session: dict[str, Any], path: Path, size: int
+) -> Material:
     """Turn the stored object at ``path`` into a material (or answer the existing duplicate).
 
     The duplicate check and the insert are one step per key and content: concurrent uploads
@@ -125,13 +157,15 @@ def _register(backend: Backend, api_key: str, session: dict[str, Any], path: Pat
     """
     with _registering_guard:
         lock = _registering.setdefault(backend, {}).setdefault(
-            (api_key, session["file_hash"]), threading.Lock())
+            (api_key, session["file_hash"]), threading.Lock()
+        )
     with lock:
         return _register_now(backend, api_key, session, path, size)
 
 
-def _register_now(backend: Backend, api_key: str, session: dict[str, Any], path: Path,
-                  size: int) -> Material:
+def _register_now(
+    backend: Backend, api_key: str, session: dict[str, Any], path: Path, size: int
+) -> Material:
     material_id = session["material_id"]
     duplicate = _live_by_hash(backend, api_key, session["file_hash"])
     if duplicate is not None:
@@ -144,42 +178,62 @@ def _register_now(backend: Backend, api_key: str, session: dict[str, Any], path:
         storage.delete_object(backend, session["object_key"])
         set_state(backend, material_id, "failed")
         reason = str(exc).splitlines()[0]
-        raise ServiceError(422, f"the uploaded file {session['file_name']!r} is not audio or "
-                                f"video the service can read ({reason}); nothing was "
-                                f"registered") from None
+        raise ServiceError(
+            422,
+            f"the uploaded file {session['file_name']!r} is not audio or "
+            f"video the service can read ({reason}); nothing was "
+            f"registered",
+        ) from None
     folder = f"materials/{material_id}"
     relpath = f"{folder}/{Path(session['object_key']).name}"
     backend.file_path(folder).mkdir(parents=True, exist_ok=True)
     os.replace(path, backend.file_path(relpath))
     stamp = now_iso()
     record = Material(
-        material_id=material_id, category=info.category, name=session["file_name"],
-        address_url=backend.file_url(relpath), mime_type=info.mime_type,
-        file_hash=session["file_hash"], filesize=size,
-        duration=int(round(info.duration * 1000)), create_time=stamp, update_time=stamp,
-        **_derived_files(backend, folder, backend.file_path(relpath), info))
+        material_id=material_id,
+        category=info.category,
+        name=session["file_name"],
+        address_url=backend.file_url(relpath),
+        mime_type=info.mime_type,
+        file_hash=session["file_hash"],
+        filesize=size,
+        duration=int(round(info.duration * 1000)),
+        create_time=stamp,
+        update_time=stamp,
+        **_derived_files(backend, folder, backend.file_path(relpath), info),
+    )
     store = _store(backend)
     with store.transaction() as db:
         seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM materials").fetchone()[0]
-        db.execute("INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, "
-                   "record, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (material_id, api_key, session["file_hash"], relpath,
-                    session["object_key"], json.dumps(record.to_wire()), seq))
+        db.execute(
+            "INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, "
+            "record, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                material_id,
+                api_key,
+                session["file_hash"],
+                relpath,
+                session["object_key"],
+                json.dumps(record.to_wire()),
+                seq,
+            ),
+        )
         mark_completed(db, material_id)
     storage.delete_object(backend, session["object_key"])
     return record
 
 
-def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo
-                   ) -> dict[str, str]:
+def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo) -> dict[str, str]:
     """Thumbnail, audio track and resolution; a step ffmpeg cannot do is left out, not fatal."""
     if info.category == "audio":
         return {"audio_url": backend.file_url(f"{folder}/{path.name}")}
     extra: dict[str, str] = {}
     if info.width and info.height:
         extra["resolution"] = f"{info.width}x{info.height}"
-    for name, field, make in (("thumbnail.jpg", "thumbnail_url", av.thumbnail),
-                              ("audio.m4a", "audio_url", av.extract_audio)):
+    for name, field, make in (
+        ("thumbnail.jpg", "thumbnail_url", av.thumbnail),
+        ("audio.m4a", "audio_url", av.extract_audio),
+    ):
         if field == "audio_url" and not info.has_audio:
             continue
         try:
@@ -192,87 +246,127 @@ def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo
 
 # --------------------------------------------------------------------------- single upload
 
+
 def gen_upload_url(call: Call[UploadStart]) -> dict[str, Any]:
     backend, body = call.backend, call.body
     duplicate = _live_by_hash(backend, call.api_key, body.file_hash.lower())
     if duplicate is not None:
         record = Material.model_validate_json(duplicate["record"])
-        return GenUploadUrlAnswer(upload_url="", material=record, material_id=record.material_id,
-                                  s3_uri=storage.s3_uri(duplicate["object_key"])).to_wire()
+        return GenUploadUrlAnswer(
+            upload_url="",
+            material=record,
+            material_id=record.material_id,
+            s3_uri=storage.s3_uri(duplicate["object_key"]),
+        ).to_wire()
     session = open_session(backend, call.api_key, body, "single")
     key = session["object_key"]
-    return GenUploadUrlAnswer(upload_url=storage.presign_put(backend, key),
-                              s3_uri=storage.s3_uri(key),
-                              material_id=session["material_id"]).to_wire()
+    return GenUploadUrlAnswer(
+        upload_url=storage.presign_put(backend, key),
+        s3_uri=storage.s3_uri(key),
+        material_id=session["material_id"],
+    ).to_wire()
 
 
 def complete(call: Call[UploadComplete]) -> dict[str, Any]:
     backend, body = call.backend, call.body
     session = checked_session(backend, call.api_key, body.material_id, "single", body.file_hash)
     if storage.key_of(body.s3_uri) != session["object_key"]:
-        raise ServiceError(400, f"invalid request: s3Uri: not the storage target of materialId "
-                                f"{body.material_id} (send the s3Uri gen-upload-url answered)")
+        raise ServiceError(
+            400,
+            f"invalid request: s3Uri: not the storage target of materialId "
+            f"{body.material_id} (send the s3Uri gen-upload-url answered)",
+        )
     claim(backend, session)
     try:
         stored = storage.stored_object(backend, session["object_key"])
         if stored is None:
-            raise ServiceError(400, "no file at the upload URL yet: PUT the bytes to uploadUrl "
-                                    "before completing")
+            raise ServiceError(
+                400, "no file at the upload URL yet: PUT the bytes to uploadUrl before completing"
+            )
         if stored["etag"] != session["file_hash"]:
-            raise ServiceError(400, f"invalid request: fileHash: the uploaded bytes have MD5 "
-                                    f"{stored['etag']}, not {session['file_hash']}; PUT the "
-                                    f"right file again")
+            raise ServiceError(
+                400,
+                f"invalid request: fileHash: the uploaded bytes have MD5 "
+                f"{stored['etag']}, not {session['file_hash']}; PUT the "
+                f"right file again",
+            )
     except ServiceError:
         set_state(backend, session["material_id"], "open")
         raise
-    return _register(backend, call.api_key, session,
-                     storage.object_path(backend, session["object_key"]),
-                     stored["size"]).to_wire()
+    return _register(
+        backend,
+        call.api_key,
+        session,
+        storage.object_path(backend, session["object_key"]),
+        stored["size"],
+    ).to_wire()
 
 
 # --------------------------------------------------------------------------- multipart
+
 
 def multipart_initiate(call: Call[UploadStart]) -> dict[str, Any]:
     backend = call.backend
     session = open_session(backend, call.api_key, call.body, "multipart")
     return MultipartInitiateAnswer(
-        material_id=session["material_id"], s3_uri=storage.s3_uri(session["object_key"]),
-        upload_id=session["upload_id"], expires_in_seconds=storage.presign_ttl(backend),
-        recommended_part_size=storage.recommended_part_size(backend)).to_wire()
+        material_id=session["material_id"],
+        s3_uri=storage.s3_uri(session["object_key"]),
+        upload_id=session["upload_id"],
+        expires_in_seconds=storage.presign_ttl(backend),
+        recommended_part_size=storage.recommended_part_size(backend),
+    ).to_wire()
 
 
 def multipart_presign(call: Call[PresignParts]) -> dict[str, Any]:
     backend, body = call.backend, call.body
-    session = checked_session(backend, call.api_key, body.material_id, "multipart",
-                              body.file_hash, body.upload_id, need_hash=False)
+    session = checked_session(
+        backend,
+        call.api_key,
+        body.material_id,
+        "multipart",
+        body.file_hash,
+        body.upload_id,
+        need_hash=False,
+    )
     if session["state"] != "open":
-        raise ServiceError(404, f"upload {session['material_id']} is {session['state']}, "
-                                f"not open")
+        raise ServiceError(404, f"upload {session['material_id']} is {session['state']}, not open")
     if not body.part_numbers:
-        raise ServiceError(400, "invalid request: partNumbers: list the parts to presign "
-                                "(1-10000)")
+        raise ServiceError(400, "invalid request: partNumbers: list the parts to presign (1-10000)")
     if len(body.part_numbers) > MAX_PRESIGN:
-        raise ServiceError(400, f"invalid request: partNumbers: at most {MAX_PRESIGN} per "
-                                f"call, got {len(body.part_numbers)}; ask for the rest in "
-                                f"further calls")
-    urls = [PartUrl(part_number=n, url=storage.presign_put(
-        backend, session["object_key"], upload_id=session["upload_id"], part_number=n))
-        for n in body.part_numbers]
-    return PresignPartsAnswer(urls=urls,
-                              expires_in_seconds=storage.presign_ttl(backend)).to_wire()
+        raise ServiceError(
+            400,
+            f"invalid request: partNumbers: at most {MAX_PRESIGN} per "
+            f"call, got {len(body.part_numbers)}; ask for the rest in "
+            f"further calls",
+        )
+    urls = [
+        PartUrl(
+            part_number=n,
+            url=storage.presign_put(
+                backend, session["object_key"], upload_id=session["upload_id"], part_number=n
+            ),
+        )
+        for n in body.part_numbers
+    ]
+    return PresignPartsAnswer(urls=urls, expires_in_seconds=storage.presign_ttl(backend)).to_wire()
 
 
 def multipart_complete(call: Call[MultipartComplete]) -> dict[str, Any]:
     backend, body = call.backend, call.body
-    session = checked_session(backend, call.api_key, body.material_id, "multipart",
-                              body.file_hash, body.upload_id)
+    session = checked_session(
+        backend, call.api_key, body.material_id, "multipart", body.file_hash, body.upload_id
+    )
     claim(backend, session)
     upload_id = session["upload_id"]
     try:
         path = storage.object_path(backend, session["object_key"])
-        size = multipart.complete(backend, upload_id,
-                                  [(p.part_number, p.e_tag) for p in body.parts or []],
-                                  session["file_hash"], path)
+        size = multipart.complete(
+            backend,
+            upload_id,
+            [(p.part_number, p.e_tag) for p in body.parts or []],
+            session["file_hash"],
+            path,
+        )
     except ServiceError:
         set_state(backend, session["material_id"], "open")
         raise
@@ -280,8 +374,11 @@ def multipart_complete(call: Call[MultipartComplete]) -> dict[str, Any]:
         storage.delete_object(backend, session["object_key"])
         multipart.finish(backend, upload_id, "aborted")
         set_state(backend, session["material_id"], "aborted")
-        raise ServiceError(413, f"payload too large: {size} bytes; the upload limit is "
-                                f"{storage.upload_limit(backend)} bytes")
+        raise ServiceError(
+            413,
+            f"payload too large: {size} bytes; the upload limit is "
+            f"{storage.upload_limit(backend)} bytes",
+        )
     try:
         record = _register(backend, call.api_key, session, path, size)
     except ServiceError:
@@ -293,11 +390,15 @@ def multipart_complete(call: Call[MultipartComplete]) -> dict[str, Any]:
 
 def multipart_abort(call: Call[MultipartRef]) -> None:
     backend, body = call.backend, call.body
-    session = checked_session(backend, call.api_key, body.material_id, "multipart",
-                              body.file_hash, body.upload_id)
+    session = checked_session(
+        backend, call.api_key, body.material_id, "multipart", body.file_hash, body.upload_id
+    )
     if session["state"] == "completed":
-        raise ServiceError(400, f"upload already completed: material {session['material_id']} "
-                                f"is registered; delete it with material/delete")
+        raise ServiceError(
+            400,
+            f"upload already completed: material {session['material_id']} "
+            f"is registered; delete it with material/delete",
+        )
     if session["state"] == "open":
         multipart.finish(backend, session["upload_id"], "aborted")
         set_state(backend, session["material_id"], "aborted")
@@ -305,13 +406,20 @@ def multipart_abort(call: Call[MultipartRef]) -> None:
 
 # --------------------------------------------------------------------------- list, delete
 
+
 def list_materials(call: Call[PageQuery]) -> dict[str, Any]:
     query = call.body
-    rows, total = page_rows(_store(call.backend), "SELECT record FROM materials WHERE "
-                            "api_key = ? AND deleted = 0 ORDER BY seq DESC", (call.api_key,),
-                            query.current_page, query.page_size, default_size=20)
-    return MaterialPage(records=[Material.model_validate_json(r["record"]) for r in rows],
-                        total=total).to_wire()
+    rows, total = page_rows(
+        _store(call.backend),
+        "SELECT record FROM materials WHERE api_key = ? AND deleted = 0 ORDER BY seq DESC",
+        (call.api_key,),
+        query.current_page,
+        query.page_size,
+        default_size=20,
+    )
+    return MaterialPage(
+        records=[Material.model_validate_json(r["record"]) for r in rows], total=total
+    ).to_wire()
 
 
 def delete(call: Call[MaterialIdBody]) -> None:
@@ -320,5 +428,7 @@ def delete(call: Call[MaterialIdBody]) -> None:
         raise ServiceError(400, "invalid request: materialId: is required")
     record = find_material(call.backend, call.api_key, material_id)
     record.update_time = now_iso()
-    _store(call.backend).execute("UPDATE materials SET deleted = 1, record = ? WHERE "
-                                 "material_id = ?", (json.dumps(record.to_wire()), material_id))
+    _store(call.backend).execute(
+        "UPDATE materials SET deleted = 1, record = ? WHERE material_id = ?",
+        (json.dumps(record.to_wire()), material_id),
+    )

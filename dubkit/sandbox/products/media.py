@@ -25,16 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from ... import locales
+from ...media import speech
 from ...schema import Material, MediaAcceptance, MediaTranslationRequest
 from .. import pipeline
 from ..backend import Backend, ServiceError
 from ..call import Call
 from ..catalogue import preset as find_preset
 from ..catalogue import presets as all_presets
-from ...media import speech
 from .common import Work, check_locale, start_async
 from .materials import find_material, material_path
-from .voices import served_preset, find_clone
+from .voices import find_clone, served_preset
 
 
 class KeyVoices:
@@ -47,24 +47,48 @@ class KeyVoices:
         found = find_preset(voice_id)
         if found is not None:
             record = served_preset(self.backend, found)
-            return pipeline.Voice(voice_id, record["provider"], record["displayName"],
-                                  record["gender"], "preset", found.speaking,
-                                  locale=record["locale"], sample_url=record["audio"],
-                                  sample_text=found.sample_text)
+            return pipeline.Voice(
+                voice_id,
+                record["provider"],
+                record["displayName"],
+                record["gender"],
+                "preset",
+                found.speaking,
+                locale=record["locale"],
+                sample_url=record["audio"],
+                sample_text=found.sample_text,
+            )
         clone = find_clone(self.backend, self.api_key, voice_id)
         if clone is None:
             return None
         cloned = clone.record
         gender = "female" if (clone.voice.variant or "").startswith("f") else "male"
-        return pipeline.Voice(voice_id, clone.provider, cloned.name or voice_id, gender,
-                              "clone", clone.voice, locale=cloned.example_language,
-                              sample_url=cloned.audio or "", sample_text=cloned.content or "")
+        return pipeline.Voice(
+            voice_id,
+            clone.provider,
+            cloned.name or voice_id,
+            gender,
+            "clone",
+            clone.voice,
+            locale=cloned.example_language,
+            sample_url=cloned.audio or "",
+            sample_text=cloned.content or "",
+        )
 
     def presets(self) -> list[pipeline.Voice]:
         """Every preset, light (no preview URL): ``find`` gives the full voice once chosen."""
-        return [pipeline.Voice(p.voice_id, p.record["provider"], p.record["displayName"],
-                               p.record["gender"], "preset", p.speaking,
-                               locale=p.record["locale"]) for p in all_presets()]
+        return [
+            pipeline.Voice(
+                p.voice_id,
+                p.record["provider"],
+                p.record["displayName"],
+                p.record["gender"],
+                "preset",
+                p.speaking,
+                locale=p.record["locale"],
+            )
+            for p in all_presets()
+        ]
 
 
 def _check_voices(settings: pipeline.Settings, library: KeyVoices) -> None:
@@ -72,34 +96,47 @@ def _check_voices(settings: pipeline.Settings, library: KeyVoices) -> None:
         field = f"options.voiceSpeakers.selectedVoicesList[{i}]"
         voice = library.find(voice_id)
         if voice is None:
-            raise ServiceError(400, f"invalid request: {field}.voiceId: voice {voice_id!r} not "
-                                    f"found in system or clone voice library (see "
-                                    f"assets/voice/basic/list and assets/voice/clone/list)")
+            raise ServiceError(
+                400,
+                f"invalid request: {field}.voiceId: voice {voice_id!r} not "
+                f"found in system or clone voice library (see "
+                f"assets/voice/basic/list and assets/voice/clone/list)",
+            )
         if provider and provider != voice.provider:
-            raise ServiceError(400, f"invalid request: {field}.provider: {provider!r} does not "
-                                    f"match voice {voice_id!r}, whose provider is "
-                                    f"{voice.provider!r}; send them together as returned")
+            raise ServiceError(
+                400,
+                f"invalid request: {field}.provider: {provider!r} does not "
+                f"match voice {voice_id!r}, whose provider is "
+                f"{voice.provider!r}; send them together as returned",
+            )
 
 
 def _task_type(requested: str, material: Material) -> str:
     if material.category == "video":
         return "vt"
     if requested == "vt":
-        raise ServiceError(400, f"invalid request: taskType: 'vt' needs a video material; "
-                                f"{material.material_id} is {material.category} (use 'at')")
+        raise ServiceError(
+            400,
+            f"invalid request: taskType: 'vt' needs a video material; "
+            f"{material.material_id} is {material.category} (use 'at')",
+        )
     return "at"
 
 
-def _plan(backend: Backend, api_key: str, request: MediaTranslationRequest
-          ) -> tuple[str, int, Work]:
+def _plan(
+    backend: Backend, api_key: str, request: MediaTranslationRequest
+) -> tuple[str, int, Work]:
     """Check and charge now: the effective task type, the credits taken, the dubbing work."""
     check_locale("language.source", request.language.source, locales.SOURCE, allow_auto=True)
     check_locale("language.target", request.language.target, locales.TARGET)
     try:
         speech.voice_for_locale(request.language.target)
     except speech.SpeechError:
-        raise ServiceError(400, f"invalid request: language.target: the sandbox has no voice "
-                                f"that speaks {request.language.target!r}") from None
+        raise ServiceError(
+            400,
+            f"invalid request: language.target: the sandbox has no voice "
+            f"that speaks {request.language.target!r}",
+        ) from None
     material = find_material(backend, api_key, request.source.material_id)
     path = material_path(backend, api_key, request.source.material_id)
     task_type = _task_type(request.task_type, material)
@@ -108,20 +145,28 @@ def _plan(backend: Backend, api_key: str, request: MediaTranslationRequest
     _check_voices(settings, library)
     seconds = max(1, math.ceil((material.duration or 0) / 1000))
     backend.charge(api_key, seconds, f"dubbing {seconds} s of media")
-    source = {"materialId": material.material_id, "url": material.address_url,
-              "category": material.category, "name": material.name,
-              "duration": (material.duration or 0) / 1000, "credits": seconds}
+    source = {
+        "materialId": material.material_id,
+        "url": material.address_url,
+        "category": material.category,
+        "name": material.name,
+        "duration": (material.duration or 0) / 1000,
+        "credits": seconds,
+    }
 
     def work(task_id: str) -> dict[str, Any]:
         folder = f"media/{task_id}"
-        outputs = pipeline.Outputs(backend.file_path(folder),
-                                   lambda name: backend.file_url(f"{folder}/{name}"))
+        outputs = pipeline.Outputs(
+            backend.file_path(folder), lambda name: backend.file_url(f"{folder}/{name}")
+        )
         try:
-            return pipeline.run(pipeline.Job(task_id, Path(path), settings, library, outputs,
-                                             source))
+            return pipeline.run(
+                pipeline.Job(task_id, Path(path), settings, library, outputs, source)
+            )
         except BaseException:
             backend.refund(api_key, seconds)
             raise
+
     return task_type, seconds, work
 
 
@@ -132,5 +177,9 @@ def create_async(call: Call[MediaTranslationRequest]) -> dict[str, Any]:
     except BaseException:
         call.backend.refund(call.api_key, seconds)
         raise
-    return MediaAcceptance(task_id=task["task_id"], created_at=task["created_at"],
-                           task_type=task_type, status="running").to_wire()
+    return MediaAcceptance(
+        task_id=task["task_id"],
+        created_at=task["created_at"],
+        task_type=task_type,
+        status="running",
+    ).to_wire()

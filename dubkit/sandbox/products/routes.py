@@ -43,8 +43,10 @@ def _check(table: dict[str, Handler]) -> None:
     unknown = sorted(set(table) - set(names))
     shared = len(set(table.values())) != len(table)
     if missing or unknown or shared:
-        raise RuntimeError(f"sandbox handler table: missing {missing}, unknown {unknown}"
-                           + (", one function answers two operations" if shared else ""))
+        raise RuntimeError(
+            f"sandbox handler table: missing {missing}, unknown {unknown}"
+            + (", one function answers two operations" if shared else "")
+        )
 
 
 _check(HANDLERS)

@@ -18,18 +18,23 @@ from .common import page_window, task_result
 # --------------------------------------------------------------------------- rules
 
 
-def _page(backend: Backend, api_key: str, query: TaskListQuery
-          ) -> tuple[list[dict[str, Any]], int]:
+def _page(backend: Backend, api_key: str, query: TaskListQuery) -> tuple[list[dict[str, Any]], int]:
     """Newest first; the total comes from the counts triggers keep (see the store's schema)."""
-    filters = [("api_key", api_key)] + [(column, value) for column, value in (
-        ("task_type", query.task_type), ("status", query.status)) if value]
+    filters = [("api_key", api_key)] + [
+        (column, value)
+        for column, value in (("task_type", query.task_type), ("status", query.status))
+        if value
+    ]
     where = " AND ".join(f"{column} = ?" for column, _ in filters)
     args = [value for _, value in filters]
     offset, size = page_window(query.current_page, query.page_size, default_size=20)
-    rows = backend.store.all(f"SELECT * FROM tasks WHERE {where} AND deleted = 0 ORDER BY seq "
-                             f"DESC LIMIT ? OFFSET ?", [*args, size, offset])
-    total = backend.store.one(f"SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE "
-                              f"{where}", args)
+    rows = backend.store.all(
+        f"SELECT * FROM tasks WHERE {where} AND deleted = 0 ORDER BY seq DESC LIMIT ? OFFSET ?",
+        [*args, size, offset],
+    )
+    total = backend.store.one(
+        f"SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE {where}", args
+    )
     return [dict(r) for r in rows], total["n"]  # type: ignore[index]
 
 
@@ -37,17 +42,22 @@ def _page(backend: Backend, api_key: str, query: TaskListQuery
 
 
 def _summary(task: dict[str, Any]) -> TaskSummary:
-    return TaskSummary(task_id=task["task_id"], task_type=task["task_type"],
-                       status=task["status"], created_at=task["created_at"],
-                       updated_at=task["updated_at"])
+    return TaskSummary(
+        task_id=task["task_id"],
+        task_type=task["task_type"],
+        status=task["status"],
+        created_at=task["created_at"],
+        updated_at=task["updated_at"],
+    )
 
 
 def _detail(task: dict[str, Any]) -> TaskDetail:
     result = task_result(task)
     if task["status"] == "failed":
         result = {"errorCode": task["error_code"], "errorMessage": task["message"]}
-    return TaskDetail(task_id=task["task_id"], task_type=task["task_type"],
-                      status=task["status"], result=result)
+    return TaskDetail(
+        task_id=task["task_id"], task_type=task["task_type"], status=task["status"], result=result
+    )
 
 
 # --------------------------------------------------------------------------- handlers
@@ -65,5 +75,4 @@ def detail(call: Call[TaskIdBody]) -> dict[str, Any]:
 
 def delete(call: Call[TaskIdBody]) -> None:
     task = call.backend.find_task(call.api_key, call.body.task_id)
-    call.backend.store.execute("UPDATE tasks SET deleted = 1 WHERE task_id = ?",
-                               (task["task_id"],))
+    call.backend.store.execute("UPDATE tasks SET deleted = 1 WHERE task_id = ?", (task["task_id"],))

@@ -7,7 +7,8 @@ Each item carries the interface's ``text``/``errorMessage`` plus two labelled ex
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ... import locales
 from ...schema import TranslateAsyncRequest, TranslateItem, TranslateRequest, TranslateResult
@@ -27,8 +28,11 @@ def _plan(backend: Backend, api_key: str, request: TranslateRequest) -> Work:
     check_locale("language.target", request.language.target, locales.TARGET)
     for i, segment in enumerate(request.segments):
         check_locale(f"segments[{i}].locale", segment.locale, locales.SOURCE)
-    backend.charge(api_key, sum(len(s.text) for s in request.segments),
-                   f"translating {len(request.segments)} segment(s)")
+    backend.charge(
+        api_key,
+        sum(len(s.text) for s in request.segments),
+        f"translating {len(request.segments)} segment(s)",
+    )
     options = request.options
     context = options.source_context if options and options.source_context else None
     scene = options.scene_customized if options and options.scene_customized else None
@@ -36,28 +40,33 @@ def _plan(backend: Backend, api_key: str, request: TranslateRequest) -> Work:
     def run(task_id: str) -> dict[str, Any]:
         outcomes = engine.translate_segments(
             [s.text for s in request.segments],
-            request.language.source, request.language.target,
+            request.language.source,
+            request.language.target,
             glossary=options.glossary if options else None,
             mode=(context.mode if context and context.mode else "independent"),
             window=(context.context_window if context and context.context_window else 5),
             provided=[s.context for s in request.segments],
             allow_stutter=scene.allow_stutter is not False if scene else True,
             scene=(scene.scene if scene and scene.scene else "video"),
-            skip_missing_check=bool(options and options.skip_missing_translation_check))
+            skip_missing_check=bool(options and options.skip_missing_translation_check),
+        )
         return _result(task_id, outcomes, now_iso()).to_wire()
+
     return run
 
 
 # --------------------------------------------------------------------------- answers
 
 
-def _result(task_id: str, outcomes: Sequence[engine.Outcome], created_at: str
-            ) -> TranslateResult:
+def _result(task_id: str, outcomes: Sequence[engine.Outcome], created_at: str) -> TranslateResult:
     # Labelled extras (not in the interface) go as they are sent: camelCase.
-    items = [TranslateItem(text=o.text, error_message=o.error,
-                           **{"contextUsed": list(o.context_used)}) for o in outcomes]
-    return TranslateResult(task_id=task_id, items=items, created_at=created_at,
-                           **{"engine": engine.ENGINE_LABEL})
+    items = [
+        TranslateItem(text=o.text, error_message=o.error, **{"contextUsed": list(o.context_used)})
+        for o in outcomes
+    ]
+    return TranslateResult(
+        task_id=task_id, items=items, created_at=created_at, **{"engine": engine.ENGINE_LABEL}
+    )
 
 
 # --------------------------------------------------------------------------- handlers

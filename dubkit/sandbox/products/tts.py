@@ -44,12 +44,11 @@ from typing import Any
 import numpy as np
 
 from ... import locales
-from ...media import av, mixing
+from ...media import av, mixing, speech
 from ...schema import TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResultItem
 from ..backend import Backend, ServiceError
 from ..call import Call
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
-from ...media import speech
 from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
 from ..store import Store
@@ -59,19 +58,32 @@ from .voices import find_clone
 log = logging.getLogger("dubkit.sandbox")
 
 TASK_TYPE = "tts"
-MAX_TEXT = 10_000            # characters per line
+MAX_TEXT = 10_000  # characters per line
 DEFAULT_EMO_WEIGHT = 0.6
 TIMBRE_ONLY_PROVIDER = "V1"
-LEAD_IN, TAIL = 0.1, 0.2     # seconds of silence around a line unless trimmed
+LEAD_IN, TAIL = 0.1, 0.2  # seconds of silence around a line unless trimmed
 # keyword: (pace factor, pitch step, intonation-range step, loudness step) at emoWeight 1
 EMOTIONS: dict[str, tuple[float, int, int, int]] = {
-    "happy": (1.10, 8, 30, 10), "joy": (1.12, 10, 35, 15), "cheerful": (1.12, 10, 35, 10),
-    "excited": (1.20, 12, 40, 25), "sad": (0.82, -8, -25, -15), "melanchol": (0.85, -6, -25, -15),
-    "tired": (0.85, -6, -20, -20), "angry": (1.08, 4, 25, 45), "furious": (1.12, 6, 30, 60),
-    "calm": (0.90, -3, -15, -10), "gentle": (0.92, -2, -10, -15), "soft": (0.92, 0, -10, -25),
-    "relaxed": (0.90, -3, -15, -10), "fear": (1.15, 10, 15, 0), "scared": (1.15, 10, 15, 0),
-    "nervous": (1.12, 8, 10, -5), "anxious": (1.12, 8, 10, -5), "surprise": (1.05, 12, 45, 10),
-    "serious": (0.95, -4, -20, 0), "whisper": (0.90, 0, -20, -55),
+    "happy": (1.10, 8, 30, 10),
+    "joy": (1.12, 10, 35, 15),
+    "cheerful": (1.12, 10, 35, 10),
+    "excited": (1.20, 12, 40, 25),
+    "sad": (0.82, -8, -25, -15),
+    "melanchol": (0.85, -6, -25, -15),
+    "tired": (0.85, -6, -20, -20),
+    "angry": (1.08, 4, 25, 45),
+    "furious": (1.12, 6, 30, 60),
+    "calm": (0.90, -3, -15, -10),
+    "gentle": (0.92, -2, -10, -15),
+    "soft": (0.92, 0, -10, -25),
+    "relaxed": (0.90, -3, -15, -10),
+    "fear": (1.15, 10, 15, 0),
+    "scared": (1.15, 10, 15, 0),
+    "nervous": (1.12, 8, 10, -5),
+    "anxious": (1.12, 8, 10, -5),
+    "surprise": (1.05, 12, 45, 10),
+    "serious": (0.95, -4, -20, 0),
+    "whisper": (0.90, 0, -20, -55),
 }
 CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tts_cache (key TEXT PRIMARY KEY, relpath TEXT NOT NULL,
@@ -89,7 +101,7 @@ class LineError(UnusableAudio):
 class Line:
     index: int
     spec: TTSLine
-    voice: SpeakingVoice | None      # None: timbre comes from timbreRefAudio
+    voice: SpeakingVoice | None  # None: timbre comes from timbreRefAudio
     provider: str
 
 
@@ -99,23 +111,28 @@ class Spoken:
 
     relpath: str | None = None
     duration: float | None = None
-    emotion: str | None = None       # the delivery applied, a labelled extra
+    emotion: str | None = None  # the delivery applied, a labelled extra
     error: str | None = None
 
 
 # --------------------------------------------------------------------------- checks
 
-def _resolve(backend: Backend, api_key: str, request: TTSRequest
-             ) -> tuple[list[Line], str | None]:
+
+def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[Line], str | None]:
     """Check the request the way the service does; return its lines and target espeak."""
     target = request.language.target if request.language else None
     check_locale("language.target", target, locales.TARGET)
     for i, line in enumerate(request.data):
         if len(line.text) > MAX_TEXT:
-            raise ServiceError(400, f"invalid request: data[{i}].text: at most {MAX_TEXT} "
-                                    f"characters per line, got {len(line.text)}")
-        for name, url in (("timbreRefAudio", line.timbre_ref_audio),
-                          ("emoRefAudio", line.emo_ref_audio)):
+            raise ServiceError(
+                400,
+                f"invalid request: data[{i}].text: at most {MAX_TEXT} "
+                f"characters per line, got {len(line.text)}",
+            )
+        for name, url in (
+            ("timbreRefAudio", line.timbre_ref_audio),
+            ("emoRefAudio", line.emo_ref_audio),
+        ):
             if url:
                 check_reference(backend, url, f"data[{i}].{name}")
     found: dict[int, tuple[SpeakingVoice, str]] = {}
@@ -130,38 +147,56 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest
         else:
             missing.append(f"data[{i}] (voiceId {line.voice_id!r})")
     if missing:
-        raise ServiceError(400, "voiceId not found in system or clone voice library: "
-                                f"{', '.join(missing)}; list the ids you can use with "
-                                "/openapi/v1/assets/voice/basic/list (presets) and "
-                                "/openapi/v1/assets/voice/clone/list (clones)")
+        raise ServiceError(
+            400,
+            "voiceId not found in system or clone voice library: "
+            f"{', '.join(missing)}; list the ids you can use with "
+            "/openapi/v1/assets/voice/basic/list (presets) and "
+            "/openapi/v1/assets/voice/clone/list (clones)",
+        )
     by_provider: dict[str, list[int]] = {}
     for i, (_, provider) in found.items():
         by_provider.setdefault(provider, []).append(i)
     if len(by_provider) > 1:
-        listing = "; ".join(f"{p} ({', '.join(f'data[{i}]' for i in idx)})"
-                            for p, idx in sorted(by_provider.items()))
-        raise ServiceError(400, "all voiceId in one batch must share the same provider, but "
-                                f"found multiple: {listing}; send one request per provider")
+        listing = "; ".join(
+            f"{p} ({', '.join(f'data[{i}]' for i in idx)})"
+            for p, idx in sorted(by_provider.items())
+        )
+        raise ServiceError(
+            400,
+            "all voiceId in one batch must share the same provider, but "
+            f"found multiple: {listing}; send one request per provider",
+        )
     provider = next(iter(by_provider), None)
-    if provider and provider.startswith("S") and any(l.timbre_ref_audio for l in request.data):
-        raise ServiceError(400, "timbreRefAudio requires a clone provider (V1-V5), but voiceId "
-                                f"in this batch resolved to a system provider ({provider}); use "
-                                "cloned voices (cv_...) or send those lines without voiceId")
+    if provider and provider.startswith("S") and any(ln.timbre_ref_audio for ln in request.data):
+        raise ServiceError(
+            400,
+            "timbreRefAudio requires a clone provider (V1-V5), but voiceId "
+            f"in this batch resolved to a system provider ({provider}); use "
+            "cloned voices (cv_...) or send those lines without voiceId",
+        )
     espeak = None
     if target:
         try:
             espeak = speech.voice_for_locale(target)
         except speech.SpeechError:
-            raise ServiceError(422, f"language.target: the sandbox cannot speak {target!r} "
-                                    "(no espeak-ng voice for it)") from None
-    lines = [Line(i, spec, found[i][0] if i in found else None,
-                  provider or TIMBRE_ONLY_PROVIDER) for i, spec in enumerate(request.data)]
+            raise ServiceError(
+                422,
+                f"language.target: the sandbox cannot speak {target!r} (no espeak-ng voice for it)",
+            ) from None
+    lines = [
+        Line(i, spec, found[i][0] if i in found else None, provider or TIMBRE_ONLY_PROVIDER)
+        for i, spec in enumerate(request.data)
+    ]
     return lines, espeak
 
 
 # --------------------------------------------------------------------------- speaking one line
 
-def _delivery(backend: Backend, line: Line, voice: SpeakingVoice) -> tuple[SpeakingVoice, str | None]:
+
+def _delivery(
+    backend: Backend, line: Line, voice: SpeakingVoice
+) -> tuple[SpeakingVoice, str | None]:
     """Apply emoPrompt / emoRefAudio at emoWeight; say what was done."""
     spec = line.spec
     if not spec.emo_prompt and not spec.emo_ref_audio:
@@ -171,13 +206,15 @@ def _delivery(backend: Backend, line: Line, voice: SpeakingVoice) -> tuple[Speak
     if spec.emo_ref_audio:
         samples, rate = fetch_audio(backend, spec.emo_ref_audio, "emoRefAudio")
         try:
-            heard = voiceprint.derive_prosody(voiceprint.measure(samples, rate), voice.espeak,
-                                              voice.variant)
+            heard = voiceprint.derive_prosody(
+                voiceprint.measure(samples, rate), voice.espeak, voice.variant
+            )
         except ValueError as exc:
             raise LineError(f"emoRefAudio: {exc}") from None
         voice = voice.with_prosody(
             rate_wpm=_clip(p.rate_wpm + weight * (heard.rate_wpm - p.rate_wpm), 80, 450),
-            pitch_range=_clip(p.pitch_range + weight * (heard.pitch_range - p.pitch_range), 0, 100))
+            pitch_range=_clip(p.pitch_range + weight * (heard.pitch_range - p.pitch_range), 0, 100),
+        )
         return voice, f"delivery of emoRefAudio x{weight:.2f}"
     prompt = spec.emo_prompt.lower()  # type: ignore[union-attr]
     hits = [values for word, values in EMOTIONS.items() if word in prompt]
@@ -188,7 +225,8 @@ def _delivery(backend: Backend, line: Line, voice: SpeakingVoice) -> tuple[Speak
         rate_wpm=_clip(p.rate_wpm * (1 + weight * (pace - 1)), 80, 450),
         pitch=_clip(p.pitch + weight * pitch, 0, 100),
         pitch_range=_clip(p.pitch_range + weight * spread, 0, 100),
-        volume=_clip(p.volume + weight * loud, 0, 200))
+        volume=_clip(p.volume + weight * loud, 0, 200),
+    )
     words = ", ".join(w for w, v in EMOTIONS.items() if v in hits and w in prompt)
     return voice, f"{words} x{weight:.2f}"
 
@@ -197,8 +235,9 @@ def _clip(value: float, low: int, high: int) -> int:
     return int(min(high, max(low, round(value))))
 
 
-def _speak(backend: Backend, api_key: str, line: Line, request: TTSRequest,
-           espeak: str | None) -> Spoken:
+def _speak(
+    backend: Backend, api_key: str, line: Line, request: TTSRequest, espeak: str | None
+) -> Spoken:
     spec = line.spec
     voice = line.voice
     language = espeak or (voice.espeak if voice else "en-us")
@@ -211,9 +250,11 @@ def _speak(backend: Backend, api_key: str, line: Line, request: TTSRequest,
     assert voice is not None
     voice, emotion = _delivery(backend, line, voice)
     fmt = request.output_format or "m4a"
-    key = hashlib.sha256(json.dumps(
-        [api_key, spec.text, voice.to_json(), language, fmt, bool(request.trim),
-         spec.duration]).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps(
+            [api_key, spec.text, voice.to_json(), language, fmt, bool(request.trim), spec.duration]
+        ).encode()
+    ).hexdigest()
     cached = _cache_get(backend, key)
     if cached is None:
         cached = _synthesize(backend, key, spec, voice, language, bool(request.trim), fmt)
@@ -221,8 +262,15 @@ def _speak(backend: Backend, api_key: str, line: Line, request: TTSRequest,
     return Spoken(relpath, duration, emotion)
 
 
-def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
-                language: str, trim: bool, fmt: str) -> tuple[str, float]:
+def _synthesize(
+    backend: Backend,
+    key: str,
+    spec: TTSLine,
+    voice: SpeakingVoice,
+    language: str,
+    trim: bool,
+    fmt: str,
+) -> tuple[str, float]:
     rate = speech.SAMPLE_RATE
     try:
         samples = voice.speak(spec.text, espeak=language)
@@ -231,16 +279,23 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
     if trim:
         samples = mixing.trim_silence(samples, rate)
     else:
-        samples = np.concatenate([np.zeros(round(LEAD_IN * rate), np.float32), samples,
-                                  np.zeros(round(TAIL * rate), np.float32)])
+        samples = np.concatenate(
+            [
+                np.zeros(round(LEAD_IN * rate), np.float32),
+                samples,
+                np.zeros(round(TAIL * rate), np.float32),
+            ]
+        )
     if samples.size == 0 or float(np.abs(samples).max()) < 1e-3:
         raise LineError("text: nothing audible to say (only silence came out)")
     if spec.duration is not None:
         natural = samples.size / rate
         factor = spec.duration / natural
         if not 0.25 <= factor <= 4:
-            raise LineError(f"duration: {spec.duration:g} s cannot be met; the natural reading "
-                            f"takes {natural:.1f} s and speech stretches only 0.25x to 4x")
+            raise LineError(
+                f"duration: {spec.duration:g} s cannot be met; the natural reading "
+                f"takes {natural:.1f} s and speech stretches only 0.25x to 4x"
+            )
         samples = av.time_stretch(samples, rate, factor)
     relpath = f"tts/{key[:2]}/{key}.{fmt}"
     target = backend.file_path(relpath)
@@ -250,16 +305,22 @@ def _synthesize(backend: Backend, key: str, spec: TTSLine, voice: SpeakingVoice,
     av.encode_audio(samples, rate, fmt, partial)
     os.replace(partial, target)
     duration = round(samples.size / rate, 3)
-    _cache_table(backend).execute("INSERT OR REPLACE INTO tts_cache VALUES (?, ?, ?)",
-                                  (key, relpath, duration))
+    _cache_table(backend).execute(
+        "INSERT OR REPLACE INTO tts_cache VALUES (?, ?, ?)", (key, relpath, duration)
+    )
     return relpath, duration
 
 
 def answered_by_live_task(backend: Backend, relpath: str) -> bool:
     """Whether a task that is not deleted answered with the file ``relpath``."""
-    return _cache_table(backend).one(
-        "SELECT 1 FROM tts_answers a JOIN tasks t ON t.task_id = a.task_id WHERE "
-        "a.relpath = ? AND t.deleted = 0 LIMIT 1", (relpath,)) is not None
+    return (
+        _cache_table(backend).one(
+            "SELECT 1 FROM tts_answers a JOIN tasks t ON t.task_id = a.task_id WHERE "
+            "a.relpath = ? AND t.deleted = 0 LIMIT 1",
+            (relpath,),
+        )
+        is not None
+    )
 
 
 def _cache_table(backend: Backend) -> Store:
@@ -267,8 +328,7 @@ def _cache_table(backend: Backend) -> Store:
 
 
 def _cache_get(backend: Backend, key: str) -> tuple[str, float] | None:
-    row = _cache_table(backend).one("SELECT relpath, duration FROM tts_cache WHERE key = ?",
-                                    (key,))
+    row = _cache_table(backend).one("SELECT relpath, duration FROM tts_cache WHERE key = ?", (key,))
     if row is None or not backend.file_path(row["relpath"]).is_file():
         return None
     return row["relpath"], row["duration"]
@@ -276,43 +336,53 @@ def _cache_get(backend: Backend, key: str) -> tuple[str, float] | None:
 
 # --------------------------------------------------------------------------- the plan
 
+
 def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
     """Check and charge now; the work speaks each line, giving back a failed line's share."""
     lines, espeak = _resolve(backend, api_key, request)
     characters = [len(line.spec.text) for line in lines]
-    backend.charge(api_key, sum(characters),
-                   f"speaking {len(lines)} line(s) of {sum(characters)} characters")
+    backend.charge(
+        api_key, sum(characters), f"speaking {len(lines)} line(s) of {sum(characters)} characters"
+    )
 
     def run(task_id: str) -> dict[str, Any]:
         spoken = []
         for line in lines:
             try:
                 spoken.append(_speak(backend, api_key, line, request, espeak))
-            except Exception as exc:   # one line's failure never fails the others
+            except Exception as exc:  # one line's failure never fails the others
                 if not isinstance(exc, UnusableAudio):
                     log.exception("tts line %d of task %s", line.index, task_id)
                 backend.refund(api_key, characters[line.index])
                 spoken.append(Spoken(error=str(exc)))
         _cache_table(backend).store_many(
             "INSERT OR IGNORE INTO tts_answers (relpath, task_id) VALUES (?, ?)",
-            [(s.relpath, task_id) for s in spoken if s.relpath])
+            [(s.relpath, task_id) for s in spoken if s.relpath],
+        )
         created = backend.task_row(task_id)["created_at"]
         return _result(backend, task_id, created, spoken).to_wire()
+
     return run
 
 
 # --------------------------------------------------------------------------- answers
 
-def _result(backend: Backend, task_id: str, created_at: str, spoken: list[Spoken]
-            ) -> TTSResult:
-    items = [TTSResultItem(uri=backend.file_url(s.relpath) if s.relpath else None,
-                           duration=s.duration, error_message=s.error,
-                           **{"emotion": s.emotion})   # a labelled extra
-             for s in spoken]
+
+def _result(backend: Backend, task_id: str, created_at: str, spoken: list[Spoken]) -> TTSResult:
+    items = [
+        TTSResultItem(
+            uri=backend.file_url(s.relpath) if s.relpath else None,
+            duration=s.duration,
+            error_message=s.error,
+            **{"emotion": s.emotion},
+        )  # a labelled extra
+        for s in spoken
+    ]
     return TTSResult(task_id=task_id, results=items, created_at=created_at)
 
 
 # --------------------------------------------------------------------------- handlers
+
 
 def create(call: Call[TTSRequest]) -> dict[str, Any]:
     return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))

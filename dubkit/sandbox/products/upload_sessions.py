@@ -39,8 +39,7 @@ def _safe_name(file_name: str) -> str:
     return f"{clean[:80]}.{ext}" if ext else clean[:80]
 
 
-def open_session(backend: Backend, api_key: str, body: UploadStart, kind: str
-                 ) -> dict[str, Any]:
+def open_session(backend: Backend, api_key: str, body: UploadStart, kind: str) -> dict[str, Any]:
     """A new ``single`` or ``multipart`` session for ``body``'s file; its row."""
     material_id = new_id("mat_")
     key = f"materials/{material_id}/{_safe_name(body.file_name)}"
@@ -48,45 +47,81 @@ def open_session(backend: Backend, api_key: str, body: UploadStart, kind: str
     _table(backend).execute(
         "INSERT INTO material_uploads (material_id, api_key, kind, upload_id, file_hash, "
         "file_name, object_key, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?)",
-        (material_id, api_key, kind, upload_id, body.file_hash.lower(), body.file_name,
-         key, now_iso()))
+        (
+            material_id,
+            api_key,
+            kind,
+            upload_id,
+            body.file_hash.lower(),
+            body.file_name,
+            key,
+            now_iso(),
+        ),
+    )
     return session_row(backend, api_key, material_id)  # type: ignore[return-value]
 
 
 def sessions_of(backend: Backend, api_key: str) -> list[dict[str, Any]]:
     """Every upload session of a key, oldest first (for the admin view)."""
-    return [dict(r) for r in _table(backend).all(
-        "SELECT * FROM material_uploads WHERE api_key = ? ORDER BY created_at, rowid",
-        (api_key,))]
+    return [
+        dict(r)
+        for r in _table(backend).all(
+            "SELECT * FROM material_uploads WHERE api_key = ? ORDER BY created_at, rowid",
+            (api_key,),
+        )
+    ]
 
 
 def session_row(backend: Backend, api_key: str, material_id: str) -> dict[str, Any] | None:
-    row = _table(backend).one("SELECT * FROM material_uploads WHERE material_id = ? AND "
-                              "api_key = ?", (material_id, api_key))
+    row = _table(backend).one(
+        "SELECT * FROM material_uploads WHERE material_id = ? AND api_key = ?",
+        (material_id, api_key),
+    )
     return dict(row) if row else None
 
 
-def checked_session(backend: Backend, api_key: str, material_id: str | None, kind: str,
-                    file_hash: str | None, upload_id: str | None = None, *,
-                    need_hash: bool = True) -> dict[str, Any]:
+def checked_session(
+    backend: Backend,
+    api_key: str,
+    material_id: str | None,
+    kind: str,
+    file_hash: str | None,
+    upload_id: str | None = None,
+    *,
+    need_hash: bool = True,
+) -> dict[str, Any]:
     """The caller's upload session, checked against what the request claims about it."""
     if not material_id:
-        raise ServiceError(400, "invalid request: materialId: is required (from "
-                                "gen-upload-url or multipart/initiate)")
+        raise ServiceError(
+            400,
+            "invalid request: materialId: is required (from gen-upload-url or multipart/initiate)",
+        )
     session = session_row(backend, api_key, material_id)
     if session is None:
         raise ServiceError(404, f"upload not found: materialId {material_id}")
     if session["kind"] != kind:
         other = "multipart/complete" if session["kind"] == "multipart" else "upload/complete"
-        raise ServiceError(400, f"invalid request: materialId: {material_id} is a "
-                                f"{session['kind']} upload; finish it with {other}")
+        raise ServiceError(
+            400,
+            f"invalid request: materialId: {material_id} is a "
+            f"{session['kind']} upload; finish it with {other}",
+        )
     if kind == "multipart" and upload_id != session["upload_id"]:
-        raise ServiceError(400, "invalid request: uploadId: "
-                                + ("is required" if not upload_id else
-                                   f"{upload_id!r} is not the upload of materialId {material_id}"))
+        raise ServiceError(
+            400,
+            "invalid request: uploadId: "
+            + (
+                "is required"
+                if not upload_id
+                else f"{upload_id!r} is not the upload of materialId {material_id}"
+            ),
+        )
     if (file_hash or need_hash) and (file_hash or "").lower() != session["file_hash"]:
-        raise ServiceError(400, f"invalid request: fileHash: must equal the hash given when the "
-                                f"upload started ({session['file_hash']})")
+        raise ServiceError(
+            400,
+            f"invalid request: fileHash: must equal the hash given when the "
+            f"upload started ({session['file_hash']})",
+        )
     return session
 
 
@@ -94,23 +129,31 @@ def claim(backend: Backend, session: dict[str, Any]) -> None:
     """Move an open session to 'completing' so two completions cannot both register it."""
     state = session["state"]
     if state == "completed":
-        raise ServiceError(400, f"upload already completed: material {session['material_id']} "
-                                f"is registered (see material/list)")
+        raise ServiceError(
+            400,
+            f"upload already completed: material {session['material_id']} "
+            f"is registered (see material/list)",
+        )
     cursor = _table(backend).execute(
-        "UPDATE material_uploads SET state = 'completing' WHERE material_id = ? AND "
-        "state = 'open'", (session["material_id"],))
+        "UPDATE material_uploads SET state = 'completing' WHERE material_id = ? AND state = 'open'",
+        (session["material_id"],),
+    )
     if cursor.rowcount == 0:
         # 400, not 409: 409 means a reused idempotency key to every client of the service.
-        raise ServiceError(404 if state in ("aborted", "failed") else 400,
-                           f"upload {session['material_id']} is {state}, not open")
+        raise ServiceError(
+            404 if state in ("aborted", "failed") else 400,
+            f"upload {session['material_id']} is {state}, not open",
+        )
 
 
 def set_state(backend: Backend, material_id: str, state: str) -> None:
-    _table(backend).execute("UPDATE material_uploads SET state = ? WHERE material_id = ?",
-                            (state, material_id))
+    _table(backend).execute(
+        "UPDATE material_uploads SET state = ? WHERE material_id = ?", (state, material_id)
+    )
 
 
 def mark_completed(db: sqlite3.Connection, material_id: str) -> None:
     """Close the session inside the transaction that registers its material."""
-    db.execute("UPDATE material_uploads SET state = 'completed' WHERE material_id = ?",
-               (material_id,))
+    db.execute(
+        "UPDATE material_uploads SET state = 'completed' WHERE material_id = ?", (material_id,)
+    )

@@ -41,13 +41,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import locales
-from ...media import av
-from ...schema import (ClonedVoice, ClonedVoicePage, CloneRename, CloneVoiceQuery, Page,
-                       PresetVoiceQuery, VoiceIdBody)
+from ...media import av, speech
+from ...schema import (
+    ClonedVoice,
+    ClonedVoicePage,
+    CloneRename,
+    CloneVoiceQuery,
+    Page,
+    PresetVoiceQuery,
+    VoiceIdBody,
+)
 from ..backend import Backend, ServiceError, new_id, now_iso
 from ..call import Call
 from ..catalogue import TIERS, Preset, SpeakingVoice, presets
-from ...media import speech
 from ..store import Store
 from .common import check_locale, page, page_rows
 
@@ -60,16 +66,23 @@ CREATE TABLE IF NOT EXISTS cloned_voices (
 CREATE INDEX IF NOT EXISTS cloned_voices_by_key ON cloned_voices (api_key, deleted, seq);
 CREATE INDEX IF NOT EXISTS cloned_voices_by_task ON cloned_voices (task_id);
 """
-_CLONE_ORDER = {"voiceId": "voice_id", "name": "name", "create_time": "create_time",
-                "update_time": "update_time"}
+_CLONE_ORDER = {
+    "voiceId": "voice_id",
+    "name": "name",
+    "create_time": "create_time",
+    "update_time": "update_time",
+}
 _ORDERS = ("asc", "desc")
 
 
 def _known(field: str, value: str, known: Any) -> str:
     """``value`` if the sandbox can apply it to ``field``; else 400 naming both."""
     if value not in known:
-        raise ServiceError(400, f"invalid request: {field}: the sandbox knows "
-                                f"{', '.join(map(repr, known))}, got {value[:40]!r}")
+        raise ServiceError(
+            400,
+            f"invalid request: {field}: the sandbox knows "
+            f"{', '.join(map(repr, known))}, got {value[:40]!r}",
+        )
     return value
 
 
@@ -77,7 +90,7 @@ def _known(field: str, value: str, known: Any) -> str:
 class StoredClone:
     """A cloned voice as the sandbox keeps it: the §3.3 record and how to speak it."""
 
-    record: ClonedVoice         # exactly what clone/list shows
+    record: ClonedVoice  # exactly what clone/list shows
     voice: SpeakingVoice
 
     @property
@@ -89,9 +102,18 @@ def _table(backend: Backend) -> Store:
     return backend.store.ensure(CLONE_SCHEMA)
 
 
-def insert_clone(backend: Backend, api_key: str, voice: SpeakingVoice, *, name: str,
-                 provider: str, task_id: str, language: str | None = None,
-                 content: str | None = None, audio: str | None = None) -> StoredClone:
+def insert_clone(
+    backend: Backend,
+    api_key: str,
+    voice: SpeakingVoice,
+    *,
+    name: str,
+    provider: str,
+    task_id: str,
+    language: str | None = None,
+    content: str | None = None,
+    audio: str | None = None,
+) -> StoredClone:
     """Store a new clone ``cv_<hex>`` for ``api_key``, spoken by TTS as ``voice``.
 
     >>> insert_clone(backend, key, SpeakingVoice("en-us", "f2"), name="Ann", provider="V3",
@@ -107,8 +129,21 @@ def insert_clone(backend: Backend, api_key: str, voice: SpeakingVoice, *, name: 
             "INSERT INTO cloned_voices (voice_id, api_key, name, provider, example_language, "
             "content, audio, task_id, prosody, create_time, update_time, seq) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (voice_id, api_key, name or voice_id, provider, language, content, audio, task_id,
-             json.dumps(voice.to_json()), stamp, stamp, seq))
+            (
+                voice_id,
+                api_key,
+                name or voice_id,
+                provider,
+                language,
+                content,
+                audio,
+                task_id,
+                json.dumps(voice.to_json()),
+                stamp,
+                stamp,
+                seq,
+            ),
+        )
     found = find_clone(backend, api_key, voice_id)
     assert found is not None
     return found
@@ -116,24 +151,39 @@ def insert_clone(backend: Backend, api_key: str, voice: SpeakingVoice, *, name: 
 
 def find_clone(backend: Backend, api_key: str, voice_id: str) -> StoredClone | None:
     """The live (not deleted) clone ``voice_id`` of ``api_key``, or None."""
-    row = _table(backend).one("SELECT * FROM cloned_voices WHERE voice_id = ? AND api_key = ? "
-                              "AND deleted = 0", (voice_id, api_key))
+    row = _table(backend).one(
+        "SELECT * FROM cloned_voices WHERE voice_id = ? AND api_key = ? AND deleted = 0",
+        (voice_id, api_key),
+    )
     if row is None:
         return None
-    return StoredClone(_clone_record(dict(row)), SpeakingVoice.from_json(json.loads(row["prosody"])))
+    return StoredClone(
+        _clone_record(dict(row)), SpeakingVoice.from_json(json.loads(row["prosody"]))
+    )
 
 
 def clone_of_task_is_live(backend: Backend, task_id: str) -> bool:
     """Whether the clone made by ``task_id`` still exists (for serving its reference copy)."""
-    return _table(backend).one("SELECT 1 FROM cloned_voices WHERE task_id = ? AND deleted = 0",
-                               (task_id,)) is not None
+    return (
+        _table(backend).one(
+            "SELECT 1 FROM cloned_voices WHERE task_id = ? AND deleted = 0", (task_id,)
+        )
+        is not None
+    )
 
 
 def _clone_record(row: dict[str, Any]) -> ClonedVoice:
-    return ClonedVoice(voice_id=row["voice_id"], name=row["name"], provider=row["provider"],
-                       example_language=row["example_language"], content=row["content"],
-                       audio=row["audio"], task_id=row["task_id"],
-                       create_time=row["create_time"], update_time=row["update_time"])
+    return ClonedVoice(
+        voice_id=row["voice_id"],
+        name=row["name"],
+        provider=row["provider"],
+        example_language=row["example_language"],
+        content=row["content"],
+        audio=row["audio"],
+        task_id=row["task_id"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+    )
 
 
 def list_clones(call: Call[CloneVoiceQuery]) -> dict[str, Any]:
@@ -150,10 +200,10 @@ def list_clones(call: Call[CloneVoiceQuery]) -> dict[str, Any]:
     column = _CLONE_ORDER[_known("orderBy", query.order_by or "create_time", _CLONE_ORDER)]
     direction = "ASC" if _known("order", query.order or "desc", _ORDERS) == "asc" else "DESC"
     sql += f" ORDER BY {column} {direction}, seq {direction}"
-    rows, total = page_rows(_table(call.backend), sql, args, query.current_page,
-                            query.page_size, default_size=10)
-    return ClonedVoicePage(records=[_clone_record(dict(r)) for r in rows],
-                           total=total).to_wire()
+    rows, total = page_rows(
+        _table(call.backend), sql, args, query.current_page, query.page_size, default_size=10
+    )
+    return ClonedVoicePage(records=[_clone_record(dict(r)) for r in rows], total=total).to_wire()
 
 
 def _live_clone(call: Call[Any], voice_id: str | None) -> StoredClone:
@@ -161,8 +211,9 @@ def _live_clone(call: Call[Any], voice_id: str | None) -> StoredClone:
         raise ServiceError(400, "invalid request: voiceId: is required")
     found = find_clone(call.backend, call.api_key, voice_id)
     if found is None:
-        raise ServiceError(404, f"cloned voice not found: {voice_id} (see "
-                                f"/openapi/v1/assets/voice/clone/list)")
+        raise ServiceError(
+            404, f"cloned voice not found: {voice_id} (see /openapi/v1/assets/voice/clone/list)"
+        )
     return found
 
 
@@ -173,20 +224,27 @@ def rename_clone(call: Call[CloneRename]) -> None:
         raise ServiceError(400, "invalid request: voiceName: is required and must not be blank")
     _table(call.backend).execute(
         "UPDATE cloned_voices SET name = ?, update_time = ? WHERE voice_id = ?",
-        (body.voice_name.strip(), now_iso(), clone.record.voice_id))
+        (body.voice_name.strip(), now_iso(), clone.record.voice_id),
+    )
 
 
 def delete_clone(call: Call[VoiceIdBody]) -> None:
     clone = _live_clone(call, call.body.voice_id)
     _table(call.backend).execute(
         "UPDATE cloned_voices SET deleted = 1, update_time = ? WHERE voice_id = ?",
-        (now_iso(), clone.record.voice_id))
+        (now_iso(), clone.record.voice_id),
+    )
 
 
 # --------------------------------------------------------------------------- presets
 
-_PRESET_ORDER = {"voiceId": "voiceId", "score": "score", "create_time": "createTime",
-                 "update_time": "updateTime", "is_preferred": "isPreferred"}
+_PRESET_ORDER = {
+    "voiceId": "voiceId",
+    "score": "score",
+    "create_time": "createTime",
+    "update_time": "updateTime",
+    "is_preferred": "isPreferred",
+}
 _TIER_COLOURS = ("#0969da", "#1a7f37", "#8250df", "#bf3989", "#9a6700", "#cf222e", "#1b7c83")
 
 
@@ -194,10 +252,12 @@ def list_presets(call: Call[PresetVoiceQuery]) -> dict[str, Any]:
     query = call.body
     if query.locale is not None:
         _check_locale_filter(query.locale)
-    for field, value, known in (("quality", query.quality, ("any", "high")),
-                                ("emotionPrompt", query.emotion_prompt, ("exclude", "include")),
-                                ("order", query.order, _ORDERS),
-                                ("orderBy", query.order_by, _PRESET_ORDER)):
+    for field, value, known in (
+        ("quality", query.quality, ("any", "high")),
+        ("emotionPrompt", query.emotion_prompt, ("exclude", "include")),
+        ("order", query.order, _ORDERS),
+        ("orderBy", query.order_by, _PRESET_ORDER),
+    ):
         if value is not None:
             _known(field, value, known)
     matching = [p for p in presets() if _matches(p.record, query)]
@@ -208,7 +268,7 @@ def list_presets(call: Call[PresetVoiceQuery]) -> dict[str, Any]:
     else:
         matching.sort(key=lambda p: (-p.record["isPreferred"], -p.record["score"], p.voice_id))
     pinned = {voice_id: i for i, voice_id in enumerate(query.top_ids or [])}
-    matching.sort(key=lambda p: pinned.get(p.voice_id, len(pinned)))   # stable: keeps order
+    matching.sort(key=lambda p: pinned.get(p.voice_id, len(pinned)))  # stable: keeps order
     shown, total = page(matching, query.current_page, query.page_size, default_size=10)
     # Records stay the catalogue's dicts: they are already the §3.2 wire records.
     return Page(records=[served_preset(call.backend, p) for p in shown], total=total).to_wire()
@@ -224,14 +284,23 @@ def _matches(record: dict[str, Any], query: PresetVoiceQuery) -> bool:
             return False
     if query.search_name:
         needle = query.search_name.lower()
-        if needle not in record["displayName"].lower() and needle not in record["localName"].lower():
+        if (
+            needle not in record["displayName"].lower()
+            and needle not in record["localName"].lower()
+        ):
             return False
     if query.quality == "high" and not record["isHd"]:
         return False
-    if query.emotion_prompt and record["supportsEmotionPrompt"] != (query.emotion_prompt == "include"):
+    if query.emotion_prompt and record["supportsEmotionPrompt"] != (
+        query.emotion_prompt == "include"
+    ):
         return False
-    return (same("voiceId", query.voice_id) and same("gender", query.gender)
-            and same("age", query.age) and same("category", query.category))
+    return (
+        same("voiceId", query.voice_id)
+        and same("gender", query.gender)
+        and same("age", query.age)
+        and same("category", query.category)
+    )
 
 
 def _check_locale_filter(code: str) -> None:
@@ -246,8 +315,13 @@ def served_preset(backend: Backend, preset: Preset) -> dict[str, Any]:
     voice_id = preset.voice_id
     audio = f"voices/previews/{voice_id}.wav"
     if not backend.file_path(audio).is_file():
-        _write_atomically(backend, audio, lambda path: av.encode_audio(
-            preset.speaking.speak(preset.sample_text), speech.SAMPLE_RATE, "wav", path))
+        _write_atomically(
+            backend,
+            audio,
+            lambda path: av.encode_audio(
+                preset.speaking.speak(preset.sample_text), speech.SAMPLE_RATE, "wav", path
+            ),
+        )
     cover = f"voices/covers/{voice_id}.svg"
     if not backend.file_path(cover).is_file():
         svg = _cover_svg(preset)
@@ -268,9 +342,11 @@ def _cover_svg(preset: Preset) -> str:
     record = preset.record
     colour = _TIER_COLOURS[list(TIERS).index(record["provider"]) % len(_TIER_COLOURS)]
     initial = html.escape(record["displayName"][:1].upper())
-    return ("<svg xmlns='http://www.w3.org/2000/svg' width='96' height='96' viewBox='0 0 96 96'>"
-            f"<circle cx='48' cy='48' r='46' fill='{colour}'/>"
-            "<text x='48' y='60' font-family='sans-serif' font-size='40' fill='white' "
-            f"text-anchor='middle'>{initial}</text>"
-            "<text x='48' y='84' font-family='sans-serif' font-size='13' fill='white' "
-            f"text-anchor='middle'>{html.escape(record['provider'])}</text></svg>")
+    return (
+        "<svg xmlns='http://www.w3.org/2000/svg' width='96' height='96' viewBox='0 0 96 96'>"
+        f"<circle cx='48' cy='48' r='46' fill='{colour}'/>"
+        "<text x='48' y='60' font-family='sans-serif' font-size='40' fill='white' "
+        f"text-anchor='middle'>{initial}</text>"
+        "<text x='48' y='84' font-family='sans-serif' font-size='13' fill='white' "
+        f"text-anchor='middle'>{html.escape(record['provider'])}</text></svg>"
+    )
