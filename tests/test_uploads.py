@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _html import plays_by_itself
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 import dubkit
@@ -329,4 +330,4 @@ def test_the_progress_bar_shows_bytes_rate_and_parts(api, tmp_path, state_dir):
     assert bundle["text/plain"] == "UploadProgressBar('bar.wav')"
     assert material.material_id in material._repr_html_()
     assert "<audio controls preload='none'" in material._repr_html_()
-    assert "autoplay" not in material._repr_html_() and "loop" not in material._repr_html_()
+    assert not plays_by_itself(material._repr_html_())
