@@ -189,7 +189,7 @@ class WebhookVerificationError(DubkitError):
 
 
 _BY_CODE: dict[int, type[APIError]] = {
-    cls.code: cls  # type: ignore[misc]
+    cls.code: cls
     for cls in (
         BadRequestError,
         AuthenticationError,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .media import av, speech
+from .media import av, mp4, speech
 from .media.subtitles import Cue
 
 PathLike = str | os.PathLike[str]
@@ -105,7 +105,7 @@ def narrated_clip(
         hum = np.sin(2 * np.pi * 110 * np.arange(len(track)) / rate).astype(np.float32)
         track += np.float32(10 ** (bed_db / 20)) * hum
     target = Path(path)
-    av.make_test_pattern(
+    mp4.make_test_pattern(
         target,
         round(clock, 3),
         width,

@@ -27,8 +27,11 @@ _SECRET_FIELDS = ("apiKey", "webhookSecret", "secret", "previousSecret")
 class Server(Protocol):
     """A sandbox this process runs (what :func:`dubkit.sandbox.start` returns)."""
 
-    url: str
-    admin_token: str
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def admin_token(self) -> str: ...
 
     def stop(self) -> None: ...
 
@@ -115,7 +118,9 @@ class SandboxHandle:
     def create_key(
         self, name: str = "extra", credits: float = 1_000_000, *, api_key: str | None = None
     ) -> str:
-        body = {"name": name, "credits": credits, **({"apiKey": api_key} if api_key else {})}
+        body: dict[str, Any] = {"name": name, "credits": credits}
+        if api_key:
+            body["apiKey"] = api_key
         return str(self.admin("POST", "/keys", **body)["apiKey"])
 
     def credits(self, api_key: str | None = None) -> float:

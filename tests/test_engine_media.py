@@ -14,7 +14,7 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 
-from dubkit.media import av, mixing
+from dubkit.media import av, mixing, mp4
 from dubkit.media.av import MediaError
 from dubkit.media.subtitles import Cue, ass_style, parse_srt, parse_vtt, to_srt, to_vtt
 
@@ -70,7 +70,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def clip(workdir: Path) -> Path:
     path = workdir / "card.mp4"
-    av.make_test_pattern(
+    mp4.make_test_pattern(
         path,
         4.0,
         width=320,
@@ -242,7 +242,7 @@ def test_time_stretch_range() -> None:
 
 def test_stretch_video_changes_the_picture_length(clip: Path, workdir: Path) -> None:
     out = workdir / "slow.mp4"
-    av.stretch_video(clip, out, 1.5)
+    mp4.stretch_video(clip, out, 1.5)
     info = av.probe(out)
     assert info.duration == pytest.approx(6.0, abs=0.1)
     assert (info.has_video, info.has_audio, info.fps) == (True, False, 25.0)
@@ -255,7 +255,7 @@ def test_mux_with_burned_subtitles(clip: Path, dub_wav: Path, workdir: Path) -> 
     srt = workdir / "dub.srt"
     srt.write_text(to_srt([Cue(0.5, 1.8, "Bonjour"), Cue(2.0, 3.5, "Au revoir")]), encoding="utf-8")
     out = workdir / "burned.mp4"
-    av.mux(
+    mp4.mux(
         clip, dub_wav, out, subtitles_path=srt, burn=True, style={"size": 28, "color": "#FFFF00"}
     )
     info = av.probe(out)
@@ -267,7 +267,7 @@ def test_mux_with_burned_subtitles(clip: Path, dub_wav: Path, workdir: Path) -> 
         660, rel=0.01
     )  # the dub, not the tone
     # The lower part of the picture changes while a cue is on screen, and only then.
-    assert av.default_fontsdir() is not None  # the font comes from a dependency, not the system
+    assert mp4.default_fontsdir() is not None  # the font comes from a dependency, not the system
     bottom = slice(int(info.height * 0.7), info.height)
 
     def changed(at: float) -> float:  # share of pixels in the bottom band that clearly differ
@@ -284,7 +284,7 @@ def test_mux_soft_subtitles_copies_the_video(clip: Path, dub_wav: Path, workdir:
     vtt = workdir / "dub.vtt"
     vtt.write_text(to_vtt([Cue(1.0, 2.0, "Hola")]), encoding="utf-8")
     out = workdir / "soft.mp4"
-    av.mux(clip, dub_wav, out, subtitles_path=vtt)
+    mp4.mux(clip, dub_wav, out, subtitles_path=vtt)
     assert av.extract_subtitles(out) == [Cue(1.0, 2.0, "Hola")]
     assert np.abs(frame(out, 1.5) - frame(clip, 1.5)).max() == 0  # copied, not re-encoded
 
@@ -293,7 +293,7 @@ def test_compress_writes_every_height_in_one_run_and_never_upscales(
     clip: Path, workdir: Path
 ) -> None:
     variants = {120: workdir / "120p.mp4", 180: workdir / "180p.mp4", 480: workdir / "480p.mp4"}
-    av.compress(clip, variants)
+    mp4.compress(clip, variants)
     sizes = {h: (av.probe(p).width, av.probe(p).height) for h, p in variants.items()}
     assert sizes == {120: (160, 120), 180: (240, 180), 480: (320, 240)}
     for path in variants.values():
@@ -309,20 +309,20 @@ def test_compress_preset_trades_size_for_speed_and_bad_arguments_are_named(
     clip: Path, workdir: Path
 ) -> None:
     small, quick = workdir / "veryfast.mp4", workdir / "ultrafast.mp4"
-    av.compress(clip, {240: small})
-    av.compress(clip, {240: quick}, preset="ultrafast")
+    mp4.compress(clip, {240: small})
+    mp4.compress(clip, {240: quick}, preset="ultrafast")
     assert quick.stat().st_size > small.stat().st_size
     with pytest.raises(ValueError, match="preset must be one of"):
-        av.compress(clip, {240: quick}, preset="warp")
+        mp4.compress(clip, {240: quick}, preset="warp")
     with pytest.raises(ValueError, match="outputs"):
-        av.compress(clip, {})
+        mp4.compress(clip, {})
 
 
 def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
     """probe -> extract -> mux (soft subs) -> 480p+360p on 60 s of 720p; prints, never asserts, times."""
     cues = [Cue(i * 2.0, i * 2.0 + 1.5, f"line {i}") for i in range(30)]
     source, srt, dub = workdir / "minute.mp4", workdir / "minute.srt", workdir / "minute.wav"
-    av.make_test_pattern(source, 60.0, audio=tone(330, 60.0), sample_rate=SR, subtitles=cues)
+    mp4.make_test_pattern(source, 60.0, audio=tone(330, 60.0), sample_rate=SR, subtitles=cues)
     srt.write_text(to_srt(cues), encoding="utf-8")
     av.encode_audio(tone(220, 60.0), SR, "wav", dub)
     times: dict[str, float] = {}
@@ -335,10 +335,10 @@ def test_pipeline_timings_on_a_minute_of_720p(workdir: Path) -> None:
 
     step("probe", av.probe, source)
     step("extract_audio", av.extract_audio, source, workdir / "minute.m4a")
-    step("mux_soft", av.mux, source, dub, workdir / "minute-dub.mp4", subtitles_path=srt)
+    step("mux_soft", mp4.mux, source, dub, workdir / "minute-dub.mp4", subtitles_path=srt)
     step(
         "compress_480p_360p",
-        av.compress,
+        mp4.compress,
         workdir / "minute-dub.mp4",
         {480: workdir / "minute-480.mp4", 360: workdir / "minute-360.mp4"},
     )

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from dubkit import samples
-from dubkit.media import av, speech, subtitles
+from dubkit.media import av, mp4, speech, subtitles
 from dubkit.sandbox import pipeline
-from dubkit.sandbox.backend import Backend, ServiceError
+from dubkit.sandbox.backend import Backend
 from dubkit.sandbox.pipeline import dubbing, render, transcript
 from dubkit.sandbox.products.media import KeyVoices
+from dubkit.sandbox.service_error import ServiceError
 from dubkit.schema import MediaTranslationRequest
 
 RATE = speech.SAMPLE_RATE
@@ -219,7 +220,7 @@ def test_a_file_that_is_not_media_fails_naming_the_stage(backend, tmp_path):
 
 def test_a_video_without_sound_has_nothing_to_dub(backend, clip, tmp_path):
     silent_picture = tmp_path / "mute.mp4"
-    av.stretch_video(clip[0], silent_picture, 1.0)  # picture only
+    mp4.stretch_video(clip[0], silent_picture, 1.0)  # picture only
     with pytest.raises(ServiceError, match="no audio track") as failure:
         run(backend, silent_picture, tmp_path)
     assert failure.value.code == 422
@@ -227,7 +228,9 @@ def test_a_video_without_sound_has_nothing_to_dub(backend, clip, tmp_path):
 
 def test_silence_has_no_speech_to_dub(backend, tmp_path):
     path = tmp_path / "quiet.mp4"
-    av.make_test_pattern(path, 3, width=320, height=180, audio=np.zeros(3 * RATE), sample_rate=RATE)
+    mp4.make_test_pattern(
+        path, 3, width=320, height=180, audio=np.zeros(3 * RATE), sample_rate=RATE
+    )
     with pytest.raises(ServiceError, match="no speech found") as failure:
         run(backend, path, tmp_path)
     assert failure.value.code == 422

@@ -38,8 +38,8 @@ Backoff is exponential with full jitter, capped; ``Retry-After`` wins when the s
 """
 
 from .keys import check_api_key, check_idempotency_key, new_idempotency_key
-from .policy import RetryPolicy, Timeout
-from .transport import API_PREFIX, Transport, is_read
+from .policy import RetryPolicy, Timeout, is_read
+from .transport import API_PREFIX, Transport
 
 __all__ = [
     "Transport",

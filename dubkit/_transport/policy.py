@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import requests
 
+from ..schema import Operation
+
 THROTTLED = {429, 503}
 AMBIGUOUS = {500, 502}  # the service may have done the work
 # Refusals the same request gets on every attempt: if a retry got one, so did the first attempt,
@@ -49,3 +51,9 @@ def retry_after(response: requests.Response) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+def is_read(op: Operation) -> bool:
+    """GETs, and the POSTs the interface gives no idempotency key (the voice lists): safe to
+    repeat, so retried freely and never reported as a possible charge."""
+    return op.method == "GET" or not op.idempotency_required

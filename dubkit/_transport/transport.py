@@ -19,7 +19,6 @@ from .._version import __version__
 from .._wire import parse
 from ..errors import (
     APIConnectionError,
-    APIError,
     APITimeoutError,
     DubkitError,
     IdempotencyConflictError,
@@ -28,7 +27,7 @@ from ..errors import (
     origin_of,
 )
 from ..schema import OPERATIONS, Operation
-from .calls import Call, conflict, final_error, never_connected
+from .calls import Call, conflict, final_error, never_connected, redirect_refused
 from .keys import SecretHeader, check_api_key, check_idempotency_key, new_idempotency_key
 from .policy import (
     AMBIGUOUS,
@@ -37,6 +36,7 @@ from .policy import (
     THROTTLED,
     RetryPolicy,
     Timeout,
+    is_read,
     retry_after,
 )
 
@@ -195,7 +195,8 @@ class Transport:
             data=body,
             headers=dict(headers or {}),
         )
-        return self._run(call, None)
+        response: requests.Response = self._run(call, None)
+        return response
 
     def download(self, url: str) -> bytes:
         """The bytes behind a file URL (a TTS clip, a dub, a subtitle file)."""
@@ -275,7 +276,7 @@ class Transport:
         call.retryable = True
         where = origin_of(call.url)
         try:
-            # Redirects are not followed: see _redirect_refused.
+            # Redirects are not followed: see calls.redirect_refused.
             response = self.session.request(
                 call.method,
                 call.url,
@@ -314,7 +315,8 @@ class Transport:
             )
         if response.is_redirect:
             call.retryable = False
-            return None, self._redirect_refused(call, response)
+            target = urljoin(call.url, response.headers["Location"])
+            return None, redirect_refused(call, response, self.base_url, self._under_base(target))
         return self._raw_answer(call, response) if call.raw else self._api_answer(call, response)
 
     def _api_answer(
@@ -327,7 +329,7 @@ class Transport:
             payload = None
         code = payload.get("code") if isinstance(payload, dict) else None
         if code == 200:
-            return payload.get("data"), None  # type: ignore[union-attr]
+            return payload.get("data"), None
         code = code if isinstance(code, int) else status
         message = (payload.get("message") if isinstance(payload, dict) else None) or (
             f"the service answered HTTP {status} without a JSON envelope"
@@ -372,36 +374,5 @@ class Transport:
         call.retryable = call.read and status in AMBIGUOUS | THROTTLED | {503, 504}
         return None, error
 
-    def _redirect_refused(self, call: Call, response: requests.Response) -> DubkitError:
-        """A redirect is answered with an error, never followed.
-
-        Off ``base_url`` following would send the body, the idempotency key and (on some
-        hops) the Authorization header to a host the caller never chose. Within ``base_url``
-        we refuse too, by choice: the interface defines no redirects, so one means a wrong
-        ``base_url`` or a proxy in the way; 301/302/303 would silently turn a POST into a GET
-        without its body; and the idempotency key is scoped to the path it was sent to, so a
-        create re-sent to another path would not be protected by it.
-        """
-        target = urljoin(call.url, response.headers["Location"])
-        parts = urlsplit(target)
-        if self._under_base(target):
-            where, hint = f"to {parts.path}", "the interface defines no redirects"
-        else:
-            where = f"to another host, {parts.scheme}://{parts.netloc}"
-            hint = "following it would send the request and the API key there"
-        return APIError(
-            f"the service answered HTTP {response.status_code}, redirecting {where}; "
-            f"dubkit does not follow redirects for API calls ({hint}): check "
-            f"base_url {self.base_url!r}",
-            http_status=response.status_code,
-            **call.context,
-        )
-
     def close(self) -> None:
         self.session.close()
-
-
-def is_read(op: Operation) -> bool:
-    """GETs, and the POSTs the interface gives no idempotency key (the voice lists): safe to
-    repeat, so retried freely and never reported as a possible charge."""
-    return op.method == "GET" or not op.idempotency_required

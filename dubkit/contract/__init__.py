@@ -64,7 +64,8 @@ def document() -> dict[str, Any]:
     """The document as a dict (parsed once)."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(DOCUMENT, encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=loader)
+        loaded: dict[str, Any] = yaml.load(handle, Loader=loader)
+    return loaded
 
 
 @functools.cache
@@ -86,7 +87,8 @@ def schema_names() -> list[str]:
 
 
 def component(kind: str, name: str) -> dict[str, Any]:
-    return document()["components"][kind][name]
+    found: dict[str, Any] = document()["components"][kind][name]
+    return found
 
 
 def resolve(node: dict[str, Any]) -> dict[str, Any]:
@@ -206,7 +208,8 @@ def _branch(schema: dict[str, Any], payload: Any) -> dict[str, Any]:
     failed = not (isinstance(payload, dict) and payload.get("code") == 200)
     for branch in branches:
         if (branch.get("$ref", "").endswith("/ErrorEnvelope")) == failed:
-            return branch
+            chosen: dict[str, Any] = branch
+            return chosen
     return schema
 
 

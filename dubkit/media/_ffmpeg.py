@@ -85,9 +85,16 @@ def exe() -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def run(
-    args: list[str], *, input: bytes | None = None, check: bool = True
-) -> subprocess.CompletedProcess[bytes]:
+@dataclass(frozen=True)
+class Ran:
+    """What an ffmpeg run left: its exit code, what it wrote to stdout, its log as text."""
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+def run(args: list[str], *, input: bytes | None = None, check: bool = True) -> Ran:
     """Run ffmpeg with our defaults; stderr comes back as text; ``MediaError`` if it fails.
 
     ``args`` ends with the output (absent when only reading the input summary).
@@ -115,7 +122,7 @@ def run(
     stderr = done.stderr.decode("utf-8", errors="replace")
     if check and done.returncode != 0:
         raise MediaError(f"ffmpeg failed (exit {done.returncode}) making {args[-1]}", stderr)
-    return subprocess.CompletedProcess(cmd, done.returncode, done.stdout, stderr)  # type: ignore[arg-type]
+    return Ran(done.returncode, done.stdout, stderr)
 
 
 def existing(path: PathLike) -> str:

@@ -2,9 +2,10 @@
 
 Shared by the sandbox's pipeline and the client (one copy of every media step).
 
-Probe files, decode and encode audio, stretch speech, cut thumbnails, extract tracks, mux dubbed
-audio with soft or burned-in subtitles, make compressed variants, generate narrated test clips.
-Timeline mixing (duck, place, mix, trim) is numpy-only and lives in :mod:`dubkit.media.mixing`.
+Probe files, decode and encode audio, stretch speech, cut thumbnails, extract tracks. Jobs that
+write an mp4 picture (mux dubbed audio with soft or burned-in subtitles, compressed variants,
+stretched video, narrated test clips) live in :mod:`dubkit.media.mp4`; timeline mixing (duck,
+place, mix, trim) is numpy-only and lives in :mod:`dubkit.media.mixing`.
 
 >>> from dubkit.media import av
 >>> info = av.probe("talk.mp4")                       # doctest: +SKIP
@@ -18,18 +19,12 @@ Choices worth knowing:
   whose data is broken or cut short.
 - Every run is held to ``THREADS`` threads: the sandbox shares the machine with the notebook
   kernel that waits for it.
-- Burned subtitles need a font and no system font can be assumed: the default is Noto Sans from
-  the ``fontpkg-noto-sans`` wheel (Latin, Greek, Cyrillic, Vietnamese). For other scripts pass
-  ``fontsdir`` and ``style={"FontName": ...}``.
 - Nothing runs at import time; the ffmpeg binary is located on first use.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -41,14 +36,13 @@ from ._ffmpeg import (
     MediaInfo,
     PathLike,
     existing,
-    filter_value,
     header,
     out,
     parse_input,
     parse_streams,
     run,
 )
-from .subtitles import Cue, ass_style, parse_srt, to_srt
+from .subtitles import Cue, parse_srt
 
 __all__ = [
     "MediaError",
@@ -60,34 +54,13 @@ __all__ = [
     "thumbnail",
     "extract_audio",
     "extract_subtitles",
-    "mux",
-    "compress",
-    "stretch_video",
-    "make_test_pattern",
-    "default_fontsdir",
     "AUDIO_FORMATS",
-    "FONT_FAMILY",
     "THREADS",
-    "X264_PRESETS",
 ]
 
 AUDIO_FORMATS = ("wav", "mp3", "m4a", "flac", "ogg")
-FONT_FAMILY = "Noto Sans"
-X264_PRESETS = (
-    "ultrafast",
-    "superfast",
-    "veryfast",
-    "faster",
-    "fast",
-    "medium",
-    "slow",
-    "slower",
-    "veryslow",
-)
 # Text codecs ffmpeg turns into SubRip; bitmap subtitles (DVD, PGS) cannot become cues.
 _TEXT_SUBTITLES = {"mov_text", "subrip", "srt", "ass", "ssa", "webvtt", "text"}
-# Video an mp4 carries as it is, so muxing copies instead of re-encoding.
-_MP4_VIDEO = {"h264", "hevc", "av1", "mpeg4"}
 
 
 def probe(path: PathLike) -> MediaInfo:
@@ -259,7 +232,7 @@ def extract_audio(path: PathLike, out_path: PathLike) -> None:
 
 
 def extract_subtitles(path: PathLike) -> list[Cue]:
-    """Cues of the first embedded text subtitle track (mov_text, SubRip, ASS, WebVTT); ``[]`` if none.
+    """Cues of the first embedded text subtitle track (mov_text, SubRip, ASS, WebVTT), or ``[]``.
 
     Styling tags are dropped: the cues feed transcription, which wants the words.
 
@@ -275,220 +248,7 @@ def extract_subtitles(path: PathLike) -> list[Cue]:
     return [Cue(c.start, c.end, re.sub(r"<[^>]*>|\{\\[^}]*\}", "", c.text).strip()) for c in cues]
 
 
-def mux(
-    video_path: PathLike,
-    audio_path: PathLike,
-    out_path: PathLike,
-    *,
-    subtitles_path: PathLike | None = None,
-    burn: bool = False,
-    soft: bool = True,
-    style: dict[str, object] | None = None,
-    fontsdir: PathLike | None = None,
-) -> None:
-    """Put the picture of one file and the audio of another into an mp4 as long as the picture.
-
-    With ``subtitles_path`` (SRT or VTT) the mp4 gets a soft ``mov_text`` track (unless
-    ``soft=False``) and, with ``burn=True``, the cues drawn into the picture in ``style`` (see
-    ``subtitles.ass_style``). The video is copied unless something is burned or its codec does
-    not fit mp4; then x264.
-
-    >>> mux("talk.mp4", "dub.wav", "dubbed.mp4", subtitles_path="en.srt", burn=True)  # doctest: +SKIP
-    """
-    video, info = _video(video_path)
-    audio, sound = existing(audio_path), header(audio_path)
-    if not sound.has_audio:
-        raise MediaError(f"no audio track in {audio}")
-    subs = existing(subtitles_path) if subtitles_path is not None else None
-    args = [
-        "-i",
-        video,
-        "-i",
-        audio,
-        *(["-i", subs] if subs else []),
-        "-map",
-        "0:V:0",
-        "-map",
-        "1:a:0",
-    ]
-    if subs and burn:
-        fonts = Path(fontsdir) if fontsdir is not None else default_fontsdir()
-        if fonts is None:
-            raise MediaError(
-                "burned subtitles need a font: install fontpkg-noto-sans or pass fontsdir"
-            )
-        force = ass_style({"FontName": FONT_FAMILY, **(style or {})})
-        burner = (
-            f"subtitles=filename={filter_value(subs)}:fontsdir={filter_value(str(fonts))}"
-            f":force_style={filter_value(force)}"
-        )
-        args += ["-vf", burner, *_x264(), "-crf", "23"]
-    else:
-        args += ["-c:v", "copy"] if info.video_codec in _MP4_VIDEO else [*_x264(), "-crf", "23"]
-    args += _aac(sound, "128k")
-    if subs and soft:
-        # A burned cue plus a soft track shown by default would put every line on screen twice.
-        args += [
-            "-map",
-            "2:s:0",
-            "-c:s",
-            "mov_text",
-            "-disposition:s:0",
-            "0" if burn else "default",
-        ]
-    run(
-        [*args, "-t", f"{info.duration:.3f}", "-movflags", "+faststart", "-f", "mp4", out(out_path)]
-    )
-
-
-def compress(
-    video_path: PathLike, outputs: Mapping[int, PathLike], *, preset: str = "veryfast"
-) -> None:
-    """Transcode to one mp4 per ``{height: path}``, each at most that tall, keeping the aspect ratio.
-
-    The picture is decoded once and split between the outputs (one scaler and x264 encoder
-    each, in the same ffmpeg run), so two variants cost two encodes but a single decode.
-    ``preset`` is x264's speed/size trade-off (``X264_PRESETS``): on the 720p test card,
-    ``superfast`` saves about a fifth of the time and makes files over twice as big. Audio and a
-    text subtitle track come along; AAC audio is copied, not re-encoded.
-
-    >>> compress("dubbed.mp4", {480: "dubbed-480p.mp4", 360: "dubbed-360p.mp4"})  # doctest: +SKIP
-    """
-    if not outputs:
-        raise ValueError("outputs: at least one {height: path} is needed")
-    if preset not in X264_PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(X264_PRESETS)}; got {preset!r}")
-    src, info = _video(video_path)
-    # Never upscale; 4:2:0 video needs even dimensions.
-    heights = [min(h, info.height or h) // 2 * 2 for h in outputs]
-    graph = (
-        f"[0:V:0]split={len(heights)}"
-        + "".join(f"[s{i}]" for i in range(len(heights)))
-        + ";"
-        + ";".join(f"[s{i}]scale=-2:{h}[v{i}]" for i, h in enumerate(heights))
-    )
-    track = _text_track(info)
-    args = ["-i", src, "-filter_complex", graph]
-    for i, path in enumerate(outputs.values()):
-        args += ["-map", f"[v{i}]", *_x264(preset), "-crf", "26"]
-        if info.has_audio:
-            args += ["-map", "0:a:0", *_aac(info, "96k")]
-        if track is not None:
-            args += ["-map", f"0:s:{track}", "-c:s", "mov_text"]
-        args += ["-threads", str(THREADS), "-movflags", "+faststart", "-f", "mp4", out(path)]
-    run(args)
-
-
-def stretch_video(video_path: PathLike, out_path: PathLike, factor: float) -> None:
-    """Slow down (``factor`` > 1) or speed up the picture to ``factor`` times its length; no audio.
-
-    For dynamic video length: the dubbed audio is muxed onto the stretched picture afterwards.
-    The source frame rate is kept (frames are repeated or dropped).
-
-    >>> stretch_video("talk.mp4", "talk-slow.mp4", 1.1)  # doctest: +SKIP
-    """
-    if not 0.25 <= factor <= 4:
-        raise ValueError(f"factor must be within 0.25..4; got {factor}")
-    src, info = _video(video_path)
-    rate = f",fps={info.fps:g}" if info.fps else ""
-    run(
-        [
-            "-i",
-            src,
-            "-map",
-            "0:V:0",
-            "-vf",
-            f"setpts={factor:.6f}*PTS{rate}",
-            *_x264(),
-            "-crf",
-            "23",
-            "-an",
-            "-sn",
-            "-movflags",
-            "+faststart",
-            "-f",
-            "mp4",
-            out(out_path),
-        ]
-    )
-
-
-def make_test_pattern(
-    out_path: PathLike,
-    duration: float,
-    width: int = 1280,
-    height: int = 720,
-    fps: int = 25,
-    audio: np.ndarray | None = None,
-    sample_rate: int = 44100,
-    subtitles: list[Cue] | None = None,
-) -> None:
-    """An mp4 test card (ffmpeg's ``testsrc2``) with the given audio and a soft subtitle track.
-
-    ``audio`` is padded or cut to ``duration``; without it the track is a quiet 440 Hz tone.
-    This is how the sandbox makes narrated sample clips offline.
-
-    >>> make_test_pattern("card.mp4", 4, audio=speech, sample_rate=24000,
-    ...                   subtitles=[Cue(0.5, 2.0, "Hello")])  # doctest: +SKIP
-    """
-    if audio is None:
-        t = np.arange(round(duration * sample_rate)) / sample_rate
-        audio = 0.2 * np.sin(2 * np.pi * 440 * t)
-    with tempfile.TemporaryDirectory(prefix="dubkit-media-") as tmp:
-        wav = os.path.join(tmp, "audio.wav")
-        encode_audio(audio, sample_rate, "wav", wav)
-        card = f"testsrc2=size={width}x{height}:rate={fps}:duration={duration}"
-        inputs, maps = ["-f", "lavfi", "-i", card, "-i", wav], ["-map", "0:v", "-map", "1:a"]
-        if subtitles:
-            srt = os.path.join(tmp, "cues.srt")
-            Path(srt).write_text(to_srt(subtitles), encoding="utf-8")
-            inputs += ["-i", srt]
-            maps += ["-map", "2:0", "-c:s", "mov_text", "-disposition:s:0", "default"]
-        # ultrafast: a synthetic card compresses well anyway, and sample clips are made on demand.
-        run(
-            [
-                *inputs,
-                *maps,
-                "-af",
-                "apad",
-                "-t",
-                f"{duration:.3f}",
-                "-c:v",
-                "libx264",
-                "-preset",
-                "ultrafast",
-                "-crf",
-                "28",
-                "-pix_fmt",
-                "yuv420p",
-                "-c:a",
-                "aac",
-                "-b:a",
-                "128k",
-                "-movflags",
-                "+faststart",
-                "-f",
-                "mp4",
-                out(out_path),
-            ]
-        )
-
-
-def default_fontsdir() -> Path | None:
-    """Folder holding the Noto Sans files of ``fontpkg-noto-sans``, or None when not installed."""
-    try:
-        import fontpkg_noto_sans
-    except ImportError:
-        return None
-    folder = Path(fontpkg_noto_sans.ROOT) / "files"
-    return folder if any(folder.glob("*.ttf")) else None
-
-
-# --- helpers -----------------------------------------------------------------------------------
-
-
-def _x264(preset: str = "veryfast") -> list[str]:
-    return ["-c:v", "libx264", "-preset", preset, "-pix_fmt", "yuv420p"]
+# --- helpers (the track ones are shared with :mod:`.mp4`) --------------------------------------
 
 
 def _raw_input(data: np.ndarray, sample_rate: int) -> list[str]:

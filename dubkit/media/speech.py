@@ -2,9 +2,8 @@
 :mod:`dubkit.samples` makes its sample recordings with it.
 
 The library and its voice data come from the ``espeakng-loader`` wheel, so nothing is
-downloaded at run time. libespeak-ng keeps one global state (current voice, parameters,
-output callback), so every call into it holds ``_LOCK``; the library is initialised lazily
-on first use, never at import.
+downloaded at run time; it is initialised lazily on first use, never at import. Loading it and
+its ctypes signatures live in :mod:`._espeak`, which holds the one lock every call takes.
 
 Example::
 
@@ -18,11 +17,13 @@ from __future__ import annotations
 
 import ctypes
 import numbers
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from . import _espeak
+from ._espeak import SpeechError
 
 __all__ = [
     "SAMPLE_RATE",
@@ -37,21 +38,6 @@ __all__ = [
 
 #: Output rate of libespeak-ng; overwritten with what the library reports once initialised.
 SAMPLE_RATE: int = 22050
-
-# speak_lib.h constants
-_AUDIO_OUTPUT_SYNCHRONOUS = 2
-_INITIALIZE_DONT_EXIT = 0x8000  # never let the library call exit() inside our process
-_POS_CHARACTER = 1
-_CHARS_UTF8 = 1
-_RATE, _VOLUME, _PITCH, _RANGE = 1, 2, 3, 4
-_EE_OK = 0
-_BUFFER_MS = 500  # larger chunks mean fewer Python callbacks per second of audio
-
-_LOCK = threading.Lock()
-
-
-class SpeechError(ValueError):
-    """A synthesis request espeak-ng cannot honour (unknown voice, empty text, ...)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +64,7 @@ class Prosody:
             if (
                 not isinstance(value, numbers.Integral)
                 or isinstance(value, bool)
-                or not low <= value <= high
+                or not low <= int(value) <= high
             ):
                 raise SpeechError(
                     f"Prosody.{name} must be an integer in {low}..{high}, got {value!r}"
@@ -101,84 +87,16 @@ class EspeakVoice:
     gender: str  # "male" / "female" / "unknown"
 
 
-class _Voice(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("languages", ctypes.c_void_p),  # packed (priority byte, C string) pairs, 0-terminated
-        ("identifier", ctypes.c_char_p),
-        ("gender", ctypes.c_ubyte),
-        ("age", ctypes.c_ubyte),
-        ("variant", ctypes.c_ubyte),
-        ("xx1", ctypes.c_ubyte),
-        ("score", ctypes.c_int),
-        ("spare", ctypes.c_void_p),
-    ]
-
-
-_CALLBACK = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
-)
-
-_lib: ctypes.CDLL | None = None
-_chunks: list[bytes] = []
 _voices: list[EspeakVoice] | None = None
 _variants: list[str] | None = None
 _lookup: dict[str, str] | None = None
 _priorities: dict[tuple[str, str], int] = {}
 
 
-@_CALLBACK
-def _collect(wav, count, _events):  # type: ignore[no-untyped-def]
-    # Runs inside espeak_Synth, i.e. with _LOCK held by the caller.
-    if wav and count > 0:
-        _chunks.append(ctypes.string_at(wav, count * 2))
-    return 0  # 0 = keep synthesising
-
-
 def _library() -> ctypes.CDLL:
-    """Load and initialise libespeak-ng once. Caller holds _LOCK."""
-    global _lib, SAMPLE_RATE
-    if _lib is not None:
-        return _lib
-    try:
-        import espeakng_loader
-    except ImportError as exc:  # pragma: no cover - it is a hard dependency
-        raise SpeechError("espeakng-loader is not installed; it ships libespeak-ng") from exc
-    lib = ctypes.CDLL(espeakng_loader.get_library_path())
-    lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-    lib.espeak_Initialize.restype = ctypes.c_int
-    lib.espeak_SetSynthCallback.argtypes = [_CALLBACK]
-    lib.espeak_SetSynthCallback.restype = None
-    lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
-    lib.espeak_SetVoiceByName.restype = ctypes.c_int
-    lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    lib.espeak_SetParameter.restype = ctypes.c_int
-    lib.espeak_Synth.argtypes = [
-        ctypes.c_char_p,
-        ctypes.c_size_t,
-        ctypes.c_uint,
-        ctypes.c_int,
-        ctypes.c_uint,
-        ctypes.c_uint,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-    ]
-    lib.espeak_Synth.restype = ctypes.c_int
-    lib.espeak_ListVoices.argtypes = [ctypes.POINTER(_Voice)]
-    lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
-    rate = lib.espeak_Initialize(
-        _AUDIO_OUTPUT_SYNCHRONOUS,
-        _BUFFER_MS,
-        espeakng_loader.get_data_path().encode(),
-        _INITIALIZE_DONT_EXIT,
-    )
-    if rate <= 0:
-        raise SpeechError(
-            f"espeak_Initialize failed (returned {rate}); data at {espeakng_loader.get_data_path()}"
-        )
-    lib.espeak_SetSynthCallback(_collect)
-    SAMPLE_RATE = rate
-    _lib = lib
+    """The library, initialised once; ``SAMPLE_RATE`` follows the rate it reports. Caller locks."""
+    global SAMPLE_RATE
+    lib, SAMPLE_RATE = _espeak.library()
     return lib
 
 
@@ -215,8 +133,10 @@ def _read_languages(address: int | None) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
-def _list_raw(spec: _Voice | None) -> list[tuple[str, str, tuple[tuple[str, int], ...], int]]:
-    """Copy espeak's voice list out of library-owned memory. Caller holds _LOCK."""
+def _list_raw(
+    spec: _espeak.Voice | None,
+) -> list[tuple[str, str, tuple[tuple[str, int], ...], int]]:
+    """Copy espeak's voice list out of library-owned memory. Caller holds ``_espeak.LOCK``."""
     lib = _library()
     array = lib.espeak_ListVoices(ctypes.byref(spec) if spec is not None else None)
     out = []
@@ -242,7 +162,7 @@ def list_voices() -> list[EspeakVoice]:
     True
     """
     global _voices, _priorities
-    with _LOCK:
+    with _espeak.LOCK:
         if _voices is None:
             genders = {1: "male", 2: "female"}
             voices, priorities = [], {}
@@ -264,9 +184,9 @@ def list_variants() -> list[str]:
     True
     """
     global _variants
-    with _LOCK:
+    with _espeak.LOCK:
         if _variants is None:
-            spec = _Voice()
+            spec = _espeak.Voice()
             keep = ctypes.c_char_p(b"variant")
             spec.languages = ctypes.cast(keep, ctypes.c_void_p)
             names = {
@@ -343,30 +263,37 @@ def synthesize(
     prosody = prosody or Prosody()
     spec = _resolve(voice, variant)
     payload = text.encode("utf-8")
-    with _LOCK:
+    with _espeak.LOCK:
         lib = _library()
         code = lib.espeak_SetVoiceByName(spec.encode("utf-8"))
-        if code != _EE_OK:
+        if code != _espeak.EE_OK:
             raise SpeechError(f"espeak could not load voice {spec!r} (error {code})")
         # Parameters survive voice changes, so all four are set on every call.
         for parameter, value in (
-            (_RATE, prosody.rate_wpm),
-            (_VOLUME, prosody.volume),
-            (_PITCH, prosody.pitch),
-            (_RANGE, prosody.pitch_range),
+            (_espeak.RATE, prosody.rate_wpm),
+            (_espeak.VOLUME, prosody.volume),
+            (_espeak.PITCH, prosody.pitch),
+            (_espeak.RANGE, prosody.pitch_range),
         ):
             code = lib.espeak_SetParameter(parameter, value, 0)
-            if code != _EE_OK:
+            if code != _espeak.EE_OK:
                 raise SpeechError(f"espeak rejected parameter {parameter}={value} (error {code})")
-        _chunks.clear()
+        _espeak.chunks.clear()
         try:
             code = lib.espeak_Synth(
-                payload, len(payload) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None
+                payload,
+                len(payload) + 1,
+                0,
+                _espeak.POS_CHARACTER,
+                0,
+                _espeak.CHARS_UTF8,
+                None,
+                None,
             )
-            raw = b"".join(_chunks)
+            raw = b"".join(_espeak.chunks)
         finally:
-            _chunks.clear()
-    if code != _EE_OK:
+            _espeak.chunks.clear()
+    if code != _espeak.EE_OK:
         raise SpeechError(f"espeak_Synth failed for voice {spec!r} (error {code})")
     return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
 

@@ -167,7 +167,7 @@ def _seconds(parts: tuple[str | None, ...]) -> float:
     hours, minutes, seconds, millis = parts
     # "5" after the separator means 500 ms, as players read it.
     ms = int((millis or "0").ljust(3, "0"))
-    return int(hours or 0) * 3600 + int(minutes) * 60 + int(seconds) + ms / 1000
+    return int(hours or 0) * 3600 + int(minutes or 0) * 60 + int(seconds or 0) + ms / 1000
 
 
 def _stamp(seconds: float, separator: str) -> str:

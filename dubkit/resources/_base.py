@@ -133,7 +133,7 @@ def run_chunks(
     concurrency: int,
     progress: bool,
     description: str,
-    weight: Callable[[T], int] = len,
+    weight: Callable[[T], int],
     on_error: Callable[[T, DubkitError], R] | None = None,
 ) -> list[R]:
     """Send chunks concurrently; results come back in the chunks' order.

@@ -72,9 +72,9 @@ class MaterialsResource(Resource):
             state_dir=state_dir,
         )  # bad input stops here
         if callable(progress):
-            upload.on_progress = progress
+            upload.report.show = progress
         elif progress and self._progress_display is not None:
-            upload.on_progress = self._progress_display(upload.name)
+            upload.report.show = self._progress_display(upload.name)
         record = upload.run()
         return self._seen(Material.model_validate(record)).hold_thumbnail(self._transport)
 

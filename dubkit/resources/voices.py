@@ -78,7 +78,7 @@ class VoicesResource(Resource):
         limit: int | None = None,
         page_size: int = 50,
         **wire: Any,
-    ) -> VoiceList:
+    ) -> VoiceList[PresetVoice]:
         """Preset voices matching every filter given, all pages (``limit`` caps the count).
 
         ``age``: young, adult, senior; ``quality``: any, high; ``emotion_prompt``: include,
@@ -102,7 +102,9 @@ class VoicesResource(Resource):
         }
         return self._list("voices.presets", PresetVoice, query, limit, page_size)
 
-    def presets_page(self, page: int = 1, page_size: int = 10, **filters: Any) -> VoiceList:
+    def presets_page(
+        self, page: int = 1, page_size: int = 10, **filters: Any
+    ) -> VoiceList[PresetVoice]:
         """One page of presets (for paged views; filters as :meth:`presets`); ``total``
         counts every match."""
         return self._page("voices.presets", PresetVoice, page, page_size, filters)
@@ -117,8 +119,7 @@ class VoicesResource(Resource):
         found = self.presets(voice_id=voice_id, limit=1)
         if not found:
             raise unknown_voice("voice_id", voice_id, presets_only=True)
-        voice: PresetVoice = found[0]
-        return voice
+        return found[0]
 
     # ----------------------------------------------------------------- clones
 
@@ -133,7 +134,7 @@ class VoicesResource(Resource):
         limit: int | None = None,
         page_size: int = 50,
         **wire: Any,
-    ) -> VoiceList:
+    ) -> VoiceList[ClonedVoice]:
         """This key's cloned voices, all pages. ``order_by``: voiceId, name, create_time,
         update_time; ``order``: asc, desc. Make new ones with ``client.clones``."""
         query = {
@@ -195,7 +196,7 @@ class VoicesResource(Resource):
 
     def _list(
         self, op: str, model: type[V], query: dict[str, Any], limit: int | None, page_size: int
-    ) -> VoiceList:
+    ) -> VoiceList[V]:
         totals: list[int] = []
 
         def fetch(page: int, size: int) -> dict[str, Any]:
@@ -212,7 +213,7 @@ class VoicesResource(Resource):
 
     def _page(
         self, op: str, model: type[V], page: int, page_size: int, filters: dict[str, Any]
-    ) -> VoiceList:
+    ) -> VoiceList[V]:
         names = {"search": "search_name"}  # the friendly name of presets()'s filter
         query = {names.get(k, k): v for k, v in filters.items()}
         answer = self._transport.call(

@@ -95,7 +95,7 @@ class ScriptLine:
         return decode(self._load(self.audio_url), format_of(self.audio_url))
 
 
-class Script(list):
+class Script(list[ScriptLine]):
     """The dubbed lines in time order; ``.to_frame()`` for a table."""
 
     COLUMNS = [

@@ -50,7 +50,7 @@ class Material(schema.Material):
         return material_html(self)
 
 
-class MaterialList(list):
+class MaterialList(list[Material]):
     """Materials from ``client.materials.list``; ``.to_frame()`` for a table."""
 
     def to_frame(self) -> pd.DataFrame:
@@ -58,4 +58,5 @@ class MaterialList(list):
         return pd.DataFrame(rows, columns=COLUMNS)
 
     def _repr_html_(self) -> str:
-        return self.to_frame().to_html(index=False, na_rep="", escape=True)
+        table: str = self.to_frame().to_html(index=False, na_rep="", escape=True)
+        return table

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._transport import Transport
 from ..errors import APITimeoutError, TaskFailedError, TaskTimeoutError
-from ..schema import KNOWN_STATUSES, STATUS_SYNONYMS, TERMINAL_STATUSES, TaskDetail
+from ..schema import KNOWN_STATUSES, STATUS_SYNONYMS, TERMINAL_STATUSES, TaskDetail, TaskSummary
 from ..views.tasks import task_table_html
 from .clone import Clone
 from .dubbing import DubbingResult
@@ -178,7 +178,7 @@ class Task:
         return task_table_html([self])
 
 
-class TaskList(list):
+class TaskList(list[TaskSummary]):
     """Task records (:class:`dubkit.schema.TaskSummary`) from ``client.tasks.list``;
     ``.to_frame()`` for a table."""
 
@@ -189,7 +189,8 @@ class TaskList(list):
         )
 
     def _repr_html_(self) -> str:
-        return self.to_frame()._repr_html_()  # type: ignore[operator]
+        table: str = self.to_frame()._repr_html_()
+        return table
 
 
 _unknown_seen: set[str] = set()

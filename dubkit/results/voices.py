@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar
 
 import pandas as pd
 
@@ -34,21 +35,22 @@ CLONE_COLUMNS = [
 ]
 
 
-class VoiceList(list):
+V = TypeVar("V", bound=PresetVoice | ClonedVoice)
+
+
+class VoiceList(list[V], Generic[V]):
     """Voices from a listing; ``.to_frame()`` for a table, a play control a voice in notebooks.
 
     ``total`` is what the service counted for the query (may exceed ``len`` with ``limit``).
     """
 
-    def __init__(
-        self, voices: Iterable[PresetVoice | ClonedVoice] = (), total: int | None = None
-    ) -> None:
+    def __init__(self, voices: Iterable[V] = (), total: int | None = None) -> None:
         super().__init__(voices)
         self.total = len(self) if total is None else total
 
     @property
     def ids(self) -> list[str]:
-        return [v.voice_id for v in self]
+        return [v.voice_id for v in self if v.voice_id]
 
     def to_frame(self) -> pd.DataFrame:
         clones = bool(self) and isinstance(self[0], ClonedVoice)

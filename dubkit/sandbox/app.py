@@ -34,11 +34,12 @@ from .. import contract
 from ..schema import OPERATIONS_BY_PATH, Operation, WireError, parse
 from . import file_access
 from .admin import admin_router
-from .backend import Backend, ServiceError
+from .backend import Backend
 from .call import Call
 from .envelope import envelope
 from .guard import AdminGuard, check_json, check_query, read_body
 from .products.routes import HANDLERS
+from .service_error import ServiceError
 from .storage import storage_router
 
 log = logging.getLogger("dubkit.sandbox")
@@ -156,7 +157,7 @@ def _answer(
             contract.check_answer(
                 op.name if op else None,
                 response.status_code,
-                json.loads(response.body),
+                json.loads(bytes(response.body)),
                 response.headers,
             ),
             status=response.status_code,

@@ -30,27 +30,21 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .admin_token import admin_token
 from .contract_log import ContractLog
+from .credits import DEFAULT_CREDITS, Credits, request_ledger
+from .service_error import ServiceError
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
 
 IDEMPOTENCY_WINDOW = 24 * 3600.0
-# What the request this thread is serving has done so far (see Backend.undo_on_crash).
-_request: ContextVar[_RequestLedger | None] = ContextVar("sandbox_request", default=None)
-# The task whose work this thread is doing: its refunds are counted on it (see refund).
-_working_on: ContextVar[str | None] = ContextVar("sandbox_task", default=None)
-DEFAULT_CREDITS = 1_000_000.0
 EVENTS = {
     "tts": "openapi-tts",
     "textTranslation": "openapi-translate",
@@ -58,23 +52,6 @@ EVENTS = {
     "vt": "openapi-media-translation",
     "at": "openapi-media-translation",
 }
-
-
-@dataclass
-class _RequestLedger:
-    charges: list[tuple[str, float]] = field(default_factory=list)  # (api_key, amount)
-    tasks: list[str] = field(default_factory=list)  # task ids it made
-    starts: list[Callable[[], object]] = field(default_factory=list)  # async work, held back
-
-
-class ServiceError(Exception):
-    """A business error answered in the envelope: ``{code, message, data: null}``."""
-
-    def __init__(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.headers = headers or {}
 
 
 def now_iso() -> str:
@@ -85,8 +62,11 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex}"
 
 
-class Backend:
-    """Everything the sandbox knows, behind methods the HTTP layer and products call."""
+class Backend(Credits):
+    """Everything the sandbox knows, behind methods the HTTP layer and products call.
+
+    Charges, refunds and undoing a crashed request are :class:`~dubkit.sandbox.credits.Credits`.
+    """
 
     def __init__(
         self, data_dir: Path, *, workers: int = 2, contract_log: ContractLog | None = None
@@ -121,7 +101,7 @@ class Backend:
             self._ticker.join(timeout=2)
         self.store.close()
 
-    # ------------------------------------------------------------------ keys and credits
+    # ------------------------------------------------------------------ keys
 
     def _ensure_default_key(self) -> str:
         key = self.store.setting("default_key")
@@ -148,73 +128,6 @@ class Backend:
 
     def keys(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.store.all("SELECT * FROM keys ORDER BY created_at")]
-
-    def set_credits(self, api_key: str, credits: float) -> None:
-        self.store.execute("UPDATE keys SET credits = ? WHERE api_key = ?", (credits, api_key))
-
-    def charge(self, api_key: str, amount: float, what: str) -> None:
-        """Take ``amount`` credits or refuse with 402 before any work starts."""
-        cursor = self.store.execute(
-            "UPDATE keys SET credits = credits - ? WHERE api_key = ? AND credits >= ?",
-            (amount, api_key, amount),
-        )
-        if cursor.rowcount == 0:
-            left = self.key(api_key)["credits"]  # type: ignore[index]
-            raise ServiceError(
-                402, f"insufficient credits: {what} needs {amount:g} credits, this key has {left:g}"
-            )
-        ledger = _request.get()
-        if ledger is not None:
-            ledger.charges.append((api_key, amount))
-
-    @contextmanager
-    def undo_on_crash(self) -> Iterator[None]:
-        """Undo what this request did if it ends in an unexpected exception (a sandbox bug):
-        give back its charges, remove the tasks it made and never start their async work.
-
-        Business refusals (ServiceError) are the products' to settle; a crash must not leave
-        the caller paying for nothing, nor paying twice when the client retries the 500, nor
-        holding a task it was never told about. Async work made by the request starts only
-        once it has ended without crashing, so there is never any to stop.
-        """
-        ledger = _RequestLedger()
-        token = _request.set(ledger)
-        crashed = False
-        try:
-            yield
-        except ServiceError:
-            raise
-        except Exception:
-            crashed = True
-            for api_key, amount in ledger.charges:
-                self.refund(api_key, amount)
-            self.store.store_many(
-                "DELETE FROM tasks WHERE task_id = ?", [(task_id,) for task_id in ledger.tasks]
-            )
-            raise
-        finally:
-            _request.reset(token)
-            for start in [] if crashed else ledger.starts:
-                start()
-
-    def refund(self, api_key: str, amount: float) -> None:
-        task_id = _working_on.get()
-        with self.store.transaction() as db:
-            db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?", (amount, api_key))
-            if task_id is not None:
-                db.execute(
-                    "UPDATE tasks SET refunded = refunded + ? WHERE task_id = ?", (amount, task_id)
-                )
-
-    @contextmanager
-    def working_on(self, task_id: str) -> Iterator[None]:
-        """Count the refunds made by this thread's work on ``task_id``, so a restart that ends
-        the task gives back exactly what it still holds."""
-        token = _working_on.set(task_id)
-        try:
-            yield
-        finally:
-            _working_on.reset(token)
 
     # ------------------------------------------------------------------ idempotency
 
@@ -275,7 +188,7 @@ class Backend:
         release_polls = int(timing["value"]) if timing["mode"] == "polls" else None
         stamp = now_iso()
         task_id = new_id("")
-        ledger = _request.get()
+        ledger = request_ledger()
         charged = sum(amount for key, amount in ledger.charges if key == api_key) if ledger else 0
         with self.store.transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks").fetchone()[0]
@@ -336,7 +249,7 @@ class Backend:
         """Run ``work`` in the background; its dict is the task's result, its error fails it.
 
         Within a request it starts once the request has succeeded (see undo_on_crash)."""
-        ledger = _request.get()
+        ledger = request_ledger()
         if ledger is None:
             self._pool.submit(self._run, task_id, work)
         else:

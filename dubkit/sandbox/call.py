@@ -3,7 +3,7 @@
 A handler is a plain function ``handler(call: Call[Body]) -> data`` where ``Body`` is the
 operation's request model from :data:`dubkit.schema.OPERATIONS` (its body for a POST, its query
 for a GET). It answers the envelope's ``data`` or raises
-:class:`~dubkit.sandbox.backend.ServiceError`. Which handler answers which operation is the
+:class:`~dubkit.sandbox.service_error.ServiceError`. Which handler answers which operation is the
 explicit table :data:`dubkit.sandbox.products.routes.HANDLERS`.
 """
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import locales
 from ..media import speech
+from . import catalogue_text
 
 
 @dataclass(frozen=True)
@@ -123,268 +124,52 @@ class Persona:
     pitch_range: int  # espeak 0..100
 
 
+# fmt: off
 _P = Persona
-PERSONAS = {
-    p.key: p
-    for p in (
-        _P(
-            "clear_m",
-            "m1",
-            "male",
-            "adult",
-            "neutral",
-            "narrator",
-            ("calm", "clear"),
-            ("audiobook", "e-learning"),
-            "narration",
-            165,
-            45,
-            50,
-        ),
-        _P(
-            "clear_f",
-            "f1",
-            "female",
-            "adult",
-            "neutral",
-            "narrator",
-            ("calm", "clear"),
-            ("audiobook", "e-learning"),
-            "narration",
-            165,
-            55,
-            50,
-        ),
-        _P(
-            "chat_m",
-            "m2",
-            "male",
-            "young",
-            "conversational",
-            "friend",
-            ("friendly", "casual"),
-            ("chat", "vlog"),
-            "conversation",
-            185,
-            55,
-            65,
-        ),
-        _P(
-            "chat_f",
-            "f4",
-            "female",
-            "young",
-            "conversational",
-            "friend",
-            ("cheerful", "casual"),
-            ("chat", "vlog", "social media"),
-            "conversation",
-            185,
-            60,
-            70,
-        ),
-        _P(
-            "story_m",
-            "m3",
-            "male",
-            "adult",
-            "storytelling",
-            "storyteller",
-            ("warm", "expressive"),
-            ("audiobook", "podcast"),
-            "narration",
-            150,
-            45,
-            75,
-        ),
-        _P(
-            "story_f",
-            "f2",
-            "female",
-            "adult",
-            "storytelling",
-            "storyteller",
-            ("warm", "gentle"),
-            ("audiobook", "children's stories"),
-            "narration",
-            150,
-            55,
-            75,
-        ),
-        _P(
-            "news_m",
-            "m7",
-            "male",
-            "adult",
-            "newscast",
-            "news anchor",
-            ("authoritative", "steady"),
-            ("news", "documentary"),
-            "news",
-            170,
-            40,
-            40,
-        ),
-        _P(
-            "news_f",
-            "f3",
-            "female",
-            "adult",
-            "newscast",
-            "news anchor",
-            ("professional", "steady"),
-            ("news", "corporate"),
-            "news",
-            170,
-            50,
-            40,
-        ),
-        _P(
-            "promo_m",
-            "m6",
-            "male",
-            "adult",
-            "advertising",
-            "presenter",
-            ("confident", "energetic"),
-            ("advertising", "trailer"),
-            "advertising",
-            185,
-            45,
-            70,
-        ),
-        _P(
-            "promo_f",
-            "f5",
-            "female",
-            "young",
-            "advertising",
-            "presenter",
-            ("bright", "energetic"),
-            ("advertising", "promo"),
-            "advertising",
-            190,
-            65,
-            80,
-        ),
-        _P(
-            "elder_f",
-            "grandma",
-            "female",
-            "senior",
-            "storytelling",
-            "grandmother",
-            ("kind", "patient"),
-            ("children's stories", "games"),
-            "character",
-            140,
-            50,
-            70,
-        ),
-        _P(
-            "elder_m",
-            "grandpa",
-            "male",
-            "senior",
-            "storytelling",
-            "grandfather",
-            ("wise", "patient"),
-            ("audiobook", "games"),
-            "character",
-            135,
-            40,
-            60,
-        ),
-        _P(
-            "whisper_f",
-            "whisperf",
-            "female",
-            "adult",
-            "whispering",
-            "confidant",
-            ("soft", "intimate"),
-            ("meditation", "ASMR"),
-            "character",
-            140,
-            50,
-            30,
-        ),
-        _P(
-            "whisper_m",
-            "whisper",
-            "male",
-            "adult",
-            "whispering",
-            "confidant",
-            ("soft", "mysterious"),
-            ("horror", "ASMR"),
-            "character",
-            140,
-            45,
-            30,
-        ),
-        _P(
-            "emote_m",
-            "m4",
-            "male",
-            "adult",
-            "emotional",
-            "actor",
-            ("expressive", "dramatic"),
-            ("drama", "games", "dubbing"),
-            "drama",
-            170,
-            50,
-            85,
-        ),
-        _P(
-            "emote_f",
-            "f2",
-            "female",
-            "adult",
-            "emotional",
-            "actress",
-            ("expressive", "dramatic"),
-            ("drama", "games", "dubbing"),
-            "drama",
-            170,
-            60,
-            90,
-        ),
-    )
-}
+PERSONAS = {p.key: p for p in (
+    # key, variant, gender, age, style, role play;
+    # personalities, scenarios, category, words a minute, pitch, pitch range
+    _P("clear_m",   "m1",       "male",   "adult",  "neutral",        "narrator",
+       ("calm", "clear"),           ("audiobook", "e-learning"), "narration", 165, 45, 50),
+    _P("clear_f",   "f1",       "female", "adult",  "neutral",        "narrator",
+       ("calm", "clear"),           ("audiobook", "e-learning"), "narration", 165, 55, 50),
+    _P("chat_m",    "m2",       "male",   "young",  "conversational", "friend",
+       ("friendly", "casual"),      ("chat", "vlog"), "conversation", 185, 55, 65),
+    _P("chat_f",    "f4",       "female", "young",  "conversational", "friend",
+       ("cheerful", "casual"),      ("chat", "vlog", "social media"), "conversation", 185, 60, 70),
+    _P("story_m",   "m3",       "male",   "adult",  "storytelling",   "storyteller",
+       ("warm", "expressive"),      ("audiobook", "podcast"), "narration", 150, 45, 75),
+    _P("story_f",   "f2",       "female", "adult",  "storytelling",   "storyteller",
+       ("warm", "gentle"),          ("audiobook", "children's stories"), "narration", 150, 55, 75),
+    _P("news_m",    "m7",       "male",   "adult",  "newscast",       "news anchor",
+       ("authoritative", "steady"), ("news", "documentary"), "news", 170, 40, 40),
+    _P("news_f",    "f3",       "female", "adult",  "newscast",       "news anchor",
+       ("professional", "steady"),  ("news", "corporate"), "news", 170, 50, 40),
+    _P("promo_m",   "m6",       "male",   "adult",  "advertising",    "presenter",
+       ("confident", "energetic"),  ("advertising", "trailer"), "advertising", 185, 45, 70),
+    _P("promo_f",   "f5",       "female", "young",  "advertising",    "presenter",
+       ("bright", "energetic"),     ("advertising", "promo"), "advertising", 190, 65, 80),
+    _P("elder_f",   "grandma",  "female", "senior", "storytelling",   "grandmother",
+       ("kind", "patient"),         ("children's stories", "games"), "character", 140, 50, 70),
+    _P("elder_m",   "grandpa",  "male",   "senior", "storytelling",   "grandfather",
+       ("wise", "patient"),         ("audiobook", "games"), "character", 135, 40, 60),
+    _P("whisper_f", "whisperf", "female", "adult",  "whispering",     "confidant",
+       ("soft", "intimate"),        ("meditation", "ASMR"), "character", 140, 50, 30),
+    _P("whisper_m", "whisper",  "male",   "adult",  "whispering",     "confidant",
+       ("soft", "mysterious"),      ("horror", "ASMR"), "character", 140, 45, 30),
+    _P("emote_m",   "m4",       "male",   "adult",  "emotional",      "actor",
+       ("expressive", "dramatic"),  ("drama", "games", "dubbing"), "drama", 170, 50, 85),
+    _P("emote_f",   "f2",       "female", "adult",  "emotional",      "actress",
+       ("expressive", "dramatic"),  ("drama", "games", "dubbing"), "drama", 170, 60, 90),
+)}
 
 MAJOR_LOCALES = (
-    "en-US",
-    "en-GB",
-    "en-AU",
-    "en-IN",
-    "es-ES",
-    "es-MX",
-    "fr-FR",
-    "fr-CA",
-    "de-DE",
-    "it-IT",
-    "pt-BR",
-    "pt-PT",
-    "nl-NL",
-    "sv-SE",
-    "pl-PL",
-    "ru-RU",
-    "uk-UA",
-    "tr-TR",
-    "ar-SA",
-    "hi-IN",
-    "ja-JP",
-    "ko-KR",
-    "zh-CN",
-    "zh-HK",
-    "zh-TW",
-    "vi-VN",
-    "id-ID",
-    "th-TH",
+    "en-US", "en-GB", "en-AU", "en-IN", "es-ES", "es-MX", "fr-FR", "fr-CA", "de-DE", "it-IT",
+    "pt-BR", "pt-PT", "nl-NL", "sv-SE", "pl-PL", "ru-RU", "uk-UA", "tr-TR", "ar-SA", "hi-IN",
+    "ja-JP", "ko-KR", "zh-CN", "zh-HK", "zh-TW", "vi-VN", "id-ID", "th-TH",
 )
 FEW_LOCALES = ("en-US", "en-GB", "es-ES", "fr-FR", "de-DE", "ja-JP", "zh-CN")
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -399,177 +184,26 @@ class Tier:
     released: str  # first createTime of the tier
 
 
-TIERS = {
-    t.code: t
-    for t in (
-        Tier(
-            "S1",
-            "Essential",
-            "clear everyday narration",
-            ("clear_m", "clear_f"),
-            None,
-            False,
-            False,
-            "2023-03-01",
-        ),
-        Tier(
-            "S2",
-            "Conversational",
-            "casual, quick dialogue",
-            ("chat_m", "chat_f"),
-            None,
-            False,
-            False,
-            "2023-06-15",
-        ),
-        Tier(
-            "S3",
-            "Narration",
-            "warm long-form storytelling",
-            ("story_m", "story_f"),
-            MAJOR_LOCALES,
-            True,
-            False,
-            "2023-10-02",
-        ),
-        Tier(
-            "S4",
-            "Broadcast",
-            "steady news and documentary reads",
-            ("news_m", "news_f"),
-            MAJOR_LOCALES,
-            True,
-            False,
-            "2024-01-20",
-        ),
-        Tier(
-            "S5",
-            "Advertising",
-            "bright, energetic promos",
-            ("promo_m", "promo_f"),
-            MAJOR_LOCALES,
-            True,
-            False,
-            "2024-04-08",
-        ),
-        Tier(
-            "S6",
-            "Characters",
-            "grandparents and whisperers for stories and games",
-            ("elder_f", "elder_m", "whisper_f", "whisper_m"),
-            FEW_LOCALES,
-            False,
-            True,
-            "2024-09-12",
-        ),
-        Tier(
-            "S7",
-            "Emotive",
-            "expressive acting voices that follow emotion prompts",
-            ("emote_m", "emote_f"),
-            MAJOR_LOCALES,
-            True,
-            True,
-            "2025-02-03",
-        ),
-    )
-}
-
-# "Hello! This is my voice." in each language the catalogue speaks (by espeak language).
-SAMPLE_TEXT = {
-    "af": "Hallo! Dit is my stem.",
-    "am": "ሰላም! ይህ የእኔ ድምጽ ነው።",
-    "ar": "مرحبا! هذا صوتي.",
-    "az": "Salam! Bu mənim səsimdir.",
-    "be": "Прывітанне! Гэта мой голас.",
-    "bg": "Здравейте! Това е моят глас.",
-    "bn": "নমস্কার! এটা আমার কণ্ঠস্বর।",
-    "bs": "Zdravo! Ovo je moj glas.",
-    "ca": "Hola! Aquesta és la meva veu.",
-    "cs": "Dobrý den! Tohle je můj hlas.",
-    "cy": "Helo! Dyma fy llais.",
-    "da": "Hej! Det her er min stemme.",
-    "de": "Hallo! Das ist meine Stimme.",
-    "el": "Γεια σας! Αυτή είναι η φωνή μου.",
-    "en": "Hello! This is my voice.",
-    "es": "¡Hola! Esta es mi voz.",
-    "et": "Tere! See on minu hääl.",
-    "eu": "Kaixo! Hau da nire ahotsa.",
-    "fa": "سلام! این صدای من است.",
-    "fi": "Hei! Tämä on minun ääneni.",
-    "fr": "Bonjour ! Voici ma voix.",
-    "ga": "Dia duit! Seo é mo ghlór.",
-    "gu": "નમસ્તે! આ મારો અવાજ છે.",
-    "he": "שלום! זה הקול שלי.",
-    "hi": "नमस्ते! यह मेरी आवाज़ है।",
-    "hr": "Bok! Ovo je moj glas.",
-    "ht": "Bonjou! Sa a se vwa mwen.",
-    "hu": "Szia! Ez az én hangom.",
-    "hy": "Բարև! Սա իմ ձայնն է։",
-    "id": "Halo! Ini suara saya.",
-    "is": "Halló! Þetta er röddin mín.",
-    "it": "Ciao! Questa è la mia voce.",
-    "ja": "こんにちは！これがわたしのこえです。",
-    "ka": "გამარჯობა! ეს ჩემი ხმაა.",
-    "kk": "Сәлем! Бұл менің дауысым.",
-    "ku": "Silav! Ev dengê min e.",
-    "kn": "ನಮಸ್ಕಾರ! ಇದು ನನ್ನ ಧ್ವನಿ.",
-    "ko": "안녕하세요! 이것은 제 목소리입니다.",
-    "lt": "Labas! Tai mano balsas.",
-    "lv": "Sveiki! Šī ir mana balss.",
-    "mk": "Здраво! Ова е мојот глас.",
-    "ml": "നമസ്കാരം! ഇത് എന്റെ ശബ്ദമാണ്.",
-    "mr": "नमस्कार! हा माझा आवाज आहे.",
-    "ms": "Helo! Ini suara saya.",
-    "mt": "Bongu! Din hija l-vuċi tiegħi.",
-    "my": "မင်္ဂလာပါ! ဒါ ကျွန်ုပ်ရဲ့ အသံပါ။",
-    "nb": "Hei! Dette er stemmen min.",
-    "ne": "नमस्ते! यो मेरो आवाज हो।",
-    "nl": "Hallo! Dit is mijn stem.",
-    "pa": "ਸਤ ਸ੍ਰੀ ਅਕਾਲ! ਇਹ ਮੇਰੀ ਆਵਾਜ਼ ਹੈ।",
-    "pl": "Cześć! To jest mój głos.",
-    "pt": "Olá! Esta é a minha voz.",
-    "ro": "Bună! Aceasta este vocea mea.",
-    "ru": "Здравствуйте! Это мой голос.",
-    "si": "ආයුබෝවන්! මේ මගේ හඬයි.",
-    "sk": "Dobrý deň! Toto je môj hlas.",
-    "sl": "Živjo! To je moj glas.",
-    "sq": "Përshëndetje! Ky është zëri im.",
-    "sr": "Zdravo! Ovo je moj glas.",
-    "sv": "Hej! Det här är min röst.",
-    "sw": "Habari! Hii ni sauti yangu.",
-    "ta": "வணக்கம்! இது என் குரல்.",
-    "te": "నమస్కారం! ఇది నా గొంతు.",
-    "th": "สวัสดี! นี่คือเสียงของฉัน",
-    "tr": "Merhaba! Bu benim sesim.",
-    "ug": "ياخشىمۇسىز! بۇ مېنىڭ ئاۋازىم.",
-    "uk": "Привіт! Це мій голос.",
-    "ur": "السلام علیکم! یہ میری آواز ہے۔",
-    "uz": "Salom! Bu mening ovozim.",
-    "vi": "Xin chào! Đây là giọng nói của tôi.",
-    "cmn": "你好！这是我的声音。",
-    "yue": "你好！呢個係我嘅聲音。",
-}
-
-# Given names per language family, "female | male"; other languages use the first row.
-_NAMES = {
-    "": "Ava Maya Lena Sofia Nora Iris Clara Emma Lucia Zara | Leo Adam Noah Felix Omar Ivan "
-    "Hugo Elias Theo Milan",
-    "en": "Ava Emma Olivia Grace Chloe Ruby Harper Isla | Liam Noah Oliver Jack Henry Leo "
-    "Ethan Samuel",
-    "es": "Lucía Sofía Valentina Camila Elena Paula | Mateo Diego Santiago Pablo Javier Hugo",
-    "fr": "Camille Léa Chloé Manon Inès Juliette | Louis Hugo Gabriel Arthur Jules Lucas",
-    "de": "Mia Hannah Lena Marie Emilia Clara | Lukas Felix Jonas Paul Maximilian Leon",
-    "it": "Giulia Sofia Aurora Chiara Martina | Leonardo Francesco Lorenzo Matteo Marco",
-    "pt": "Beatriz Mariana Ana Júlia Larissa | João Pedro Gabriel Lucas Rafael",
-    "ja": "Yui Haruka Sakura Aoi Hina | Haruto Ren Sota Yuto Kaito",
-    "cmn": "Xiaoxiao Yunxi Mei Lan Hui | Wei Jun Hao Ming Lei",
-    "yue": "Hiu Gaai Wing Man Ka Yan | Wan Lung Chi Kin Ho Yin",
-    "ko": "Jiwoo Seoyeon Minji Haeun | Minjun Seojun Jihoon Hyun",
-    "ar": "Layla Amira Salma Noor Yasmin | Omar Karim Youssef Hamza Tariq",
-    "hi": "Ananya Priya Aditi Kavya | Arjun Rohan Vivaan Aarav",
-    "ru": "Anna Daria Sofia Polina | Dmitri Ivan Mikhail Artem",
-}
+# fmt: off
+TIERS = {t.code: t for t in (
+    # code, line, blurb;
+    # personas, locales, hd, emotion prompts, released
+    Tier("S1", "Essential", "clear everyday narration",
+         ("clear_m", "clear_f"), None, False, False, "2023-03-01"),
+    Tier("S2", "Conversational", "casual, quick dialogue",
+         ("chat_m", "chat_f"), None, False, False, "2023-06-15"),
+    Tier("S3", "Narration", "warm long-form storytelling",
+         ("story_m", "story_f"), MAJOR_LOCALES, True, False, "2023-10-02"),
+    Tier("S4", "Broadcast", "steady news and documentary reads",
+         ("news_m", "news_f"), MAJOR_LOCALES, True, False, "2024-01-20"),
+    Tier("S5", "Advertising", "bright, energetic promos",
+         ("promo_m", "promo_f"), MAJOR_LOCALES, True, False, "2024-04-08"),
+    Tier("S6", "Characters", "grandparents and whisperers for stories and games",
+         ("elder_f", "elder_m", "whisper_f", "whisper_m"), FEW_LOCALES, False, True, "2024-09-12"),
+    Tier("S7", "Emotive", "expressive acting voices that follow emotion prompts",
+         ("emote_m", "emote_f"), MAJOR_LOCALES, True, True, "2025-02-03"),
+)}
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -593,40 +227,15 @@ def _language(espeak: str) -> str:
     return espeak.split("-")[0]
 
 
-def _locale_names(locale: str) -> tuple[str, str]:
-    """``("English (United States)", "English")``: the English label and the endonym."""
-    from babel import Locale, UnknownLocaleError
-
-    special = {
-        "ar-XA": ("Arabic (Pan-Arab)", "العربية"),
-        "nan-CN": ("Min Nan Chinese (China)", "閩南語"),
-        "wuu-CN": ("Wu Chinese (China)", "吴语"),
-    }
-    if locale in special:
-        return special[locale]
-    parts = locale.split("-")
-    dialect = parts[2].capitalize() if len(parts) == 3 and parts[1] == "CN" else None
-    try:
-        parsed = Locale.parse("_".join(parts[:2]) if dialect else locale.replace("-", "_"))
-    except (UnknownLocaleError, ValueError):
-        return locale, locale
-    label = parsed.get_display_name("en") or locale
-    if dialect:
-        label = f"{parsed.get_language_name('en')} ({dialect} dialect, China)"
-    return label, parsed.get_language_name(parsed) or label
-
-
 def _name(persona: Persona, espeak: str, voice_id: str) -> str:
-    pool = _NAMES.get(_language(espeak), _NAMES[""])
-    female, male = (names.split() for names in pool.split("|"))
-    names = female if persona.gender == "female" else male
+    names = catalogue_text.given_names(_language(espeak), persona.gender)
     return names[_digest(voice_id) % len(names)]
 
 
 def _build(tier: Tier, persona: Persona, locale: str, espeak: str) -> Preset:
     voice_id = f"sv_{tier.code.lower()}_{locale.lower().replace('-', '_')}_{persona.key}"
     name = _name(persona, espeak, voice_id)
-    locale_name, endonym = _locale_names(locale)
+    locale_name, endonym = catalogue_text.locale_names(locale)
     score = round(3.0 + (_digest("score", voice_id) % 151) / 100 + (0.45 if tier.hd else 0), 2)
     released = datetime.fromisoformat(tier.released).replace(tzinfo=timezone.utc)
     created = released + timedelta(days=_digest("created", voice_id) % 60)
@@ -667,7 +276,7 @@ def _build(tier: Tier, persona: Persona, locale: str, espeak: str) -> Preset:
         "createTime": created.isoformat().replace("+00:00", "Z"),
         "updateTime": updated.isoformat().replace("+00:00", "Z"),
     }
-    sample = SAMPLE_TEXT.get(_language(espeak), SAMPLE_TEXT["en"])
+    sample = catalogue_text.sample_text(_language(espeak))
     return Preset(record, speaking, sample)
 
 
@@ -680,7 +289,7 @@ def presets() -> tuple[Preset, ...]:
             spoken[locale] = speech.voice_for_locale(locale)
         except speech.SpeechError:
             continue  # espeak has no voice for it: no preset speaks that locale
-    out = []
+    out: list[Preset] = []
     for tier in TIERS.values():
         for locale in tier.locales or tuple(spoken):
             if locale not in spoken:

@@ -92,7 +92,8 @@ class _Live:
 
     def discard(self, sock: socket.socket | None) -> None:
         with self._lock:
-            self._socks.discard(sock)  # type: ignore[arg-type]
+            if sock is not None:
+                self._socks.discard(sock)
 
     def close(self) -> None:
         with self._lock:
@@ -104,7 +105,7 @@ class _Live:
                     pass
 
 
-class _Deadlined:
+class _Deadlined(http.client.HTTPConnection):
     """http.client connection whose connect, sends and reads all share one deadline."""
 
     deadline: float
@@ -113,10 +114,10 @@ class _Deadlined:
 
     def connect(self) -> None:
         self.timeout = _time_left(self.deadline)
-        super().connect()  # type: ignore[misc]
-        self.raw = self.sock  # type: ignore[has-type]
-        self.live.add(self.raw)  # type: ignore[arg-type]
-        self.sock = _DeadlineSocket(self.raw, self.deadline)  # type: ignore[arg-type]
+        super().connect()
+        self.raw = raw = self.sock
+        self.live.add(raw)
+        self.sock = _DeadlineSocket(raw, self.deadline)
 
 
 class _HTTP(_Deadlined, http.client.HTTPConnection):

@@ -27,8 +27,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .admin_token import ADMIN_HEADER
-from .backend import ServiceError
 from .envelope import envelope
+from .service_error import ServiceError
 
 PUBLIC_ADMIN_PATHS = frozenset({"/_sandbox/openapi.json"})
 MAX_QUERY = 4096  # characters of a query string; the interface's GETs need a few dozen

@@ -19,10 +19,11 @@ completion must be in ascending order, without repeats, with the ETag each PUT a
 the joined bytes must have the upload's MD5. A refusal leaves the session and its parts as
 they were. Re-sending a part replaces it; while its new bytes arrive it does not count.
 
-Completion closes the session's :class:`~dubkit.sandbox.sinks.Gate` first: a part PUT still streaming (a slow
-client, a retry racing the complete) writes its next block only through the gate, finds it
-shut and is answered 404, so no byte lands in the file once it is being registered (the
-assembly file becomes the material's file by a rename, so a late write would go there).
+Completion closes the session's :class:`~dubkit.sandbox.sinks.Gate` first: a part PUT still
+streaming (a slow client, a retry racing the complete) writes its next block only through the
+gate, finds it shut and is answered 404, so no byte lands in the file once it is being
+registered (the assembly file becomes the material's file by a rename, so a late write would
+go there).
 """
 
 from __future__ import annotations
@@ -40,14 +41,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .backend import Backend, ServiceError
+from .backend import Backend
+from .segments import Segment, copy_segment, hash_into, md5_of
+from .service_error import ServiceError
 from .sinks import FileSink, Gate, SlotSink
 from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
 
 MIN_PART_SIZE = 5 * 1024 * 1024
-BLOCK = 1 << 20
+BLOCK = 1 << 20  # bytes read, hashed, copied or written at a time
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS storage_uploads (
@@ -58,7 +61,6 @@ CREATE TABLE IF NOT EXISTS storage_parts (
     etag TEXT NOT NULL, puts INTEGER NOT NULL DEFAULT 1, in_slot INTEGER NOT NULL,
     PRIMARY KEY (upload_id, part_number));
 """
-Segment = tuple[Path, int, int]  # file, offset, length
 
 
 def _store(backend: Backend) -> Store:
@@ -137,7 +139,9 @@ def _extend(backend: Backend, upload: dict[str, Any], prefix: _Prefix) -> None:
         part = stored.get(number)
         if part is None or not part["etag"] or not part["in_slot"] or part["size"] != slot:
             return
-        _hash_into(prefix.digest, [(_assembly(backend, upload_id), (number - 1) * slot, slot)])
+        hash_into(
+            prefix.digest, [(_assembly(backend, upload_id), (number - 1) * slot, slot)], BLOCK
+        )
         prefix.etags.append(part["etag"])
 
 
@@ -347,10 +351,10 @@ def _join(segments: list[Segment], target: Path, file_hash: str) -> None:
     partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
     try:
         with ThreadPoolExecutor(1) as pool:
-            digest = pool.submit(_md5_of, segments)
+            digest = pool.submit(md5_of, segments, BLOCK)
             with open(partial, "wb") as out:
                 for segment in segments:
-                    _copy(segment, out)
+                    copy_segment(segment, out, BLOCK)
             _check_md5(digest.result(), file_hash)
         os.replace(partial, target)
     finally:
@@ -369,37 +373,5 @@ def _in_place_md5(
     with prefix.lock:  # wait for a hashing thread still at work
         if prefix.matches([stored[n]["etag"] for n, _ in listed]):
             digest = prefix.digest.copy()
-            return _hash_into(digest, segments[len(prefix.etags) :]).hexdigest()
-    return _md5_of(segments)
-
-
-def _md5_of(segments: list[Segment]) -> str:
-    return _hash_into(hashlib.md5(usedforsecurity=False), segments).hexdigest()
-
-
-def _hash_into(digest: Any, segments: list[Segment]) -> Any:
-    block = bytearray(BLOCK)
-    view = memoryview(block)
-    for path, offset, length in segments:
-        with open(path, "rb", buffering=0) as source:
-            source.seek(offset)
-            while length and (count := source.readinto(view[: min(length, BLOCK)])):
-                digest.update(view[:count])
-                length -= count
-    return digest
-
-
-def _copy(segment: Segment, out: Any) -> None:
-    path, offset, left = segment
-    with open(path, "rb") as source:
-        try:
-            while left:
-                copied = os.copy_file_range(source.fileno(), out.fileno(), left, offset)
-                if copied == 0:
-                    break
-                offset, left = offset + copied, left - copied
-        except OSError:  # no copy_file_range (old kernel, other OS): a plain copy
-            source.seek(offset)
-            while left and (data := source.read(min(left, BLOCK))):
-                out.write(data)
-                left -= len(data)
+            return hash_into(digest, segments[len(prefix.etags) :], BLOCK).hexdigest()
+    return md5_of(segments, BLOCK)

@@ -35,7 +35,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..media import av
-from .backend import Backend, ServiceError
+from .backend import Backend
+from .service_error import ServiceError
 
 MAX_REFERENCE_BYTES = 50 * 1024 * 1024
 FETCH_SECONDS = 30.0
@@ -175,14 +176,14 @@ def _allowed(address: str, host: str, port: int, policy: dict[str, Any]) -> bool
 
 
 def _guarded(base: type) -> type:
-    class Guarded(base):  # type: ignore[valid-type, misc]
+    class Guarded(base):
         policy: dict[str, Any] = DEFAULT_POLICY
 
         def _new_conn(self) -> socket.socket:
             # Before connecting (no packet to a forbidden address) and on the socket made
             # (a DNS answer that changed in between does not get through).
             for *_, address in socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM):
-                if not _allowed(address[0], self.host, self.port, self.policy):
+                if not _allowed(str(address[0]), self.host, self.port, self.policy):
                     raise _Refused("address not allowed by the sandbox's fetch policy")
             sock = super()._new_conn()
             if not _allowed(sock.getpeername()[0], self.host, self.port, self.policy):
@@ -202,10 +203,10 @@ class _GuardedAdapter(HTTPAdapter):
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        plain = type(
+        plain: Any = type(
             "GuardedHTTPPool", (HTTPConnectionPool,), {"ConnectionCls": _guarded(HTTPConnection)}
         )
-        tls = type(
+        tls: Any = type(
             "GuardedHTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": _guarded(HTTPSConnection)}
         )
         plain.ConnectionCls.policy = tls.ConnectionCls.policy = self._policy

@@ -19,8 +19,8 @@ It composes what the client already does: ``client.voices.presets`` picks the vo
 matches the takes, the clone panel (:class:`~dubkit.widgets.clone.ClonePanel`) makes clones.
 
 Modules: ``app`` (the screen), ``takes`` (a take and its card HTML), ``cards`` (live cards and
-the shortlist panel), ``shortlist``, ``blind``, ``deliveries`` (one voice, several emotions and
-speeds), ``voices`` (labels), ``command`` (the CLI).
+the shortlist panel), ``shortlist``, ``blind``, ``deliveries`` and ``delivery_panel`` (one voice,
+several emotions and speeds), ``voices`` (labels), ``command`` (the CLI).
 """
 
 from .app import DEFAULT_TEXT, MAX_VOICES, AuditionStudio, running_in_voila

@@ -24,9 +24,10 @@ from ..widgets.clone import ClonePanel
 from ..widgets.voices import GENDERS
 from .blind import BlindRound, Pick
 from .cards import ShortlistView, TakeCard, shortlist_table_html
-from .deliveries import EMOTIONS, MAX_DELIVERIES, SPEEDS, speak_deliveries
+from .deliveries import speak_deliveries
+from .delivery_panel import DeliveriesPanel, takes_box
 from .shortlist import Shortlist
-from .takes import NEUTRAL, Take, make_takes
+from .takes import Take, make_takes
 from .voices import VoiceInfo
 
 if TYPE_CHECKING:
@@ -47,20 +48,6 @@ def running_in_voila() -> bool:
 
 def _error_html(exc: Exception) -> str:
     return _ERROR.format(html.escape(f"{type(exc).__name__}: {exc}"))
-
-
-def _mark_when_on(toggle: widgets.ToggleButton) -> None:
-    """Colour a ticked toggle: ipywidgets' own pressed shade is too faint to read at a glance."""
-
-    def paint(_: Any = None) -> None:
-        toggle.button_style = "info" if toggle.value else ""
-
-    toggle.observe(paint, names="value")
-    paint()
-
-
-def _takes_box() -> widgets.Box:
-    return widgets.Box(layout=widgets.Layout(display="flex", flex_flow="row wrap"))
 
 
 class AuditionStudio(widgets.VBox):
@@ -111,13 +98,14 @@ class AuditionStudio(widgets.VBox):
         )
         self._hear = widgets.Button(description="Hear them", button_style="primary", icon="play")
         self._status = widgets.HTML()
-        self._takes = _takes_box()
+        self._takes = takes_box()
         self._takes.add_class("dubkit-takes")
         self._picks = widgets.HTML()
         self._hear.on_click(lambda _: self.hear())
-        self._build_deliveries()
+        self._delivery_panel = DeliveriesPanel(self.shortlist)
+        self._delivery_panel.button.on_click(lambda _: self.deliveries())
         self.shortlist_view = ShortlistView(self.shortlist, in_app=self.in_app)
-        self.shortlist.observe(lambda _: [card.sync() for card in self.cards])
+        self.shortlist.observe(self._sync_cards)
         self.clone_panel = ClonePanel(client)
         # Runs after the panel's own handler (registration order): a new clone joins the takes.
         self.clone_panel.button.on_click(lambda _: self._adopt(self.clone_panel.clone))
@@ -141,9 +129,9 @@ class AuditionStudio(widgets.VBox):
                     "<h4>One voice, several deliveries</h4><p>The same line by one "
                     "voice with each emotion and speed ticked, side by side.</p>"
                 ),
-                self._deliveries_controls,
-                self._deliveries_status,
-                self._deliveries,
+                self._delivery_panel.controls,
+                self._delivery_panel.status,
+                self._delivery_panel.box,
                 widgets.HTML("<h4>Shortlist</h4>"),
                 self.shortlist_view,
                 widgets.HTML(
@@ -174,7 +162,8 @@ class AuditionStudio(widgets.VBox):
             locale=self._locale.value, gender=gender, limit=self._count.value
         )
         for voice in found:
-            self.voices[voice.voice_id] = VoiceInfo.of_preset(voice)
+            if voice.voice_id:
+                self.voices[voice.voice_id] = VoiceInfo.of_preset(voice)
         return found.ids
 
     def set_blind(self, on: bool = True) -> None:
@@ -233,7 +222,7 @@ class AuditionStudio(widgets.VBox):
             self._status.value = (
                 f"You picked <b>{html.escape(letter)}</b>: {html.escape(pick.name)}."
             )
-            self._offer_voices(self.takes)
+            self._delivery_panel.offer(self.takes)
         return pick
 
     def picks_frame(self) -> pd.DataFrame:
@@ -268,45 +257,6 @@ class AuditionStudio(widgets.VBox):
 
     # ----------------------------------------------------------------- deliveries
 
-    def _build_deliveries(self) -> None:
-        self._voice = widgets.Dropdown(
-            options=[("hear some voices first", "")], value="", description="voice"
-        )
-        self._emotions = {
-            e: widgets.ToggleButton(
-                value=e in EMOTIONS[:4], description=e, layout=widgets.Layout(width="auto")
-            )
-            for e in EMOTIONS
-        }
-        self._speeds = {
-            s: widgets.ToggleButton(
-                value=s == 1.0, description=f"{s:g}x", layout=widgets.Layout(width="auto")
-            )
-            for s in SPEEDS
-        }
-        for kind, toggles in (("emotion", self._emotions), ("speed", self._speeds)):
-            for toggle in toggles.values():
-                toggle.add_class(f"dubkit-{kind}")
-                _mark_when_on(toggle)
-        self._hear_deliveries = widgets.Button(
-            description="Hear deliveries", button_style="primary"
-        )
-        self._hear_deliveries.on_click(lambda _: self.deliveries())
-        row = widgets.Layout(flex_flow="row wrap", align_items="center")
-        self._deliveries_controls = widgets.VBox(
-            [
-                self._voice,
-                widgets.HBox([widgets.Label("emotion"), *self._emotions.values()], layout=row),
-                widgets.HBox(
-                    [widgets.Label("speed"), *self._speeds.values(), self._hear_deliveries],
-                    layout=row,
-                ),
-            ]
-        )
-        self._deliveries_status = widgets.HTML()
-        self._deliveries = _takes_box()
-        self._deliveries.add_class("dubkit-deliveries")
-
     def deliveries(
         self,
         voice_id: str | None = None,
@@ -323,49 +273,26 @@ class AuditionStudio(widgets.VBox):
         >>> studio.deliveries("sv_s7_en_us_emote_f", emotions=["neutral", "happy"],
         ...                   speeds=[0.8, 1.0])               # four takes, one voice
         """
-        voice_id = voice_id or self._voice.value
-        emotions = list(emotions or [e for e, t in self._emotions.items() if t.value])
-        speeds = sorted(set(speeds or [s for s, t in self._speeds.items() if t.value]))
         text = self._text.value if text is None else text
-        problem = (
-            "choose a voice (hear some voices first)"
-            if not voice_id
-            else "tick an emotion and a speed"
-            if not emotions or not speeds
-            else f"at most {MAX_DELIVERIES} deliveries at once"
-            if len(emotions) * len(speeds) > MAX_DELIVERIES
-            else "type a line to hear first"
-            if not text.strip()
-            else ""
-        )
-        if problem:
-            self._deliveries_status.value = f"<i>{html.escape(problem)}</i>"
+        panel = self._delivery_panel
+        asked = panel.ask(voice_id, emotions, speeds, text)
+        if asked is None:
             return []
-        self._deliveries_status.value = "<i>speaking…</i>"
-        self._hear_deliveries.disabled = True
+        voice_id, emotions, speeds = asked
+        panel.status.value = "<i>speaking…</i>"
+        panel.button.disabled = True
         try:
+            info = self._voice_info(voice_id)
             takes = speak_deliveries(
-                self._client,
-                self._voice_info(voice_id),
-                text,
-                emotions,
-                speeds,
-                language=self._locale.value,
+                self._client, info, text, emotions, speeds, language=self._locale.value
             )
         except Exception as exc:  # shown in the app; the studio stays usable
-            self._deliveries_status.value = _error_html(exc)
+            panel.status.value = _error_html(exc)
             return []
         finally:
-            self._hear_deliveries.disabled = False
+            panel.button.disabled = False
         self.delivery_takes = takes
-        self._deliveries.children = [TakeCard(t, self.shortlist) for t in takes]
-        info = self.voices[voice_id]
-        self._deliveries_status.value = (
-            f"<small>The catalogue says {html.escape(info.name)} does not follow emotion "
-            "prompts: on the service its emotions may sound alike.</small>"
-            if info.follows_emotion is False and set(emotions) - {NEUTRAL}
-            else ""
-        )
+        panel.show(takes, info, emotions)
         return takes
 
     # ----------------------------------------------------------------- internals
@@ -385,7 +312,7 @@ class AuditionStudio(widgets.VBox):
             self.blind_round = None
             cards = [TakeCard(t, self.shortlist) for t in takes]
             self._status.value = ""
-            self._offer_voices(takes)
+            self._delivery_panel.offer(takes)
         self._takes.children = cards
 
     def _round_cards(self) -> list[TakeCard]:
@@ -394,35 +321,22 @@ class AuditionStudio(widgets.VBox):
     @property
     def cards(self) -> list[TakeCard]:
         """Every card shown: the round's, then the deliveries'."""
-        return self._round_cards() + [
-            c for c in self._deliveries.children if isinstance(c, TakeCard)
-        ]
+        return self._round_cards() + self._delivery_panel.cards
 
-    def _offer_voices(self, takes: list[Take]) -> None:
-        """The voices just heard become the choices for deliveries."""
-        options = [(f"{t.voice.name} ({t.voice.tier})", t.voice.voice_id) for t in takes if t.ok]
-        if options:
-            current = self._voice.value
-            self._voice.options = options
-            ids = [value for _, value in options]
-            self._voice.value = current if current in ids else ids[0]
+    def _sync_cards(self, _: object) -> None:
+        for card in self.cards:
+            card.sync()
 
     def _voice_info(self, voice_id: str) -> VoiceInfo:
         if voice_id not in self.voices:
-            found = (
-                self._client.voices.clones(voice_id=voice_id, limit=1)
-                if voice_id.startswith("cv_")
-                else self._client.voices.presets(voice_id=voice_id, limit=1)
-            )
-            self.voices[voice_id] = (
-                (
-                    VoiceInfo.of_clone(found[0])
-                    if voice_id.startswith("cv_")
-                    else VoiceInfo.of_preset(found[0])
-                )
-                if found
-                else VoiceInfo.unknown(voice_id)
-            )
+            info = VoiceInfo.unknown(voice_id)
+            if voice_id.startswith("cv_"):
+                clones = self._client.voices.clones(voice_id=voice_id, limit=1)
+                info = VoiceInfo.of_clone(clones[0]) if clones else info
+            else:
+                presets = self._client.voices.presets(voice_id=voice_id, limit=1)
+                info = VoiceInfo.of_preset(presets[0]) if presets else info
+            self.voices[voice_id] = info
         return self.voices[voice_id]
 
     def _adopt(self, clone: Clone | None) -> None:

@@ -30,7 +30,7 @@ class TakeCard(widgets.VBox):
         *,
         letter: str | None = None,
         hidden: bool = False,
-        on_pick: Callable[[str], None] | None = None,
+        on_pick: Callable[[str], object] | None = None,
     ) -> None:
         self.take, self.letter, self.hidden = take, letter, hidden
         self._shortlist = shortlist

@@ -19,6 +19,7 @@ from .voices import VoiceInfo
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..results import Speech, SpeechLine
 
 MAX_DELIVERIES = 12
 # emoPrompt presets a person picks from; free text works in code (emotions=["tired, sad"]).
@@ -54,7 +55,7 @@ def speak_deliveries(
         )
     )
     plan = [(e, s) for e in emotions for s in speeds if s != 1.0 and natural[e].ok]
-    stretched = (
+    stretched: Speech | list[SpeechLine] = (
         client.tts.batch(
             [line(e, round((natural[e].duration or 0) / s, 2)) for e, s in plan],
             language=language,

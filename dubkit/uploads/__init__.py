@@ -31,7 +31,8 @@ from .files import (
     file_md5,
     part_size_for,
 )
-from .flow import MULTIPART_THRESHOLD, ProgressCallback, Upload, UploadError, UploadProgress
+from .flow import MULTIPART_THRESHOLD, Upload, UploadError
+from .progress import ProgressCallback, UploadProgress
 from .state import UploadState, default_state_dir, pending_states
 
 __all__ = [

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from ..errors import (
     ValidationError,
 )
 from ..schema import (
+    CompletedPart,
     GenUploadUrlAnswer,
     Material,
     MultipartComplete,
@@ -32,12 +31,10 @@ from ..schema import (
 from ._part_urls import PartUrls
 from ._resume_checks import first_changed_part, registered_by_last_run
 from .files import FileSlice, check_media_file, file_md5, part_size_for
+from .progress import REPORT_EVERY, ProgressCallback, ProgressReport, UploadProgress
 from .state import UploadState
 
 MULTIPART_THRESHOLD = 32 * 1024 * 1024
-_REPORT_EVERY = 0.2  # seconds between progress reports
-
-ProgressCallback = Callable[["UploadProgress"], None]
 
 
 class UploadError(DubkitError):
@@ -47,40 +44,6 @@ class UploadError(DubkitError):
         super().__init__(message)
         self.resumable = resumable
         self.state_file = state_file
-
-
-@dataclass
-class UploadProgress:
-    """A snapshot for progress displays; ``phase`` is hashing, uploading, registering, done."""
-
-    file_name: str
-    total: int
-    phase: str = "hashing"
-    hashed: int = 0
-    sent: int = 0
-    parts_done: int = 0
-    parts_total: int = 0
-    resumed_parts: int = 0
-    resumed_bytes: int = 0  # sent by an earlier, interrupted run
-    verified: int = 0  # of those, re-read to check they are still the file's
-    material_id: str | None = None
-    duplicate: bool = False
-    started: float = field(default_factory=time.monotonic)
-    sending_since: float | None = None
-    sending_until: float | None = None
-    ended: float | None = None
-
-    @property
-    def rate(self) -> float:
-        """Bytes per second sent by this run (0 before sending starts)."""
-        if self.sending_since is None:
-            return 0.0
-        seconds = (self.sending_until or time.monotonic()) - self.sending_since
-        return (self.sent - self.resumed_bytes) / seconds if seconds > 0 else 0.0
-
-    @property
-    def elapsed(self) -> float:
-        return (self.ended or time.monotonic()) - self.started
 
 
 class _SessionGone(UploadError):
@@ -130,11 +93,8 @@ class Upload:
         self.state_file = UploadState.location(
             Path(state_dir) if state_dir else None, transport.account_id, self.path
         )
-        self.progress = UploadProgress(self.name, self.size)
-        self.on_progress = progress  # called from the caller's thread only
-        self._lock = threading.Lock()
+        self.report = ProgressReport(self.name, self.size, progress)
         self._stop = threading.Event()
-        self._last_report = 0.0
 
     # -- public
     def run(self) -> dict[str, Any]:
@@ -157,13 +117,13 @@ class Upload:
 
     # -- flows
     def _fresh(self) -> dict[str, Any]:
-        self.progress = UploadProgress(self.name, self.size)  # a restart begins anew
+        self.report.restart()  # a restart begins anew
         self._stop.clear()
         stale = UploadState.load(self.state_file)
         if stale is not None:  # resume=False: the old session must not linger
             self._abort(stale)
-        file_hash = file_md5(self.path, self._hashed)
-        self._phase("uploading")
+        file_hash = file_md5(self.path, self.report.hashed)
+        self.report.phase("uploading")
         start = UploadStart(file_hash=file_hash, file_name=self.name)
         if self.size < self.threshold:
             answer = GenUploadUrlAnswer.model_validate(
@@ -199,7 +159,7 @@ class Upload:
         self.progress.hashed = self.size
         self.progress.resumed_parts = len(state.etags)
         self.progress.phase = "uploading"  # while checking, ticks show ``verified`` grow
-        if first_changed_part(self.path, state, self.size, self._verified) is not None:
+        if first_changed_part(self.path, state, self.size, self.report.verified) is not None:
             self._abort(state)
             return self._fresh()
         registered = registered_by_last_run(self.find_by_hash, state, self.size)
@@ -207,7 +167,7 @@ class Upload:
             state.delete()  # no abort: the service refuses one of a completed upload
             self.progress.sent = self.progress.resumed_bytes = self.size
             return self._done(registered)
-        self._phase("uploading")
+        self.report.phase("uploading")
         try:
             return self._multipart(state)
         except _SessionGone:
@@ -218,6 +178,11 @@ class Upload:
 
     def _single(self, start: UploadStart, answer: GenUploadUrlAnswer) -> dict[str, Any]:
         self.progress.parts_total = 1
+        if not answer.s3_uri or not answer.material_id:
+            raise UploadError(
+                "the service's gen-upload-url answer has no s3Uri or materialId", resumable=False
+            )
+        s3_uri, material_id = answer.s3_uri, answer.material_id
         current = [answer]
 
         def renew() -> None:  # the single URL expired: a new session, a new URL
@@ -234,14 +199,12 @@ class Upload:
         except _Refused as exc:
             raise _reworded(exc.error, f"storage refused {self.name!r}") from None
         self.progress.parts_done = 1
-        self._phase("registering")
+        self.report.phase("registering")
         answer = current[0]
         return self._done(
             self._register(
                 "materials.complete",
-                UploadComplete(
-                    **start.model_dump(), s3_uri=answer.s3_uri, material_id=answer.material_id
-                ),
+                UploadComplete(**start.model_dump(), s3_uri=s3_uri, material_id=material_id),
                 start.file_hash,
             )
         )
@@ -273,8 +236,8 @@ class Upload:
                 resumable=True,
                 state_file=state.file,
             ) from None
-        self._phase("registering")
-        parts = [{"part_number": n, "e_tag": tag} for n, tag in sorted(state.etags.items())]
+        self.report.phase("registering")
+        parts = [CompletedPart(part_number=n, e_tag=tag) for n, tag in sorted(state.etags.items())]
         try:
             record = self._register(
                 "materials.multipart_complete",
@@ -298,12 +261,10 @@ class Upload:
         try:
             pending = set(futures)
             while pending:
-                finished, pending = wait(
-                    pending, timeout=_REPORT_EVERY, return_when=FIRST_COMPLETED
-                )
+                finished, pending = wait(pending, timeout=REPORT_EVERY, return_when=FIRST_COMPLETED)
                 for future in finished:
                     future.result()  # the first failure stops the rest
-                self._tick(force=bool(finished))  # every finished part is shown at once
+                self.report.tick(force=bool(finished))  # every finished part is shown at once
         finally:
             self._stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
@@ -318,8 +279,7 @@ class Upload:
         )
         if sent is not None:
             state.record_part(number, *sent)
-            with self._lock:
-                self.progress.parts_done += 1
+            self.report.part_done()
 
     def _put_retrying(
         self, url: Callable[[], str], renew: Callable[[], None], offset: int, length: int
@@ -348,16 +308,16 @@ class Upload:
 
         def body() -> FileSlice:
             if slices:
-                self._sent(-slices[-1].sent)
+                self.report.sent(-slices[-1].sent)
                 slices[-1].close()
-            slices.append(FileSlice(self.path, offset, length, self._sent))
+            slices.append(FileSlice(self.path, offset, length, self.report.sent))
             return slices[-1]
 
         try:
             answer = self.transport.send("PUT", url, data=body)
         except DubkitError as exc:
             if slices:
-                self._sent(-slices[-1].sent)
+                self.report.sent(-slices[-1].sent)
             if isinstance(exc, _TRANSIENT) or not isinstance(exc, APIError):
                 raise
             raise _Refused(exc) from None
@@ -402,39 +362,13 @@ class Upload:
             pass  # gone already, or unreachable: the session just expires there
         state.delete()
 
-    # -- progress
-    def _hashed(self, count: int) -> None:
-        self.progress.hashed += count
-        self._tick()
-
-    def _verified(self, count: int) -> None:
-        self.progress.verified += count
-        self._tick()
-
-    def _sent(self, count: int) -> None:
-        with self._lock:
-            self.progress.sent += count
-
-    def _phase(self, phase: str) -> None:
-        self.progress.phase = phase
-        if phase == "uploading" and self.progress.sending_since is None:
-            self.progress.sending_since = time.monotonic()
-        if phase in ("registering", "done") and self.progress.sending_until is None:
-            self.progress.sending_until = time.monotonic()
-        self._tick(force=True)
+    @property
+    def progress(self) -> UploadProgress:
+        return self.report.progress
 
     def _done(self, record: dict[str, Any]) -> dict[str, Any]:
-        self.progress.material_id = Material.model_validate(record).material_id
-        self.progress.ended = time.monotonic()
-        self._phase("done")
+        self.report.done(Material.model_validate(record).material_id)
         return record
-
-    def _tick(self, force: bool = False) -> None:
-        """Report progress from the caller's thread (widgets must be updated from it)."""
-        now = time.monotonic()
-        if self.on_progress is not None and (force or now - self._last_report >= _REPORT_EVERY):
-            self._last_report = now
-            self.on_progress(self.progress)
 
 
 def _reworded(error: APIError, what: str, after: str = "") -> APIError:

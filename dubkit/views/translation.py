@@ -14,4 +14,5 @@ PSEUDO_NOTE = (
 
 def translation_html(frame: pd.DataFrame, *, pseudo: bool) -> str:
     note = f"<p><em>{html.escape(PSEUDO_NOTE)}</em></p>" if pseudo else ""
-    return note + frame.to_html(na_rep="", escape=True)
+    table: str = frame.to_html(na_rep="", escape=True)
+    return note + table

@@ -26,7 +26,7 @@ def _preview(url: str | None) -> str:
 def voice_row_html(voice: PresetVoice | ClonedVoice) -> str:
     """The cells of one voice: name, id, locale, who, tier, preview player."""
     record = voice.model_dump()
-    name = record.get("display_name") or record.get("name") or voice.voice_id
+    name = str(record.get("display_name") or record.get("name") or voice.voice_id or "")
     cover = (
         (
             f"<img src='{html.escape(browser_url(record['cover']))}' width='24' height='24' "
@@ -39,7 +39,7 @@ def voice_row_html(voice: PresetVoice | ClonedVoice) -> str:
     hd = " <b title='HD voice'>HD</b>" if record.get("is_hd") else ""
     return (
         f"<td style='text-align:left'>{cover}{html.escape(name)}</td>"
-        f"<td><code>{html.escape(voice.voice_id)}</code></td>"
+        f"<td><code>{html.escape(voice.voice_id or '')}</code></td>"
         f"<td>{html.escape(record.get('locale') or record.get('example_language') or '')}</td>"
         f"<td>{html.escape(who)}</td>"
         f"<td>{html.escape(record.get('provider') or '')}{hd}</td>"

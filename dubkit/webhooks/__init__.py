@@ -37,6 +37,7 @@ their side effects keyed by ``event.task_id``.
 
 import logging
 
+from .._util.signing import sign
 from ..errors import WebhookVerificationError
 from . import push
 from .deliveries import Delivery
@@ -50,7 +51,7 @@ from .events import (
     parse,
 )
 from .receiver import Answer, Receiver
-from .signature import TOLERANCE_SECONDS, sign, verify
+from .signature import TOLERANCE_SECONDS, verify
 from .store import EventStore, default_store_path
 
 # A library logs, the application decides where to: without this, Python's last-resort handler

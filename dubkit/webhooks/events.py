@@ -97,26 +97,26 @@ class WebhookEvent(WebhookEnvelope):
 class TTSEvent(WebhookEvent):
     EVENT: ClassVar[str | None] = "openapi-tts"
     TASK_TYPE: ClassVar[str | None] = "tts"
-    data: TTSResult | None  # type: ignore[assignment]
+    data: TTSResult | None
 
 
 class TranslateEvent(WebhookEvent):
     EVENT: ClassVar[str | None] = "openapi-translate"
     TASK_TYPE: ClassVar[str | None] = "textTranslation"
-    data: TranslateResult | None  # type: ignore[assignment]
+    data: TranslateResult | None
 
 
 class CloneEvent(WebhookEvent):
     EVENT: ClassVar[str | None] = "openapi-clone-voice"
     TASK_TYPE: ClassVar[str | None] = "cloneVoice"
-    data: CloneResult | None  # type: ignore[assignment]
+    data: CloneResult | None
 
 
 class MediaTranslationEvent(WebhookEvent):
     """``data`` carries its own ``status`` and ``taskType`` (``vt`` or ``at``)."""
 
     EVENT: ClassVar[str | None] = "openapi-media-translation"
-    data: MediaEventData | None  # type: ignore[assignment]
+    data: MediaEventData | None
 
     @property
     def task_type(self) -> str | None:
@@ -138,7 +138,7 @@ class MediaTranslationEvent(WebhookEvent):
 
 
 EVENT_TYPES: dict[str, type[WebhookEvent]] = {
-    cls.EVENT: cls for cls in (TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent)
+    str(cls.EVENT): cls for cls in (TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent)
 }
 
 

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from .._util.masking import mask_key
 from ..errors import ValidationError, WebhookVerificationError
 from . import push
+from ._leases import Leases
 from ._queue import WorkQueue
 from .deliveries import Delivery, DeliveryLog
 from .events import WebhookEvent, parse
@@ -86,7 +87,7 @@ class Receiver:
         self._lock = threading.Lock()
         # Keys this process has queued or is running: the sweeper renews their leases and
         # never adopts them again, so one delivery runs once here however long it takes.
-        self._held: set[str] = set()
+        self._leases = Leases(self.store, lease, retention)
         self._queue: WorkQueue | None = None
         self._threads: list[threading.Thread] = []
         self._pid = 0
@@ -166,8 +167,7 @@ class Receiver:
         answer = self._answer(
             200, "verified", event.problem, event=event, key=key, handling="queued"
         )
-        with self._lock:
-            self._held.add(key)
+        self._leases.hold(key)
         queue.put(key)
         return answer
 
@@ -236,7 +236,7 @@ class Receiver:
             ]
             self._threads.append(
                 threading.Thread(
-                    target=self._sweep_forever,
+                    target=self._leases.sweep_forever,
                     args=(self._queue,),
                     name="dubkit-webhook-sweeper",
                     daemon=True,
@@ -246,49 +246,6 @@ class Receiver:
             thread.start()
         push.set_running(self, True)
         return queue
-
-    def _sweep_forever(self, queue: WorkQueue) -> None:
-        """Adopt pending rows nobody holds: at start, then every little while."""
-        # Looking is cheap (an indexed query, a signal-0 per peer pid), so a peer's crash is
-        # noticed within seconds; renewing writes a row per held key, so that waits longer.
-        look = max(0.1, min(self.lease / 4, 5.0))
-        renew, renewed = max(0.1, min(self.lease / 4, 30.0)), -float("inf")
-        try:
-            self.store.forget(self.retention)
-        except Exception:
-            log.exception("webhook store upkeep")
-        while True:
-            if time.monotonic() - renewed >= renew:
-                self._renew_leases()
-                renewed = time.monotonic()
-            self._adopt_orphans(queue)
-            if not queue.sleep(look):
-                return
-
-    def _renew_leases(self) -> None:
-        try:
-            with self._lock:
-                held = set(self._held)
-            for key in held:  # heartbeat: our leases never lapse while we hold them
-                self.store.extend(key, self.lease)
-        except Exception:
-            log.exception("webhook sweeper")
-
-    def _adopt_orphans(self, queue: WorkQueue) -> None:
-        try:
-            for row in self.store.take_orphans(lease=self.lease):
-                key = row["pipeline_key"]
-                with self._lock:
-                    if key in self._held:
-                        continue
-                    self._held.add(key)
-                queue.put(key, at=row["next_at"])
-        except Exception:
-            log.exception("webhook sweeper")
-
-    def _let_go(self, key: str) -> None:
-        with self._lock:
-            self._held.discard(key)
 
     def _work_forever(self, queue: WorkQueue) -> None:
         while (key := queue.get()) is not None:
@@ -302,7 +259,7 @@ class Receiver:
     def _run_handler(self, key: str, queue: WorkQueue) -> None:
         row = self.store.get(key)
         if row is None or row["state"] != "pending":
-            self._let_go(key)
+            self._leases.let_go(key)
             return
         self.store.extend(key, self.lease)
         event = parse(row["body"])
@@ -310,7 +267,7 @@ class Receiver:
         handler = self._handlers.get(event.event or "", self._default)
         if handler is None:
             self.store.finish(key)
-            self._let_go(key)
+            self._leases.let_go(key)
             self._log.set_handling(key, "no handler", event)
             return
         try:
@@ -320,7 +277,7 @@ class Receiver:
             attempt = row["attempts"] + 1
             if attempt >= self.max_attempts:
                 self.store.fail(key, error, None, lease=self.lease)
-                self._let_go(key)
+                self._leases.let_go(key)
                 log.error(
                     "webhook %s for task %s is a dead letter after %d attempts: %s",
                     event.event,
@@ -344,7 +301,7 @@ class Receiver:
             queue.put(key, at=retry_at)
             return
         self.store.finish(key)
-        self._let_go(key)
+        self._leases.let_go(key)
         self._log.set_handling(key, "handled", event)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -360,7 +317,7 @@ class Receiver:
         """Run dead letters again (all, or one), now if this receiver is running."""
         revived = self.store.revive(pipeline_key)
         if revived and self.running:
-            self._adopt_orphans(self._queue)  # type: ignore[arg-type]
+            self._leases.adopt_orphans(self._queue)  # type: ignore[arg-type]
         return revived
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -100,7 +100,8 @@ def _windows_process_alive(pid: int) -> bool:
         kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
         handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
         if not handle:
-            return ctypes.get_last_error() != 87  # ERROR_INVALID_PARAMETER: no such process
+            # ERROR_INVALID_PARAMETER (87): no such process
+            return bool(ctypes.get_last_error() != 87)  # type: ignore[attr-defined]
         try:
             code = wintypes.DWORD()
             if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):

@@ -109,7 +109,7 @@ class ClonePanel(widgets.VBox):
 
     def static_html(self) -> str:
         if self.result is not None:
-            return self.status.value + self.result._repr_html_()
+            return str(self.status.value) + self.result._repr_html_()
         return (
             "<p><small>Clone panel: pick a recording, then Clone (needs a live kernel).</small></p>"
         )

@@ -50,11 +50,10 @@ CELLS = """() => {
 
 # Records every state a live task table shows, with the cell's prompt at that moment, so a test
 # can tell "refreshed by itself" from "re-run": the prompt number stays the same.
-WATCH_TASK_TABLES = (
-    """() => {
+WATCH_TASK_TABLES = """(scope) => {
     window.__dubkitTaskStates = [];
     const seen = new Set();
-    const record = () => document.querySelectorAll('.%s .jp-Cell').forEach((cell, i) => {
+    const record = () => document.querySelectorAll(`.${scope} .jp-Cell`).forEach((cell, i) => {
         const prompt = (cell.querySelector('.jp-InputPrompt') || {}).innerText || '';
         cell.querySelectorAll('table.dubkit-tasks').forEach(table => {
             const statuses = [...table.querySelectorAll('tbody tr td:nth-child(3)')]
@@ -70,8 +69,6 @@ WATCH_TASK_TABLES = (
     new MutationObserver(record).observe(document.body,
                                          {subtree: true, childList: true, characterData: true});
 }"""
-    % UNDER_TEST
-)  # noqa: UP031 - the braces are JavaScript's, not format fields
 
 
 @dataclass
@@ -143,7 +140,7 @@ class LabNotebook:
             if c["type"] == "code" and (c["count"] is not None or c["outputs"])
         ]
         assert not left, f"{self.path}: saved outputs still shown in cells {left} after clearing"
-        self.page.evaluate(WATCH_TASK_TABLES)
+        self.page.evaluate(WATCH_TASK_TABLES, UNDER_TEST)
         started = time.monotonic()
         self.page.evaluate(
             "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"

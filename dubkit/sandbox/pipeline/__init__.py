@@ -35,7 +35,7 @@ import numpy as np
 
 from ...media import av, mixing, speech
 from ...media.speech import SpeechError
-from ..backend import ServiceError
+from ..service_error import ServiceError
 from . import dubbing, render
 from .casting import Casting, Voice, VoiceLibrary
 from .outputs import Outputs
@@ -237,8 +237,9 @@ def _publish(
     files["speech"] = out.audio("stems/speech.m4a", stems.speech, rate)
     files["background"] = out.audio("stems/background.m4a", stems.background, rate)
     files["lines"] = {
-        line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", line.clip, speech.SAMPLE_RATE)
+        line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", clip, speech.SAMPLE_RATE)
         for line in lines
+        if (clip := line.clip) is not None  # every line has its fitted dub by now
     }
     if video_task:
         av.thumbnail(out.path("dubbed.mp4"), out.path("thumbnail.jpg"))

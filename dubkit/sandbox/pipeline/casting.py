@@ -90,7 +90,8 @@ class Casting:
 
     def cast(self, lines: list[Line], speakers: int) -> None:
         selected = [
-            self._selected(i, voice_id) for i, (voice_id, _) in enumerate(self.settings.selected)
+            self._selected(i, voice_id or "")  # every slot was checked to name a voice
+            for i, (voice_id, _) in enumerate(self.settings.selected)
         ]
         for speaker in range(speakers):
             own = [line for line in lines if line.speaker == speaker]
@@ -173,9 +174,12 @@ class Casting:
             best = pool[0]
         else:
             pool = [v for v in pool if v.gender == heard.gender] or pool
-            pitched = [(v, heard_pitch(v.speaking, self.speaking)) for v in pool]
-            pitched = [(v, hz) for v, hz in pitched if hz is not None] or [(pool[0], 1.0)]
-            best = min(pitched, key=lambda item: abs(math.log2(item[1] / heard.median_pitch_hz)))[0]
+            measured = [(v, heard_pitch(v.speaking, self.speaking)) for v in pool]
+            pitched = [(v, hz) for v, hz in measured if hz is not None] or [(pool[0], 1.0)]
+            best = pitched[0][0]  # no pitch heard: the first voice of that gender
+            if heard.median_pitch_hz:
+                target: float = heard.median_pitch_hz
+                best = min(pitched, key=lambda item: abs(math.log2(item[1] / target)))[0]
         return self.library.find(best.voice_id) or best  # the full record, preview URL too
 
     def _line_pace(self, line: Line) -> Voice:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...media import av, mixing, speech
+from ...media import av, mixing, mp4, speech
 from ...media.subtitles import Cue, to_srt, to_vtt
 from .dubbing import resample
 from .outputs import Outputs
@@ -92,10 +92,10 @@ def video(
     picture = source
     if scale > 1:
         picture = str(out.path("work/stretched.mp4"))
-        av.stretch_video(source, picture, scale)
+        mp4.stretch_video(source, picture, scale)
     text = settings.text
     wants_subtitles = text.burn or text.soft
-    av.mux(
+    mp4.mux(
         picture,
         out.path(audio_name),
         out.path("dubbed.mp4"),
@@ -103,7 +103,7 @@ def video(
         burn=text.burn,
         soft=text.soft,
         style=text.style or None,
-        fontsdir=av.default_fontsdir(),
+        fontsdir=mp4.default_fontsdir(),
     )
     return "dubbed.mp4"
 
@@ -117,8 +117,8 @@ def compress(out: Outputs, built: str, height: int | None) -> dict[str, Any]:
         return {"mp3": out.media_file(name)}
     heights = [h for h in COMPRESS_HEIGHTS if h < height] or [height]
     names = {h: f"dubbed-{h}p.mp4" for h in heights}
-    # One run, one decode of the built video for all variants; av.compress says why veryfast.
-    av.compress(out.path(built), {h: out.path(name) for h, name in names.items()})
+    # One run, one decode of the built video for all variants; mp4.compress says why veryfast.
+    mp4.compress(out.path(built), {h: out.path(name) for h, name in names.items()})
     return {f"{h}p": out.media_file(name) for h, name in names.items()}
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from ...media.subtitles import ass_style
 from ...schema import MediaTranslationRequest
-from ..backend import ServiceError
+from ..service_error import ServiceError
 
 SEPARATION_MODES = ("auto", "duck", "remove", "keep")
 TEXT_KEYS = ("burn", "soft", "style")
@@ -60,7 +60,8 @@ class Settings:
     provider: str | None = None  # clone engine asked for (None: per-target default)
     timbre: str = "clone"
     speaker_num: int | None = None  # None = auto
-    selected: tuple[tuple[str, str | None], ...] = ()  # (voiceId, provider) per speaker slot
+    # (voiceId, provider) per speaker slot; a slot without voiceId is cast automatically
+    selected: tuple[tuple[str | None, str | None], ...] = ()
     separation: str = "auto"
     dynamic_length: bool = False
     lipsync: bool = False

@@ -48,11 +48,12 @@ from urllib.parse import unquote, urlparse
 from ... import locales
 from ...media import av, speech
 from ...schema import CloneAsyncRequest, CloneRequest, CloneResult
-from ..backend import Backend, ServiceError, now_iso
+from ..backend import Backend, now_iso
 from ..call import Call
 from ..catalogue import speaking_voice_from_audio
 from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
+from ..service_error import ServiceError
 from .common import Work, accepted, check_locale, run_sync, start_async
 from .voices import StoredClone, insert_clone
 

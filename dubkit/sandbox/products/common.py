@@ -8,8 +8,8 @@ from typing import Any
 
 from ... import locales
 from ...schema import AsyncAcceptance
-from ..backend import ServiceError
 from ..call import Call
+from ..service_error import ServiceError
 from ..store import Store
 
 Work = Callable[[str], dict[str, Any]]  # work(task_id) -> the task's result, as answered

@@ -1,7 +1,8 @@
 """Materials (interface §2.6, §3.1, §5): upload sessions, registration, list, soft delete.
 
 The bytes go to :mod:`dubkit.sandbox.storage` through presigned URLs; this module hands out
-those URLs and turns a finished upload into a material record.
+those URLs and answers the operations, and :mod:`~dubkit.sandbox.products.material_registry`
+turns a finished upload into a material record.
 
 Choices where the interface is silent (*choice*):
 
@@ -34,14 +35,9 @@ Choices where the interface is silent (*choice*):
 from __future__ import annotations
 
 import json
-import logging
-import os
-import threading
-import weakref
 from pathlib import Path
 from typing import Any
 
-from ...media import av
 from ...schema import (
     GenUploadUrlAnswer,
     Material,
@@ -58,34 +54,14 @@ from ...schema import (
     UploadStart,
 )
 from .. import multipart, storage
-from ..backend import Backend, ServiceError, now_iso
+from ..backend import Backend, now_iso
 from ..call import Call
-from ..store import Store
+from ..service_error import ServiceError
 from .common import page_rows
-from .upload_sessions import (
-    checked_session,
-    claim,
-    mark_completed,
-    open_session,
-    session_row,
-    set_state,
-)
+from .material_registry import live_by_hash, materials_table, register
+from .upload_sessions import checked_session, claim, open_session, session_row, set_state
 
-log = logging.getLogger("dubkit.sandbox")
 MAX_PRESIGN = 1000  # part URLs per presign-parts call (the interface states no maximum)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS materials (
-    material_id TEXT PRIMARY KEY, api_key TEXT NOT NULL, file_hash TEXT NOT NULL,
-    relpath TEXT NOT NULL, object_key TEXT NOT NULL, record TEXT NOT NULL,
-    deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS materials_by_hash ON materials (api_key, file_hash, deleted);
-CREATE INDEX IF NOT EXISTS materials_by_key ON materials (api_key, deleted, seq);
-"""
-
-
-def _store(backend: Backend) -> Store:
-    return backend.store.ensure(SCHEMA)
 
 
 # --------------------------------------------------------------------------- for other products
@@ -96,7 +72,7 @@ def find_material(backend: Backend, api_key: str, material_id: str) -> Material:
 
     The 404 says why: never registered (an unfinished upload's id), deleted, or unknown.
     """
-    row = _store(backend).one(
+    row = materials_table(backend).one(
         "SELECT * FROM materials WHERE material_id = ? AND api_key = ?", (material_id, api_key)
     )
     if row is not None and not row["deleted"]:
@@ -115,7 +91,7 @@ def find_material(backend: Backend, api_key: str, material_id: str) -> Material:
 def is_live(backend: Backend, material_id: str) -> bool:
     """Whether ``material_id`` is registered and not deleted (for serving its files)."""
     return (
-        _store(backend).one(
+        materials_table(backend).one(
             "SELECT 1 FROM materials WHERE material_id = ? AND deleted = 0", (material_id,)
         )
         is not None
@@ -125,123 +101,10 @@ def is_live(backend: Backend, material_id: str) -> bool:
 def material_path(backend: Backend, api_key: str, material_id: str) -> Path:
     """The main file of a registered, live material (404 as :func:`find_material`)."""
     find_material(backend, api_key, material_id)
-    row = _store(backend).one("SELECT relpath FROM materials WHERE material_id = ?", (material_id,))
+    row = materials_table(backend).one(
+        "SELECT relpath FROM materials WHERE material_id = ?", (material_id,)
+    )
     return backend.file_path(row["relpath"])  # type: ignore[index]
-
-
-# --------------------------------------------------------------------------- registration
-
-
-def _live_by_hash(backend: Backend, api_key: str, file_hash: str) -> dict[str, Any] | None:
-    row = _store(backend).one(
-        "SELECT * FROM materials WHERE api_key = ? AND file_hash = ? AND "
-        "deleted = 0 ORDER BY seq LIMIT 1",
-        (api_key, file_hash),
-    )
-    return dict(row) if row else None
-
-
-_registering: weakref.WeakKeyDictionary[Backend, dict[tuple[str, str], threading.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
-_registering_guard = threading.Lock()
-
-
-def _register(
-    backend: Backend, api_key: str, session: dict[str, Any], path: Path, size: int
-) -> Material:
-    """Turn the stored object at ``path`` into a material (or answer the existing duplicate).
-
-    The duplicate check and the insert are one step per key and content: concurrent uploads
-    of the same bytes wait for each other here and all answer the one material.
-    """
-    with _registering_guard:
-        lock = _registering.setdefault(backend, {}).setdefault(
-            (api_key, session["file_hash"]), threading.Lock()
-        )
-    with lock:
-        return _register_now(backend, api_key, session, path, size)
-
-
-def _register_now(
-    backend: Backend, api_key: str, session: dict[str, Any], path: Path, size: int
-) -> Material:
-    material_id = session["material_id"]
-    duplicate = _live_by_hash(backend, api_key, session["file_hash"])
-    if duplicate is not None:
-        storage.delete_object(backend, session["object_key"])
-        set_state(backend, material_id, "completed")
-        return Material.model_validate_json(duplicate["record"])
-    try:
-        info = av.probe(path)
-    except av.MediaError as exc:
-        storage.delete_object(backend, session["object_key"])
-        set_state(backend, material_id, "failed")
-        reason = str(exc).splitlines()[0]
-        raise ServiceError(
-            422,
-            f"the uploaded file {session['file_name']!r} is not audio or "
-            f"video the service can read ({reason}); nothing was "
-            f"registered",
-        ) from None
-    folder = f"materials/{material_id}"
-    relpath = f"{folder}/{Path(session['object_key']).name}"
-    backend.file_path(folder).mkdir(parents=True, exist_ok=True)
-    os.replace(path, backend.file_path(relpath))
-    stamp = now_iso()
-    record = Material(
-        material_id=material_id,
-        category=info.category,
-        name=session["file_name"],
-        address_url=backend.file_url(relpath),
-        mime_type=info.mime_type,
-        file_hash=session["file_hash"],
-        filesize=size,
-        duration=int(round(info.duration * 1000)),
-        create_time=stamp,
-        update_time=stamp,
-        **_derived_files(backend, folder, backend.file_path(relpath), info),
-    )
-    store = _store(backend)
-    with store.transaction() as db:
-        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM materials").fetchone()[0]
-        db.execute(
-            "INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, "
-            "record, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                material_id,
-                api_key,
-                session["file_hash"],
-                relpath,
-                session["object_key"],
-                json.dumps(record.to_wire()),
-                seq,
-            ),
-        )
-        mark_completed(db, material_id)
-    storage.delete_object(backend, session["object_key"])
-    return record
-
-
-def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo) -> dict[str, str]:
-    """Thumbnail, audio track and resolution; a step ffmpeg cannot do is left out, not fatal."""
-    if info.category == "audio":
-        return {"audio_url": backend.file_url(f"{folder}/{path.name}")}
-    extra: dict[str, str] = {}
-    if info.width and info.height:
-        extra["resolution"] = f"{info.width}x{info.height}"
-    for name, field, make in (
-        ("thumbnail.jpg", "thumbnail_url", av.thumbnail),
-        ("audio.m4a", "audio_url", av.extract_audio),
-    ):
-        if field == "audio_url" and not info.has_audio:
-            continue
-        try:
-            make(path, backend.file_path(f"{folder}/{name}"))
-            extra[field] = backend.file_url(f"{folder}/{name}")
-        except av.MediaError as exc:
-            log.warning("material %s: no %s: %s", folder, field, str(exc).splitlines()[0])
-    return extra
 
 
 # --------------------------------------------------------------------------- single upload
@@ -249,7 +112,7 @@ def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo
 
 def gen_upload_url(call: Call[UploadStart]) -> dict[str, Any]:
     backend, body = call.backend, call.body
-    duplicate = _live_by_hash(backend, call.api_key, body.file_hash.lower())
+    duplicate = live_by_hash(backend, call.api_key, body.file_hash.lower())
     if duplicate is not None:
         record = Material.model_validate_json(duplicate["record"])
         return GenUploadUrlAnswer(
@@ -293,7 +156,7 @@ def complete(call: Call[UploadComplete]) -> dict[str, Any]:
     except ServiceError:
         set_state(backend, session["material_id"], "open")
         raise
-    return _register(
+    return register(
         backend,
         call.api_key,
         session,
@@ -359,14 +222,13 @@ def multipart_complete(call: Call[MultipartComplete]) -> dict[str, Any]:
     claim(backend, session)
     upload_id = session["upload_id"]
     try:
+        listed = []
+        for i, part in enumerate(body.parts or []):
+            if part.part_number is None or not part.e_tag:
+                raise ServiceError(400, f"parts[{i}]: partNumber and eTag are both required")
+            listed.append((part.part_number, part.e_tag))
         path = storage.object_path(backend, session["object_key"])
-        size = multipart.complete(
-            backend,
-            upload_id,
-            [(p.part_number, p.e_tag) for p in body.parts or []],
-            session["file_hash"],
-            path,
-        )
+        size = multipart.complete(backend, upload_id, listed, session["file_hash"], path)
     except ServiceError:
         set_state(backend, session["material_id"], "open")
         raise
@@ -380,7 +242,7 @@ def multipart_complete(call: Call[MultipartComplete]) -> dict[str, Any]:
             f"{storage.upload_limit(backend)} bytes",
         )
     try:
-        record = _register(backend, call.api_key, session, path, size)
+        record = register(backend, call.api_key, session, path, size)
     except ServiceError:
         multipart.finish(backend, upload_id, "aborted")
         raise
@@ -410,7 +272,7 @@ def multipart_abort(call: Call[MultipartRef]) -> None:
 def list_materials(call: Call[PageQuery]) -> dict[str, Any]:
     query = call.body
     rows, total = page_rows(
-        _store(call.backend),
+        materials_table(call.backend),
         "SELECT record FROM materials WHERE api_key = ? AND deleted = 0 ORDER BY seq DESC",
         (call.api_key,),
         query.current_page,
@@ -428,7 +290,7 @@ def delete(call: Call[MaterialIdBody]) -> None:
         raise ServiceError(400, "invalid request: materialId: is required")
     record = find_material(call.backend, call.api_key, material_id)
     record.update_time = now_iso()
-    _store(call.backend).execute(
+    materials_table(call.backend).execute(
         "UPDATE materials SET deleted = 1, record = ? WHERE material_id = ?",
         (json.dumps(record.to_wire()), material_id),
     )

@@ -28,10 +28,11 @@ from ... import locales
 from ...media import speech
 from ...schema import Material, MediaAcceptance, MediaTranslationRequest
 from .. import pipeline
-from ..backend import Backend, ServiceError
+from ..backend import Backend
 from ..call import Call
 from ..catalogue import preset as find_preset
 from ..catalogue import presets as all_presets
+from ..service_error import ServiceError
 from .common import Work, check_locale, start_async
 from .materials import find_material, material_path
 from .voices import find_clone, served_preset
@@ -94,6 +95,8 @@ class KeyVoices:
 def _check_voices(settings: pipeline.Settings, library: KeyVoices) -> None:
     for i, (voice_id, provider) in enumerate(settings.selected):
         field = f"options.voiceSpeakers.selectedVoicesList[{i}]"
+        if not voice_id:
+            raise ServiceError(400, f"invalid request: {field}.voiceId is required")
         voice = library.find(voice_id)
         if voice is None:
             raise ServiceError(

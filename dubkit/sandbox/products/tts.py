@@ -46,11 +46,12 @@ import numpy as np
 from ... import locales
 from ...media import av, mixing, speech
 from ...schema import TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResultItem
-from ..backend import Backend, ServiceError
+from ..backend import Backend
 from ..call import Call
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
 from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
+from ..service_error import ServiceError
 from ..store import Store
 from .common import Work, accepted, check_locale, run_sync, start_async
 from .voices import find_clone
@@ -155,8 +156,8 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
             "/openapi/v1/assets/voice/clone/list (clones)",
         )
     by_provider: dict[str, list[int]] = {}
-    for i, (_, provider) in found.items():
-        by_provider.setdefault(provider, []).append(i)
+    for i, (_, voice_provider) in found.items():
+        by_provider.setdefault(voice_provider, []).append(i)
     if len(by_provider) > 1:
         listing = "; ".join(
             f"{p} ({', '.join(f'data[{i}]' for i in idx)})"

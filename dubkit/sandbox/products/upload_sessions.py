@@ -16,7 +16,8 @@ from typing import Any
 
 from ...schema import UploadStart
 from .. import storage
-from ..backend import Backend, ServiceError, new_id, now_iso
+from ..backend import Backend, new_id, now_iso
+from ..service_error import ServiceError
 from ..store import Store
 
 SCHEMA = """

@@ -51,9 +51,10 @@ from ...schema import (
     PresetVoiceQuery,
     VoiceIdBody,
 )
-from ..backend import Backend, ServiceError, new_id, now_iso
+from ..backend import Backend, new_id, now_iso
 from ..call import Call
 from ..catalogue import TIERS, Preset, SpeakingVoice, presets
+from ..service_error import ServiceError
 from ..store import Store
 from .common import check_locale, page, page_rows
 
