@@ -8,28 +8,30 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NamedTuple
 
+Respond = Callable[[str, str, dict, bytes], tuple[int, dict, bytes]]
+
 
 @contextmanager
-def local_http(respond: Callable[[str, dict, bytes], tuple[int, dict, bytes]]) -> Iterator[str]:
-    """A throwaway HTTP server on loopback (a webhook receiver, a slow or odd upstream).
-
-    ``respond(method, headers, body)`` returns ``(status, headers, body)``; yields the base URL.
-    """
+def _serve(respond: Respond) -> Iterator[str]:
+    """``respond(method, path, headers, body)`` answers every request; yields the base URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             status, headers, body = respond(
-                self.command, dict(self.headers), self.rfile.read(length)
+                self.command, self.path, dict(self.headers), self.rfile.read(length)
             )
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:
+                pass  # the client gave up on this request long ago
 
-        do_GET = do_POST = _answer
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
 
         def log_message(self, *args: object) -> None:
             pass
@@ -40,6 +42,16 @@ def local_http(respond: Callable[[str, dict, bytes], tuple[int, dict, bytes]]) -
         yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
+
+
+@contextmanager
+def local_http(respond: Callable[[str, dict, bytes], tuple[int, dict, bytes]]) -> Iterator[str]:
+    """A throwaway HTTP server on loopback (a webhook receiver, a slow or odd upstream).
+
+    ``respond(method, headers, body)`` returns ``(status, headers, body)``; yields the base URL.
+    """
+    with _serve(lambda method, _path, headers, body: respond(method, headers, body)) as url:
+        yield url
 
 
 class Caught(NamedTuple):
@@ -109,32 +121,6 @@ class CountingProxy:
 @contextmanager
 def counting_proxy(target: str) -> Iterator[CountingProxy]:
     proxy = CountingProxy(target)
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            status, headers, body = proxy._forward(
-                self.command, self.path, dict(self.headers), self.rfile.read(length)
-            )
-            try:
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except OSError:
-                pass  # the client gave up on this attempt long ago
-
-        do_GET = do_POST = do_PUT = do_DELETE = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    proxy.url = f"http://127.0.0.1:{server.server_port}"
-    try:
+    with _serve(proxy._forward) as url:
+        proxy.url = url
         yield proxy
-    finally:
-        server.shutdown()

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..media.mime import format_of, mime_type
 from .players import player_html
+from .shapes import ABPlayersShape, CloneShape
 from .sources import embedded
 
-if TYPE_CHECKING:
-    from ..results.clone import ABPlayers, Clone
 
-
-def clone_html(clone: Clone) -> str:
+def clone_html(clone: CloneShape) -> str:
     facts: list[tuple[str, Any]] = [
         ("voice", clone.voice_id),
         ("name", clone.name),
@@ -39,7 +37,7 @@ def clone_html(clone: Clone) -> str:
     )
 
 
-def ab_html(players: ABPlayers) -> str:
+def ab_html(players: ABPlayersShape) -> str:
     def cell(title: str, url: str | None, data: bytes | None) -> str:
         mime = mime_type(format_of(url or ""))
         player = player_html(embedded(data, mime, url), mime) if url else "<i>none</i>"

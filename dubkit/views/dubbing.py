@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..media.mime import format_of, mime_type
 from .buttons import download_button_html, download_row_html
 from .players import player_html
+from .shapes import DubbingShape, MediaFileShape
 from .sources import browser_url, embedded
 from .translation import PSEUDO_NOTE
-
-if TYPE_CHECKING:
-    from ..results.dubbing import DubbingResult, MediaFile
 
 _VIDEO_WIDTH = 320
 
 
-def media_player_html(file: MediaFile | None, *, video: bool, poster: str | None = None) -> str:
+def media_player_html(
+    file: MediaFileShape | None, *, video: bool, poster: str | None = None
+) -> str:
     """A ``<video>`` (or ``<audio>``) element for a result file; controls on, no autoplay/loop.
 
     ``poster`` is the picture's src (embedded, so the frame survives a saved notebook).
@@ -42,7 +41,7 @@ def media_player_html(file: MediaFile | None, *, video: bool, poster: str | None
     )
 
 
-def _poster(result: DubbingResult) -> str | None:
+def _poster(result: DubbingShape) -> str | None:
     """The dub's picture (the service's build image); the original shows the same frame."""
     url = result.poster_url
     return embedded(result.held(url), "image/jpeg", url) if url else None
@@ -55,7 +54,7 @@ def _column(title: str, player: str, facts: str = "") -> str:
     )
 
 
-def _facts(file: MediaFile | None) -> str:
+def _facts(file: MediaFileShape | None) -> str:
     if file is None:
         return ""
     bits = [
@@ -66,7 +65,7 @@ def _facts(file: MediaFile | None) -> str:
     return html.escape(" · ".join(b for b in bits if b))
 
 
-def side_by_side_html(results: Sequence[DubbingResult]) -> str:
+def side_by_side_html(results: Sequence[DubbingShape]) -> str:
     """One row: the original, then each result's dub (same source assumed)."""
     first = results[0]
     video = first.video is not None
@@ -90,7 +89,7 @@ def side_by_side_html(results: Sequence[DubbingResult]) -> str:
     return "<div style='display:flex;flex-wrap:wrap'>" + "".join(columns) + "</div>"
 
 
-def downloads_html(result: DubbingResult) -> str:
+def downloads_html(result: DubbingShape) -> str:
     """Buttons: subtitles (SRT, VTT), the dubbed audio, and the compressed variants."""
     buttons = [
         download_button_html(browser_url(url), label)
@@ -109,7 +108,7 @@ def downloads_html(result: DubbingResult) -> str:
     return download_row_html(buttons, "Downloads")
 
 
-def script_html(result: DubbingResult) -> str:
+def script_html(result: DubbingShape) -> str:
     """The script: time, speaker, source text, translation, voice, and the dubbed line."""
     rows = []
     for line in result.script:
@@ -135,7 +134,7 @@ def script_html(result: DubbingResult) -> str:
     )
 
 
-def notes_html(result: DubbingResult) -> str:
+def notes_html(result: DubbingShape) -> str:
     notes = list(result.notices)
     if result.engine.startswith("sandbox"):
         notes.insert(0, PSEUDO_NOTE)
@@ -148,7 +147,7 @@ def notes_html(result: DubbingResult) -> str:
     )
 
 
-def dubbing_html(result: DubbingResult) -> str:
+def dubbing_html(result: DubbingShape) -> str:
     """Everything about one dub as static HTML."""
     return (
         f"<div class='dubkit-dubbing'><p><b>{html.escape(str(result.source_language))} → "
@@ -162,7 +161,7 @@ def dubbing_html(result: DubbingResult) -> str:
     )
 
 
-def compare_html(results: Sequence[DubbingResult]) -> str:
+def compare_html(results: Sequence[DubbingShape]) -> str:
     """The original and several dubs of it side by side, then each one's downloads."""
     parts = [side_by_side_html(results)]
     for result in results:

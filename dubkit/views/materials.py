@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
 from ..media.mime import format_of, mime_type
 from .players import player_html
+from .shapes import MaterialShape, UploadProgressShape
 from .sources import browser_url, embedded
-
-if TYPE_CHECKING:
-    from ..results.materials import Material
-    from ..uploads import UploadProgress
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -25,7 +21,7 @@ def human_bytes(count: float) -> str:
     return f"{count:.1f} TiB"
 
 
-def progress_text(p: UploadProgress) -> str:
+def progress_text(p: UploadProgressShape) -> str:
     """One line: what is happening, how much, how fast, which parts."""
     if p.phase == "hashing":
         return f"hashing {human_bytes(p.hashed)} of {human_bytes(p.total)} (MD5)"
@@ -48,12 +44,12 @@ def progress_text(p: UploadProgress) -> str:
     )
 
 
-def fraction(p: UploadProgress) -> float:
+def fraction(p: UploadProgressShape) -> float:
     done = p.hashed if p.phase == "hashing" else p.sent
     return min(1.0, done / p.total) if p.total else 1.0
 
 
-def progress_html(name: str, p: UploadProgress | None) -> str:
+def progress_html(name: str, p: UploadProgressShape | None) -> str:
     """The static view: file name, a <progress> element, the line of :func:`progress_text`."""
     text = progress_text(p) if p is not None else "starting"
     value = fraction(p) if p is not None else 0.0
@@ -64,7 +60,7 @@ def progress_html(name: str, p: UploadProgress | None) -> str:
     )
 
 
-def material_html(material: Material) -> str:
+def material_html(material: MaterialShape) -> str:
     """A card: the picture or player, then the record's facts."""
     url = material.address_url or ""
     if material.category == "video" and url:

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from ..media.audio import decode, waveform_svg
 from ..media.mime import mime_type
+from .shapes import SpeechLineShape
 from .sources import browser_url, embedded
-
-if TYPE_CHECKING:
-    from ..results.speech import SpeechLine
 
 SHOWN_LINES = 20  # a table of a large batch shows its first lines only
 
@@ -33,13 +30,13 @@ def player_html(src: str, mime: str) -> str:
     )
 
 
-def line_source(line: SpeechLine, embed: bool = True) -> str:
+def line_source(line: SpeechLineShape, embed: bool = True) -> str:
     """What a player plays: the embedded bytes when small and already fetched, else the URL."""
     return embedded(line.data_if_loaded() if embed else None, mime_type(line.format), line.uri)
 
 
 def line_cells(
-    line: SpeechLine, *, waveform: bool = True, embed: bool = True
+    line: SpeechLineShape, *, waveform: bool = True, embed: bool = True
 ) -> tuple[str, str, str]:
     """(duration, waveform, player) cells of one line; failed lines show their error."""
     if not line.ok:
@@ -57,7 +54,7 @@ def line_cells(
 
 
 def speech_table_html(
-    lines: Iterable[SpeechLine], *, total: int | None = None, note: str = ""
+    lines: Iterable[SpeechLineShape], *, total: int | None = None, note: str = ""
 ) -> str:
     """A table of speech lines: #, text, voice, duration, waveform, player (or error)."""
     rows = []

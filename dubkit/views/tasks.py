@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ..results.task import Task
+from .shapes import TaskShape
 
 _COLOURS = {"finished": "#1a7f37", "failed": "#cf222e", "running": "#9a6700"}
 
 
 def task_table_html(
-    tasks: Iterable[Task], *, note: str = "", via: Mapping[str, str] | None = None
+    tasks: Iterable[TaskShape], *, note: str = "", via: Mapping[str, str] | None = None
 ) -> str:
     """A static table of tasks: id, type, status, elapsed, the result or error.
 

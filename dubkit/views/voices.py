@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from ..media.mime import format_of, mime_type
 from .players import line_cells, player_html
+from .shapes import SpeechLineShape
 from .sources import browser_url
 
 if TYPE_CHECKING:
-    from ..results.speech import SpeechLine
     from ..schema import ClonedVoice, PresetVoice
 
 
@@ -63,7 +63,7 @@ def voice_table_html(voices: Iterable[PresetVoice | ClonedVoice], *, limit: int 
     )
 
 
-def audition_html(text: str, lines: Iterable[SpeechLine], *, embed: bool = True) -> str:
+def audition_html(text: str, lines: Iterable[SpeechLineShape], *, embed: bool = True) -> str:
     """Cards side by side, one a voice; ``embed=False`` plays from URLs (for live widgets)."""
     cards = []
     for line in lines:

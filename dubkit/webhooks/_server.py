@@ -16,15 +16,33 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from socketserver import ThreadingMixIn
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-if TYPE_CHECKING:
-    from .receiver import Receiver
-
 log = logging.getLogger("dubkit.webhooks")
+
+
+class _Answer(Protocol):
+    @property
+    def status(self) -> int: ...
+    @property
+    def body(self) -> dict[str, Any]: ...
+
+
+class Receiving(Protocol):
+    """What the HTTP side needs of a :class:`~dubkit.webhooks.Receiver`."""
+
+    @property
+    def max_body(self) -> int: ...
+    def refuse_oversize(self, size: int) -> _Answer: ...
+    def handle(self, headers: Mapping[str, str], body: bytes) -> _Answer: ...
+    def wsgi_app(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> list[bytes]: ...
+
+
 _CHUNK = 1 << 20
 _DRAIN_LIMIT = 64 << 20  # read (and drop) at most this much of an oversized body
 _REASONS = {
@@ -55,7 +73,7 @@ _BUSY = (
 
 
 def wsgi_call(
-    receiver: Receiver, environ: dict[str, Any], start_response: Callable[..., Any]
+    receiver: Receiving, environ: dict[str, Any], start_response: Callable[..., Any]
 ) -> list[bytes]:
     def reply(
         status: int, body: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()
@@ -222,7 +240,7 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def start_server(
-    receiver: Receiver,
+    receiver: Receiving,
     host: str,
     port: int,
     *,
