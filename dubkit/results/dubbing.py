@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -166,6 +167,30 @@ class DubbingResult:
         cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]
     ) -> DubbingResult:
         return cls(transport, raw, context)
+
+    def save(self, directory: str | Path, stem: str = "dub") -> dict[str, Path]:
+        """Download the dubbed video and audio and the subtitles into ``directory`` as
+        ``<stem>.<target>.<ext>``; returns the paths written, by kind (video, audio, srt, vtt).
+
+        >>> dub.save("out", "talk")          # {'video': Path('out/talk.fr-FR.mp4'), ...}
+        """
+        folder = Path(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        base = f"{stem}.{self.target_language or 'dub'}"
+        wanted = {
+            "video": (self.video.url if self.video else None, "mp4"),
+            "audio": (self.audio.url if self.audio else None, "m4a"),
+            "srt": (self.subtitles.srt, "srt"),
+            "vtt": (self.subtitles.vtt, "vtt"),
+        }
+        written: dict[str, Path] = {}
+        for kind, (url, default) in wanted.items():
+            if url:
+                suffix = default if kind in ("srt", "vtt") else format_of(url) or default
+                path = folder / f"{base}.{suffix}"
+                path.write_bytes(self._bytes(url))
+                written[kind] = path
+        return written
 
     def held(self, url: str | None) -> bytes | None:
         """The bytes of ``url`` if this result fetched them when it was made."""

@@ -1,8 +1,7 @@
-"""The ``dubkit`` command (also ``python -m dubkit``): the sandbox and the studio from a terminal::
+"""``dubkit sandbox`` and ``dubkit studio``: run the local sandbox or the audition studio.
 
-dubkit sandbox --port 8765      # then DUBKIT_BASE_URL=http://127.0.0.1:8765 in a notebook
-dubkit studio                   # the audition studio app
-dubkit --version
+A port the sandbox cannot listen on is one line and exit 1, in the words of the option to
+change.
 """
 
 from __future__ import annotations
@@ -12,17 +11,6 @@ import errno
 import sys
 from pathlib import Path
 
-from ._version import __version__
-
-# Plain text: argparse prints it as is, so no reST markup here.
-DESCRIPTION = (
-    "dubkit from a terminal: run the local sandbox (an offline emulator of the "
-    "translate-and-dub service) or the audition studio app."
-)
-EPILOG = (
-    "Example: dubkit sandbox --port 8765, then set DUBKIT_BASE_URL=http://127.0.0.1:8765 "
-    "where you run dubkit.connect()."
-)
 DEFAULT_PORT = 8765
 # What the address errors of listening mean, said in the words of the option to change.
 _LISTEN_ERRORS = {
@@ -36,17 +24,14 @@ _LISTEN_ERRORS = {
 }
 
 
-def parser() -> argparse.ArgumentParser:
-    """The command's options (``dubkit --help``)."""
-    main_parser = argparse.ArgumentParser(prog="dubkit", description=DESCRIPTION, epilog=EPILOG)
-    main_parser.add_argument("--version", action="version", version=f"dubkit {__version__}")
-    commands = main_parser.add_subparsers(dest="command", metavar="{sandbox,studio}")
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     box = commands.add_parser(
         "sandbox",
         help="run the local sandbox in the foreground",
         description="Run the local sandbox in the foreground until "
         "Ctrl+C; notebooks reach it with DUBKIT_BASE_URL.",
     )
+    box.set_defaults(run=sandbox)
     box.add_argument(
         "--port",
         type=int,
@@ -83,27 +68,19 @@ def parser() -> argparse.ArgumentParser:
         "studio",
         help="the audition studio app, served by Voila (dubkit studio --help for its options)",
     )
-    return main_parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["studio"]:  # the studio parses its own options: dubkit studio --help
-        from .studio import main as studio_main
+def studio(argv: list[str]) -> int:
+    """``dubkit studio``: the studio parses its own options (dubkit studio --help)."""
+    from ..studio import main as studio_main
 
-        return studio_main(argv[1:])
-    commands = parser()
-    args = commands.parse_args(argv)
-    if args.command is None:  # a bare `dubkit` / `python -m dubkit`: say what it can do
-        commands.print_help()
-        return 0
-    return sandbox(args)
+    return studio_main(argv)
 
 
 def sandbox(args: argparse.Namespace) -> int:
     """``dubkit sandbox``: serve until interrupted; a port it cannot listen on is one line."""
-    from .sandbox import default_data_dir
-    from .sandbox.server import serve_forever
+    from ..sandbox import default_data_dir
+    from ..sandbox.server import serve_forever
 
     try:
         serve_forever(
@@ -142,7 +119,3 @@ def _suggested_port(host: str, port: int) -> int:
             except OSError:
                 continue
     return DEFAULT_PORT + 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

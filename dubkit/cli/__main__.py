@@ -1,0 +1,8 @@
+"""``python -m dubkit.cli``: the same as ``dubkit``."""
+
+import sys
+
+from . import main
+
+if __name__ == "__main__":
+    sys.exit(main())
