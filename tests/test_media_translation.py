@@ -435,3 +435,27 @@ def test_bad_options_are_refused_before_a_local_file_is_uploaded(client, tmp_pat
         client.media.translate(clip, target="fr-FR", clone_mode="chorus")
     assert info.value.field == "options.voiceClone.mode"
     assert len(client.materials.list()) == before
+
+
+@pytest.mark.parametrize(
+    ("locale", "script"),
+    [
+        ("fr-FR", ["Bonjour et bienvenue à tous.", "Aujourd'hui nous parlons des trains."]),
+        ("de-DE", ["Guten Tag und herzlich willkommen.", "Heute sprechen wir über Züge."]),
+    ],
+)
+def test_source_auto_is_detected_from_the_transcript(client, tmp_path, locale, script):
+    clip = samples.narrated_clip(tmp_path / "talk.mp4", script, locale=locale)
+    dub = client.media.translate(clip, target="en-US", source="auto").wait(timeout=120).result
+    assert dub.source_language == locale
+    assert dub.raw["asrScripts"]["language"]["source"] == locale
+    assert any(f"detected {locale}" in notice for notice in dub.notices), dub.notices
+
+
+def test_source_auto_without_transcript_text_says_so_and_stays_auto(client, tmp_path):
+    clip = samples.narrated_clip(
+        tmp_path / "talk.mp4", ["Hello and welcome."], locale="en-US", subtitles=False
+    )
+    dub = client.media.translate(clip, target="fr-FR", source="auto").wait(timeout=120).result
+    assert dub.source_language == "auto"
+    assert any("no text the sandbox can identify" in notice for notice in dub.notices)

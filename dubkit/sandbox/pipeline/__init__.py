@@ -27,14 +27,16 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ...locales import AUTO
 from ...media import av, mixing, speech
 from ...media.speech import SpeechError
+from ..engines import language
 from ..service_error import ServiceError
 from . import dubbing, render
 from .casting import Casting, Voice, VoiceLibrary
@@ -135,15 +137,12 @@ def run(job: Job) -> dict[str, Any]:
             notices.append(
                 "some speech had no subtitle cue: those lines carry a labelled placeholder"
             )
+        if settings.source == AUTO:
+            settings = _detected_source(settings, lines, notices)
     with stage("speakers"):
         speakers = assign_speakers(lines, mono, rate, settings.speaker_num)
     with stage("translate"):
         dubbing.translate(lines, settings)
-        if settings.source == "auto":
-            notices.append(
-                "language.source 'auto': the sandbox cannot identify languages; "
-                "the source stays 'auto'"
-            )
     with stage("voices"):
         casting = Casting(
             settings,
@@ -260,3 +259,20 @@ def _decode(path: Path) -> tuple[np.ndarray, int]:
     if samples.shape[1] > 2:
         return samples.mean(axis=1), rate
     return samples, rate
+
+
+def _detected_source(settings: Settings, lines: list[Line], notices: list[str]) -> Settings:
+    """``language.source: "auto"`` becomes the language of the transcript's text."""
+    spoken = " ".join(line.text for line in lines if not line.placeholder)
+    found = language.detect(spoken)
+    if found is None:
+        notices.append(
+            "language.source 'auto': the transcript has no text the sandbox can identify "
+            "(no subtitle cues, or too little); the source stays 'auto'"
+        )
+        return settings
+    locale, probability = found
+    notices.append(
+        f"language.source 'auto': detected {locale} from the transcript (p={probability:.2f})"
+    )
+    return replace(settings, source=locale)
