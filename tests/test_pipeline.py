@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dubkit import samples
-from dubkit.media import av, mp4, speech, subtitles
+from dubkit.media import av, mixing, mp4, speech, subtitles
 from dubkit.sandbox import pipeline
 from dubkit.sandbox.backend import Backend
 from dubkit.sandbox.pipeline import dubbing, render, transcript
@@ -143,7 +143,7 @@ def test_dynamic_length_stretches_the_timeline_instead_of_the_speech():
 
 def test_resampling_keeps_the_pitch():
     tone = np.sin(2 * np.pi * 440 * np.arange(RATE) / RATE).astype(np.float32)
-    up = dubbing.resample(tone, RATE, 44100)
+    up = mixing.resample(tone, RATE, 44100)
     assert len(up) == 44100
     peak = np.argmax(np.abs(np.fft.rfft(up))) * 44100 / len(up)
     assert peak == pytest.approx(440, abs=2)

@@ -16,6 +16,8 @@ process; decoding, encoding and time stretching live in :mod:`dubkit.media.av`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 __all__ = ["trim_silence", "duck", "place", "mix", "FADE", "CEILING"]
@@ -135,3 +137,39 @@ def _limit(x: np.ndarray, block: int = 441) -> np.ndarray:
     gain = np.interp(np.arange(len(x)), centres, need).astype(np.float32)
     out = x * (gain if x.ndim == 1 else gain[:, None])
     return np.clip(out, -CEILING, CEILING)
+
+
+def resample(samples: np.ndarray, source_rate: int, target_rate: int) -> np.ndarray:
+    """Band-limited resampling of mono audio by zero-padding its spectrum (numpy only).
+
+    >>> resample(np.ones(100, np.float32), 100, 200).shape
+    (200,)
+    """
+    if source_rate == target_rate or len(samples) == 0:
+        return np.asarray(samples, dtype=np.float32)
+    # Silence around the clip keeps the FFT's wrap-around from smearing its two ends together.
+    pad = 64
+    padded = np.concatenate([np.zeros(pad, np.float32), samples, np.zeros(pad, np.float32)])
+    size = round(len(padded) * target_rate / source_rate)
+    spectrum = np.fft.rfft(padded)
+    bins = size // 2 + 1
+    resized = np.zeros(bins, dtype=complex)
+    keep = min(bins, len(spectrum))
+    resized[:keep] = spectrum[:keep]
+    out = np.fft.irfft(resized, n=size) * (size / len(padded))
+    edge = round(pad * target_rate / source_rate)
+    return out[edge : edge + round(len(samples) * target_rate / source_rate)].astype(np.float32)
+
+
+def lay_lines(
+    clips: Sequence[tuple[float, np.ndarray, int]], rate: int, total: float, channels: int
+) -> np.ndarray:
+    """The dub track: each mono clip ``(start s, samples, their rate)`` resampled to ``rate``
+    and laid on ``total`` seconds of silence, repeated over ``channels``.
+
+    The sandbox's pipeline builds its dub with it, and a client-side re-dub too, so an
+    untouched line sits in the re-render exactly where the service put it.
+    """
+    placed = [(start, resample(samples, clip_rate, rate)) for start, samples, clip_rate in clips]
+    track = place([c for c in placed if len(c[1])], rate, total)
+    return track if channels == 1 else np.repeat(track[:, None], channels, axis=1)

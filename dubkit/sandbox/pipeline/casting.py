@@ -63,6 +63,9 @@ class VoiceLibrary(Protocol):
 
     def find(self, voice_id: str) -> Voice | None: ...
 
+    def keep(self, task_id: str, voice: Voice) -> None:
+        """Remember a voice this task cloned (its lines may be spoken again later)."""
+
     def presets(self) -> list[Voice]:
         """Every preset; may leave out preview URLs (``find`` fills them in)."""
 
@@ -148,7 +151,7 @@ class Casting:
             timbre = timbre.with_prosody(pitch_range=CONSISTENT_RANGE)
         digest = hashlib.sha1(f"{self.task_id}:{label}".encode()).hexdigest()[:24]
         reference = self.save(f"voices/{label}.wav", audio)
-        return Voice(
+        made = Voice(
             voice_id=f"cv_{digest}",
             provider=self.settings.clone_provider,
             name=f"{who} (cloned)",
@@ -159,6 +162,8 @@ class Casting:
             sample_url=reference,
             sample_text=content,
         )
+        self.library.keep(self.task_id, made)
+        return made
 
     def _smart(self, heard: Voiceprint | None) -> Voice:
         presets = self.library.presets()

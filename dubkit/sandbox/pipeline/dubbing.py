@@ -113,25 +113,3 @@ def _rooms(lines: list[Line], total: float) -> list[float]:
     """Seconds from each line's start to the next line's start (or the end), less a gap."""
     starts = [line.start for line in lines[1:]] + [total]
     return [max(line.duration, nxt - line.start - GAP) for line, nxt in zip(lines, starts)]
-
-
-def resample(samples: np.ndarray, source_rate: int, target_rate: int) -> np.ndarray:
-    """Band-limited resampling of mono audio by zero-padding its spectrum (numpy only).
-
-    >>> resample(np.ones(100, np.float32), 100, 200).shape
-    (200,)
-    """
-    if source_rate == target_rate or len(samples) == 0:
-        return np.asarray(samples, dtype=np.float32)
-    # Silence around the clip keeps the FFT's wrap-around from smearing its two ends together.
-    pad = 64
-    padded = np.concatenate([np.zeros(pad, np.float32), samples, np.zeros(pad, np.float32)])
-    size = round(len(padded) * target_rate / source_rate)
-    spectrum = np.fft.rfft(padded)
-    bins = size // 2 + 1
-    resized = np.zeros(bins, dtype=complex)
-    keep = min(bins, len(spectrum))
-    resized[:keep] = spectrum[:keep]
-    out = np.fft.irfft(resized, n=size) * (size / len(padded))
-    edge = round(pad * target_rate / source_rate)
-    return out[edge : edge + round(len(samples) * target_rate / source_rate)].astype(np.float32)

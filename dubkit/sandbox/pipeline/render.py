@@ -21,7 +21,6 @@ import numpy as np
 
 from ...media import av, mixing, mp4, speech
 from ...media.subtitles import Cue, to_srt, to_vtt
-from .dubbing import resample
 from .outputs import Outputs
 from .settings import Settings
 from .transcript import Line
@@ -57,13 +56,8 @@ def separate(
 
 
 def dub_track(lines: list[Line], rate: int, total: float, channels: int) -> np.ndarray:
-    clips = [
-        (line.at, resample(line.clip, speech.SAMPLE_RATE, rate))
-        for line in lines
-        if line.clip is not None and len(line.clip)
-    ]
-    track = mixing.place(clips, rate, total)
-    return track if channels == 1 else np.repeat(track[:, None], channels, axis=1)
+    clips = [(line.at, line.clip, speech.SAMPLE_RATE) for line in lines if line.clip is not None]
+    return mixing.lay_lines(clips, rate, total, channels)
 
 
 def cues(lines: list[Line]) -> list[Cue]:

@@ -33,6 +33,7 @@ from ..call import Call
 from ..catalogue import preset as find_preset
 from ..catalogue import presets as all_presets
 from ..service_error import ServiceError
+from . import task_voices
 from .common import Work, check_locale, start_async
 from .materials import find_material, material_path
 from .voices import find_clone, served_preset
@@ -61,7 +62,12 @@ class KeyVoices:
             )
         clone = find_clone(self.backend, self.api_key, voice_id)
         if clone is None:
-            return None
+            kept = task_voices.find(self.backend, self.api_key, voice_id)
+            if kept is None:
+                return None
+            return pipeline.Voice(
+                voice_id, kept.provider, kept.name, kept.gender, "task-clone", kept.speaking
+            )
         cloned = clone.record
         gender = "female" if (clone.voice.variant or "").startswith("f") else "male"
         return pipeline.Voice(
@@ -74,6 +80,17 @@ class KeyVoices:
             locale=cloned.example_language,
             sample_url=cloned.audio or "",
             sample_text=cloned.content or "",
+        )
+
+    def keep(self, task_id: str, voice: pipeline.Voice) -> None:
+        """Remember a clone a dub made, so the key can speak its lines again."""
+        task_voices.keep(
+            self.backend,
+            self.api_key,
+            task_id,
+            task_voices.TaskVoice(
+                voice.voice_id, voice.provider, voice.name, voice.gender, voice.speaking
+            ),
         )
 
     def presets(self) -> list[pipeline.Voice]:

@@ -53,6 +53,7 @@ from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
 from ..service_error import ServiceError
 from ..store import Store
+from . import task_voices
 from .common import Work, accepted, check_locale, run_sync, start_async
 from .voices import find_clone
 
@@ -145,6 +146,8 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
             found[i] = (voice.speaking, voice.record["provider"])
         elif (clone := find_clone(backend, api_key, line.voice_id)) is not None:
             found[i] = (clone.voice, clone.provider)
+        elif (kept := task_voices.find(backend, api_key, line.voice_id)) is not None:
+            found[i] = (kept.speaking, kept.provider)  # a dub's speaker, resent to edit a line
         else:
             missing.append(f"data[{i}] (voiceId {line.voice_id!r})")
     if missing:
