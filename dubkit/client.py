@@ -55,7 +55,7 @@ class Client:
         self.translate = TranslateResource(transport)
         self.tts = TTSResource(transport, self.voices, self.materials)
         self.clones = CloneResource(transport, self.voices, self.materials, self.tts)
-        self.media = MediaResource(transport, self.voices, self.materials)
+        self.media = MediaResource(transport, self.voices, self.materials, self.tts)
 
     def __repr__(self) -> str:
         # A sandbox on this machine is not named by its loopback address: a repr printed

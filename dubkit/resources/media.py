@@ -21,10 +21,12 @@ from typing import Any, Literal, Union
 from .._transport import Transport
 from .._wire import parse, python_names
 from ..errors import ValidationError
-from ..results import Material, Task
+from ..results import DubbingResult, Material, Redub, Task
 from ..schema import MediaOptions, MediaTranslationRequest
 from ._base import Resource
 from .materials import MaterialsResource
+from .redub import redub
+from .tts import TTSResource
 from .voices import VoicesResource
 
 MaterialLike = Union[Material, str, "os.PathLike[str]"]  # a Material, its id, or a local file
@@ -34,10 +36,44 @@ class MediaResource(Resource):
     """``client.media``: translate and dub registered materials (async; results by poll or webhook)."""
 
     def __init__(
-        self, transport: Transport, voices: VoicesResource, materials: MaterialsResource
+        self,
+        transport: Transport,
+        voices: VoicesResource,
+        materials: MaterialsResource,
+        tts: TTSResource,
     ) -> None:
         super().__init__(transport)
-        self._voices, self._materials = voices, materials
+        self._voices, self._materials, self._tts = voices, materials, tts
+
+    def redub(
+        self,
+        result: DubbingResult,
+        folder: str | os.PathLike[str] | None = None,
+        *,
+        audio_format: str = "m4a",
+        progress: bool = True,
+    ) -> Redub:
+        """Re-dub the lines of ``result`` edited since it was made (``result.edit(...)`` or
+        changing ``result.script[i]``), and render the dub again on this machine.
+
+        Only the edited lines cost TTS; the rest keep the service's audio. Every edit is
+        checked first (a line that does not exist, an unknown voice, an end before its start,
+        a slot shorter than a syllable: a ValidationError naming the line and field). Files
+        go to ``folder`` (a new temporary folder by default).
+
+        >>> dub.edit("2", translation="Bonjour à tous !")
+        >>> again = client.media.redub(dub, "redub")
+        >>> dubkit.compare(dub, again)
+        """
+        return redub(
+            self._transport,
+            self._tts,
+            self._voices,
+            result,
+            folder,
+            audio_format=audio_format,
+            progress=progress,
+        )
 
     def translate(
         self,

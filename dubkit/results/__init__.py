@@ -7,6 +7,7 @@ subtitle file), the transport it came through. It never imports a resource or a 
 from .clone import ABPlayers, Clone
 from .dubbing import DubbingResult, MediaFile, Script, ScriptLine, Subtitles
 from .materials import Material, MaterialList
+from .redub import Redub
 from .speech import Speech, SpeechLine
 from .task import RESULT_TYPES, Task, TaskList, canonical_status
 from .translation import Translation
@@ -21,6 +22,7 @@ __all__ = [
     "MaterialList",
     "MediaFile",
     "RESULT_TYPES",
+    "Redub",
     "Script",
     "ScriptLine",
     "Speech",

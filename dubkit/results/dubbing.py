@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ import pandas as pd
 
 from .. import schema
 from .._transport import Transport
+from ..errors import ValidationError
 from ..media.audio import decode
 from ..media.mime import format_of
 from ..views.dubbing import dubbing_html
@@ -68,9 +69,13 @@ class Subtitles:
         return self._transport.download(url).decode("utf-8")
 
 
-@dataclass(frozen=True)
+@dataclass
 class ScriptLine:
-    """One dubbed line: where it sits, who said what, what the dub says, and its audio URL."""
+    """One dubbed line: where it sits, who said what, what the dub says, and its audio URL.
+
+    ``translation``, ``voice_id``, ``start`` and ``end`` may be changed (or use
+    :meth:`DubbingResult.edit`); ``client.media.redub(result)`` then re-dubs the lines changed.
+    """
 
     id: str
     start: float
@@ -158,6 +163,10 @@ class DubbingResult:
         self.poster_url = next((image.url for image in build.images if image.url), None)
         self.original = _original(result, extra.get("source") or {}, context.get("material") or {})
         self.script = _script(result, self._bytes)
+        self._as_made = [replace(line) for line in self.script]  # what edits are measured against
+        separation = result.audio_separation
+        self.no_speech_url = (separation.mns_url if separation else None) or None
+        self.label = "dubbed"  # how views title it beside others
         self._held = fetch_held(
             transport, [self.poster_url, *(line.audio_url for line in self.script)]
         )
@@ -191,6 +200,53 @@ class DubbingResult:
                 path.write_bytes(self._bytes(url))
                 written[kind] = path
         return written
+
+    def line(self, line_id: str) -> ScriptLine:
+        """The script's line ``line_id`` (ids as in ``script``: "1", "2", ...)."""
+        for line in self.script:
+            if line.id == str(line_id):
+                return line
+        ids = [line.id for line in self.script]
+        raise ValidationError(
+            "line_id", f"no line {line_id!r} in this dub's script (its lines: {', '.join(ids)})"
+        )
+
+    def edit(
+        self,
+        line_id: str,
+        *,
+        translation: str | None = None,
+        voice_id: str | None = None,
+        start: float | None = None,
+        end: float | None = None,
+    ) -> ScriptLine:
+        """Change one line for a re-dub (``client.media.redub``); checked when re-dubbed.
+
+        >>> dub.edit("2", translation="Bonjour à tous !", voice_id="sv_s2_fr_fr_story_f")
+        """
+        line = self.line(line_id)
+        for name, value in (
+            ("translation", translation),
+            ("voice_id", voice_id),
+            ("start", start),
+            ("end", end),
+        ):
+            if value is not None:
+                setattr(line, name, value)
+        return line
+
+    def as_made(self) -> list[ScriptLine]:
+        """The script as the service made it (copies: edits do not reach them)."""
+        return [replace(line) for line in self._as_made]
+
+    def edited(self) -> list[ScriptLine]:
+        """The lines whose translation, voice or timing differ from the service's."""
+        keys = ("translation", "voice_id", "start", "end")
+        return [
+            line
+            for line, made in zip(self.script, self._as_made)
+            if any(getattr(line, k) != getattr(made, k) for k in keys)
+        ]
 
     def held(self, url: str | None) -> bytes | None:
         """The bytes of ``url`` if this result fetched them when it was made."""

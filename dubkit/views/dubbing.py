@@ -79,7 +79,7 @@ def side_by_side_html(results: Sequence[DubbingShape]) -> str:
     for result in results:
         columns.append(
             _column(
-                f"dubbed ({result.target_language})",
+                f"{result.label} ({result.target_language})",
                 media_player_html(
                     result.video or result.audio, video=video, poster=_poster(result)
                 ),
@@ -166,6 +166,7 @@ def compare_html(results: Sequence[DubbingShape]) -> str:
     parts = [side_by_side_html(results)]
     for result in results:
         parts.append(
-            f"<p><b>{html.escape(str(result.target_language))}</b></p>" + downloads_html(result)
+            f"<p><b>{html.escape(f'{result.label} ({result.target_language})')}</b></p>"
+            + downloads_html(result)
         )
     return "<div class='dubkit-compare'>" + "".join(parts) + "</div>"

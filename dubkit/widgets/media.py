@@ -8,20 +8,18 @@ The page is :mod:`dubkit.views.dubbing`'s; saved notebooks show it as static HTM
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as widgets
 
 from ..views.dubbing import compare_html, dubbing_html
-
-if TYPE_CHECKING:
-    from ..results.dubbing import DubbingResult
+from ..views.shapes import DubbingShape
 
 
 class DubbingView(widgets.VBox):
     """A widget showing one dub (full view) or several (side by side); static HTML fallback."""
 
-    def __init__(self, results: Iterable[DubbingResult]) -> None:
+    def __init__(self, results: Iterable[DubbingShape]) -> None:
         self.results = list(results)
         if not self.results:
             raise ValueError("DubbingView needs at least one dubbing result")
@@ -40,6 +38,7 @@ class DubbingView(widgets.VBox):
         return bundle
 
 
-def compare(*results: DubbingResult) -> DubbingView:
-    """The original and each dub side by side: ``compare(dub_fr, dub_de)``."""
+def compare(*results: DubbingShape) -> DubbingView:
+    """The original and each dub side by side: ``compare(dub_fr, dub_de)``; a local
+    re-dub (``client.media.redub``) compares the same way."""
     return DubbingView(results)
