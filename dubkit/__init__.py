@@ -42,7 +42,15 @@ from .results import (
 )
 from .sandbox_handle import SandboxHandle
 from .sandbox_handle import start as start_sandbox
-from .widgets import ClonePanel, DubbingView, TaskMonitor, VoiceBrowser, compare, monitor
+from .widgets import (
+    ClonePanel,
+    DubbingView,
+    ScriptEditor,
+    TaskMonitor,
+    VoiceBrowser,
+    compare,
+    monitor,
+)
 
 __all__ = [
     "__version__",
@@ -65,6 +73,7 @@ __all__ = [
     "VoiceList",
     "Audition",
     "TaskMonitor",
+    "ScriptEditor",
     "VoiceBrowser",
     "ClonePanel",
     "DubbingView",

@@ -144,3 +144,29 @@ def test_a_dubs_own_voice_speaks_again_for_its_key_and_no_other(made, sandbox):
     with dubkit.Client(sandbox.create_key("stranger"), sandbox.url) as stranger:
         with pytest.raises(dubkit.BadRequestError, match="not found"):
             stranger.call("tts.create", body)
+
+
+def test_the_script_editor_re_dubs_what_was_changed_in_its_grid(made):
+    client, dub = fresh(made)
+    editor = dubkit.ScriptEditor(client, dub)
+    assert [row.line.id for row in editor.rows] == ["1", "2", "3"]
+    assert editor.redub_changes() is None and "Nothing changed" in editor.status.value
+    editor.rows[2].translation.value = "Merci et au revoir."
+    presets = [v for label, v in editor.rows[1].voice.options if v.startswith("sv_")]
+    editor.rows[1].voice.value = presets[0]
+    editor.button.click()  # what the button does
+    assert editor.redub is not None and editor.redub.redubbed == ["2", "3"]
+    assert "spoken anew" in editor.status.value
+    shown = editor._repr_mimebundle_()["text/html"]
+    assert "Merci et au revoir." in shown and "re-dubbed here" in shown
+    assert "127.0.0.1" not in editor._repr_mimebundle_()["text/html"].split("<video")[0]
+
+
+def test_a_bad_edit_in_the_grid_is_said_in_its_status_line(made, sandbox):
+    key, _, _ = made
+    client, dub = fresh(made)
+    editor = dubkit.ScriptEditor(client, dub)
+    editor.rows[0].translation.value = "   "
+    before = sandbox.credits(key)
+    assert editor.redub_changes() is None
+    assert "script[0].translation" in editor.status.value and sandbox.credits(key) == before

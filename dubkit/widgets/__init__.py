@@ -16,6 +16,7 @@ from ..results import Task
 from .clone import ClonePanel
 from .events import EventLog
 from .media import DubbingView, compare
+from .script_editor import ScriptEditor
 from .tasks import TaskMonitor
 from .uploads import UploadProgressBar
 from .voices import VoiceBrowser
@@ -33,6 +34,7 @@ __all__ = [
     "ClonePanel",
     "DubbingView",
     "EventLog",
+    "ScriptEditor",
     "TaskMonitor",
     "UploadProgressBar",
     "VoiceBrowser",
