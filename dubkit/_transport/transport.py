@@ -274,7 +274,6 @@ class Transport:
             if read <= 0:
                 return None, APITimeoutError("the call's deadline passed", **call.context)
         call.retryable = True
-        where = origin_of(call.url)
         try:
             # Redirects are not followed: see calls.redirect_refused.
             response = self.session.request(
@@ -289,7 +288,8 @@ class Transport:
             )
         except requests.exceptions.ConnectTimeout:
             return None, APITimeoutError(
-                f"could not connect to {where} within {self.timeout.connect}s", **call.context
+                f"could not connect to {origin_of(call.url)} within {self.timeout.connect}s",
+                **call.context,
             )
         except requests.exceptions.ReadTimeout:
             call.sent_without_answer(
@@ -303,15 +303,18 @@ class Transport:
             call.sent_without_answer("an attempt's connection dropped mid-answer")
             call.retryable = call.read or not call.raw
             return None, APIConnectionError(
-                f"the connection to {where} dropped mid-answer", **call.context
+                f"the connection to {origin_of(call.url)} dropped mid-answer", **call.context
             )
         except requests.exceptions.ConnectionError as exc:
             if never_connected(exc):
-                return None, APIConnectionError(f"could not connect to {where}", **call.context)
+                return None, APIConnectionError(
+                    f"could not connect to {origin_of(call.url)}", **call.context
+                )
             call.sent_without_answer("an attempt's connection dropped before the answer arrived")
             call.retryable = call.read or not call.raw
             return None, APIConnectionError(
-                f"the connection to {where} dropped before the answer arrived", **call.context
+                f"the connection to {origin_of(call.url)} dropped before the answer arrived",
+                **call.context,
             )
         if response.is_redirect:
             call.retryable = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, TypeVar, get_args
 
@@ -81,23 +82,32 @@ def renamed(model: type[Wire], payload: Mapping[str, Any], *, wire: bool) -> dic
     """``payload`` with every key that names a field of ``model`` (by its wire name or its
     Python name) given as the wire name (``wire=True``: ``voiceId``) or the Python name
     (``voice_id``), in nested objects and lists of objects too; other keys kept as they are."""
-    fields = model.model_fields
-    names = {f.alias or n: n for n, f in fields.items()}
+    known = _field_names(model)
     out: dict[str, Any] = {}
     for key, value in payload.items():
-        name = names.get(key, key)
-        field = fields.get(name)
-        if field is not None:
-            inner = _wire_model(field.annotation)
+        found = known.get(key)
+        if found is not None:
+            name, alias, inner = found
             if inner is not None and isinstance(value, Mapping):
                 value = renamed(inner, value, wire=wire)
             elif inner is not None and isinstance(value, list):
                 value = [
                     renamed(inner, v, wire=wire) if isinstance(v, Mapping) else v for v in value
                 ]
-            key = (field.alias or name) if wire else name
+            key = alias if wire else name
         out[key] = value
     return out
+
+
+@functools.cache
+def _field_names(model: type[Wire]) -> dict[str, tuple[str, str, type[Wire] | None]]:
+    """Each field by its wire and its Python name: (Python name, wire name, nested model).
+    Built once per model: renaming runs on every call the client sends."""
+    known: dict[str, tuple[str, str, type[Wire] | None]] = {}
+    for name, field in model.model_fields.items():
+        entry = (name, field.alias or name, _wire_model(field.annotation))
+        known[name] = known[field.alias or name] = entry
+    return known
 
 
 def _wire_model(annotation: Any) -> type[Wire] | None:
