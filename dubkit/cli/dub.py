@@ -46,22 +46,22 @@ def dub_media(args: argparse.Namespace) -> int:
     voices = [v.strip() for v in (args.voices or "").split(",") if v.strip()] or None
     with client() as api:
         material = api.materials.upload(path)
-        tasks = {
-            target: api.media.translate(
-                material,
-                target=target,
-                source=args.source,
-                selected_voices=voices,
-                speaker_num=args.speakers,
-                text={"burn": True} if args.burn_subtitles else None,
-            )
-            for target in targets
-        }
-        for target, task in tasks.items():
-            print(f"dubkit dub: {target}: task {task.task_id}", file=sys.stderr)
+        tasks: dict[str, Task] = {}
         try:
+            for target in targets:
+                tasks[target] = api.media.translate(
+                    material,
+                    target=target,
+                    source=args.source,
+                    selected_voices=voices,
+                    speaker_num=args.speakers,
+                    text={"burn": True} if args.burn_subtitles else None,
+                )
+                print(f"dubkit dub: {target}: task {tasks[target].task_id}", file=sys.stderr)
             _watch(tasks, args.timeout)
         except KeyboardInterrupt:
+            if not tasks:
+                raise
             ids = " ".join(task.task_id for task in tasks.values())
             print(
                 f"\ndubkit dub: interrupted; the tasks keep running: {ids} "
