@@ -6,6 +6,8 @@
 >>> dubkit.monitor(client.translate.create_async(["Hi"], source="en-US", target="de-DE"))
 """
 
+from typing import TYPE_CHECKING, Any
+
 from . import webhooks
 from ._transport import RetryPolicy, Timeout
 from ._version import __version__
@@ -42,15 +44,37 @@ from .results import (
 )
 from .sandbox_handle import SandboxHandle
 from .sandbox_handle import start as start_sandbox
-from .widgets import (
-    ClonePanel,
-    DubbingView,
-    ScriptEditor,
-    TaskMonitor,
-    VoiceBrowser,
-    compare,
-    monitor,
-)
+
+if TYPE_CHECKING:
+    from .widgets import (
+        ClonePanel,
+        DubbingView,
+        ScriptEditor,
+        TaskMonitor,
+        VoiceBrowser,
+        compare,
+        monitor,
+    )
+
+# The widgets load ipywidgets (a tenth of a second): on first use, not with `import dubkit`.
+_WIDGETS = {
+    "ClonePanel",
+    "DubbingView",
+    "ScriptEditor",
+    "TaskMonitor",
+    "VoiceBrowser",
+    "compare",
+    "monitor",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WIDGETS:
+        from . import widgets
+
+        return getattr(widgets, name)
+    raise AttributeError(f"module 'dubkit' has no attribute {name!r}")
+
 
 __all__ = [
     "__version__",

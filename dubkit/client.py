@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,7 +26,7 @@ from .resources import (
 )
 from .sandbox_handle import SandboxHandle, embedded
 from .schema import OPERATIONS_BY_PATH
-from .widgets.uploads import upload_progress
+from .uploads import UploadProgress
 
 
 class Client:
@@ -51,7 +51,7 @@ class Client:
         # Each resource gets the siblings it uses, so none of them needs the client.
         self.tasks = TasksResource(transport)
         self.voices = VoicesResource(transport)
-        self.materials = MaterialsResource(transport, progress_display=upload_progress)
+        self.materials = MaterialsResource(transport, progress_display=_upload_progress)
         self.translate = TranslateResource(transport)
         self.tts = TTSResource(transport, self.voices, self.materials)
         self.clones = CloneResource(transport, self.voices, self.materials, self.tts)
@@ -241,3 +241,10 @@ def _is_sandbox(url: str) -> bool:
 
 
 __all__ = ["Client", "connect"]
+
+
+def _upload_progress(name: str) -> Callable[[UploadProgress], None]:
+    """The upload bar (a widget in notebooks), loaded when an upload first shows one."""
+    from .widgets.uploads import upload_progress
+
+    return upload_progress(name)

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from .. import schema
 from .._transport import Transport
@@ -22,6 +21,9 @@ from ..media.audio import decode
 from ..media.mime import format_of
 from ..views.dubbing import dubbing_html
 from ._held import fetch_held
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made: pandas is slow to import
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,8 @@ class Script(list[ScriptLine]):
     ]
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(
             [{name: getattr(line, name) for name in self.COLUMNS} for line in self],
             columns=self.COLUMNS,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from pydantic import PrivateAttr
 
 from .. import schema
 from .._transport import Transport
 from ..views.materials import material_html
 from ._held import fetch_held
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made: pandas is slow to import
 
 COLUMNS = [
     "material_id",
@@ -54,6 +58,8 @@ class MaterialList(list[Material]):
     """Materials from ``client.materials.list``; ``.to_frame()`` for a table."""
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         rows = [{**m.model_dump(), "duration_s": m.duration_seconds} for m in self]
         return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .._transport import Transport
 from ..errors import DubkitError
@@ -21,6 +20,9 @@ from ..media.mime import format_of
 from ..schema import TTSResult, TTSResultItem
 from ..views.players import speech_table_html
 from ._held import fetch_held
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made: pandas is slow to import
 
 
 class SpeechLine:
@@ -187,6 +189,8 @@ class Speech:
 
     def to_frame(self) -> pd.DataFrame:
         """text | voice_id | duration | uri | error; ``error`` is None for a line spoken."""
+        import pandas as pd
+
         # object dtype: pandas would infer a string column and show "no error" as NaN
         # wherever another line failed, and as None where none did.
         return pd.DataFrame(

@@ -11,9 +11,7 @@ import time
 import warnings
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .._transport import Transport
 from ..errors import APITimeoutError, TaskFailedError, TaskTimeoutError
@@ -23,6 +21,9 @@ from .clone import Clone
 from .dubbing import DubbingResult
 from .speech import Speech
 from .translation import Translation
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made: pandas is slow to import
 
 Converter = Callable[[Transport, dict[str, Any], dict[str, Any]], Any]
 # Task type -> how its raw ``result`` becomes a typed object. ``context`` is what the creating
@@ -183,6 +184,8 @@ class TaskList(list[TaskSummary]):
     ``.to_frame()`` for a table."""
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(
             [t.model_dump() for t in self],
             columns=["task_id", "task_type", "status", "created_at", "updated_at"],

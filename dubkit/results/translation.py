@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .._transport import Transport
 from ..schema import TranslateItem, TranslateResult
 from ..views.translation import translation_html
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made: pandas is slow to import
 
 
 class Translation:
@@ -49,6 +50,8 @@ class Translation:
 
     def to_frame(self) -> pd.DataFrame:
         """source | translation | error; ``error`` is None for a segment that succeeded."""
+        import pandas as pd
+
         # object dtype: pandas would infer a string column and show "no error" as NaN
         # wherever another segment failed, and as None where none did.
         return pd.DataFrame(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Generic, TypeVar
-
-import pandas as pd
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..schema import ClonedVoice, PresetVoice
 from ..views.voices import audition_html, voice_table_html
 from .speech import Speech
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made: pandas is slow to import
 
 PRESET_COLUMNS = [
     "voice_id",
@@ -53,6 +54,8 @@ class VoiceList(list[V], Generic[V]):
         return [v.voice_id for v in self if v.voice_id]
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         clones = bool(self) and isinstance(self[0], ClonedVoice)
         columns = CLONE_COLUMNS if clones else PRESET_COLUMNS
         rows = [{c: v.model_dump().get(c) for c in columns} for v in self]

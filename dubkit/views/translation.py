@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made: pandas is slow to import
+
 
 PSEUDO_NOTE = (
     "Sandbox pseudo-translation: made-up words, stable per word and language; "
