@@ -22,6 +22,9 @@ MIME_TYPES = {
     "avi": "video/x-msvideo",
     "flv": "video/x-flv",
     "mpegts": "video/mp2t",
+    # Subtitles, for download links; SubRip has no registered type, text/plain shows it.
+    "srt": "text/plain",
+    "vtt": "text/vtt",
 }
 
 

@@ -89,14 +89,15 @@ def _checked(result: DubbingResult, voices: VoicesResource) -> list[ScriptLine]:
             "re-dubbing needs it"
         )
     edited = result.edited()
+    changed = {line.id for line in edited}
     index = {line.id: i for i, line in enumerate(result.script)}
-    for line in result.script:
-        field = f"script[{index[line.id]}]"
-        if line not in edited and not line.audio_url:
-            raise DubkitError(
-                f"line {line.id} ({field}) has no dubbed audio (tts.result[].ttsFile) to keep"
-            )
-        if line not in edited:
+    for i, line in enumerate(result.script):
+        field = f"script[{i}]"
+        if line.id not in changed:
+            if not line.audio_url:
+                raise DubkitError(
+                    f"line {line.id} ({field}) has no dubbed audio (tts.result[].ttsFile) to keep"
+                )
             continue
         if not isinstance(line.translation, str) or not line.translation.strip():
             raise ValidationError(f"{field}.translation", f"line {line.id}: text to speak")

@@ -14,19 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..media.mime import format_of
+from ..media.mime import format_of, known_mime_type
 from ..views.dubbing import dubbing_html
 from ..views.sources import data_uri
 from .dubbing import DubbingResult, MediaFile, ScriptLine
-
-_MIME = {
-    "mp4": "video/mp4",
-    "m4a": "audio/mp4",
-    "wav": "audio/wav",
-    "srt": "text/plain",
-    "vtt": "text/vtt",
-}
-
 
 LOCAL_EMBED_LIMIT = 8_000_000  # bytes
 
@@ -36,7 +27,8 @@ def _url(path: Path) -> str:
     Never its path: a saved notebook must not name this machine's files."""
     if path.stat().st_size > LOCAL_EMBED_LIMIT:
         return ""
-    mime = _MIME.get(format_of(str(path)), "application/octet-stream")
+    kind = "video" if path.suffix == ".mp4" else "audio"
+    mime = known_mime_type(format_of(str(path)), kind) or "application/octet-stream"
     return data_uri(path.read_bytes(), mime)
 
 

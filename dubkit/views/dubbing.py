@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from ..media.mime import format_of, mime_type
 from .buttons import download_button_html, download_row_html
 from .players import player_html
-from .shapes import DubbingShape, MediaFileShape
+from .shapes import DubbingShape, MediaFileShape, ScriptLineShape
 from .sources import browser_url, embedded
 from .translation import PSEUDO_NOTE
 
@@ -108,16 +108,19 @@ def downloads_html(result: DubbingShape) -> str:
     return download_row_html(buttons, "Downloads")
 
 
+def line_player_html(result: DubbingShape, line: ScriptLineShape) -> str:
+    """A player for one dubbed line: its bytes when the result holds them, else its URL."""
+    if not line.audio_url:
+        return ""
+    mime = mime_type(format_of(line.audio_url))
+    return player_html(embedded(result.held(line.audio_url), mime, line.audio_url), mime)
+
+
 def script_html(result: DubbingShape) -> str:
     """The script: time, speaker, source text, translation, voice, and the dubbed line."""
     rows = []
     for line in result.script:
-        mime = mime_type(format_of(line.audio_url or ""))
-        player = (
-            player_html(embedded(result.held(line.audio_url), mime, line.audio_url), mime)
-            if line.audio_url
-            else ""
-        )
+        player = line_player_html(result, line)
         rows.append(
             f"<tr><td>{html.escape(line.id)}</td>"
             f"<td>{line.start:.2f}–{line.end:.2f}</td><td>{html.escape(line.speaker)}</td>"

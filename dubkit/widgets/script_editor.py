@@ -17,13 +17,10 @@ from typing import Any, Protocol
 import ipywidgets as widgets
 
 from ..errors import DubkitError
-from ..media.mime import format_of, mime_type
 from ..resources.media import MediaResource
 from ..resources.voices import VoicesResource
 from ..results import DubbingResult, Redub, ScriptLine
-from ..views.dubbing import compare_html
-from ..views.players import player_html
-from ..views.sources import embedded
+from ..views.dubbing import compare_html, line_player_html
 from .media import compare
 
 _ROW = widgets.Layout(align_items="center", grid_gap="6px")
@@ -85,7 +82,7 @@ class ScriptEditor(widgets.VBox):
                     preset.voice_id, f"{preset.display_name} · {preset.provider} (preset)"
                 )
         options = [(label, voice_id) for voice_id, label in choices.items()]
-        self.rows = [_Row(line, options, self._player(line)) for line in dub.script]
+        self.rows = [_Row(line, options, line_player_html(dub, line)) for line in dub.script]
         self.button = widgets.Button(
             description="Re-dub changed lines", button_style="primary", icon="refresh"
         )
@@ -93,12 +90,6 @@ class ScriptEditor(widgets.VBox):
         self.status = widgets.HTML("<small>Change a translation or a voice, then Re-dub.</small>")
         self.result = widgets.Output()
         super().__init__([*(row.box for row in self.rows), self.button, self.status, self.result])
-
-    def _player(self, line: ScriptLine) -> str:
-        if not line.audio_url:
-            return ""
-        mime = mime_type(format_of(line.audio_url))
-        return player_html(embedded(self.dub.held(line.audio_url), mime, line.audio_url), mime)
 
     def redub_changes(self) -> Redub | None:
         """Apply the grid's edits to the dub and re-dub; what the button does."""
