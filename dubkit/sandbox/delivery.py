@@ -54,7 +54,7 @@ from typing import Any
 
 from .. import contract
 from .._util.signing import sign
-from .backend import EVENTS, Backend
+from .backend import EVENTS, Backend, now_iso
 from .delivery_pool import Aborted, AttemptTimeout, FairPool, post
 from .envelope import omit_nulls
 
@@ -159,16 +159,20 @@ class Deliverer:
         self.recover()
         self._thread.start()
 
-    def recover(self) -> int:
-        """Enqueue ended async tasks that have no outbox row.
+    def recover(self, since: str = "") -> int:
+        """Enqueue ended async tasks (updated at ``since`` or later) that have no outbox row.
 
         The status flip and the outbox insert are two statements; a crash (or a failing
-        listener) between them would lose the event. Checked at start and every few seconds,
-        so the event still goes out, once.
+        listener) between them would lose the event. Checked over every task at start, then
+        every few seconds over the tasks that changed since the pass before the last one (an
+        index on ``updated_at`` keeps that cost flat however many tasks are stored), so the
+        event still goes out, once.
         """
         missing = self.backend.store.all(
-            "SELECT * FROM tasks t WHERE t.is_async = 1 AND t.status IN ('finished', 'failed') "
-            "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.task_id)"
+            "SELECT * FROM tasks t WHERE t.is_async = 1 AND t.updated_at >= ? "
+            "AND t.status IN ('finished', 'failed') "
+            "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.task_id)",
+            (since,),
         )
         for row in missing:
             self.enqueue(dict(row))
@@ -210,10 +214,15 @@ class Deliverer:
         queued row can start, or every ``REFILL_INTERVAL`` while a key's backlog is queued.
         """
         last_recovery = last_refill = time.monotonic()
+        # a flip stamped just before one pass may commit just after its read: each pass
+        # looks back to the start of the pass before the last one
+        checked_from = previous_pass = now_iso()
         while not self._stopping.is_set():
             try:
                 if time.monotonic() - last_recovery > RECOVERY_INTERVAL:
-                    self.recover()
+                    this_pass = now_iso()
+                    self.recover(since=checked_from)
+                    checked_from, previous_pass = previous_pass, this_pass
                     last_recovery = time.monotonic()
                 if self.pool.free() and (
                     not self.pool.has_ready() or time.monotonic() - last_refill > REFILL_INTERVAL

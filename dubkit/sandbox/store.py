@@ -33,6 +33,7 @@ CREATE INDEX IF NOT EXISTS tasks_by_type ON tasks (api_key, deleted, task_type, 
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (api_key, deleted, status, seq);
 CREATE INDEX IF NOT EXISTS tasks_by_seq ON tasks (seq);
 CREATE INDEX IF NOT EXISTS tasks_running ON tasks (ready) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS tasks_async_by_update ON tasks (updated_at) WHERE is_async = 1;
 -- How many live tasks each key has by type and status, kept by triggers: tasks/list answers
 -- its total without counting rows, so a page costs the same at 20 tasks as at 20,000.
 CREATE TABLE IF NOT EXISTS task_counts (
@@ -56,6 +57,9 @@ BEGIN
         WHERE NEW.deleted = 0
     ON CONFLICT (api_key, task_type, status) DO UPDATE SET n = n + 1;
 END;
+-- How many live rows each key has in a table that asked for it (Store.count_live_rows).
+CREATE TABLE IF NOT EXISTS live_counts (
+    tbl TEXT NOT NULL, api_key TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (tbl, api_key));
 CREATE TABLE IF NOT EXISTS idempotency (
     api_key TEXT NOT NULL, path TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL,
     created_at REAL NOT NULL, PRIMARY KEY (api_key, path, key));
@@ -87,6 +91,7 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._ensured: set[str] = set()
+        self._counted: set[str] = set()
         self.ensure(_CORE_SCHEMA)
         self._add_credit_columns()
         self._count_existing_tasks()
@@ -116,6 +121,33 @@ class Store:
                 self._db.executescript(schema)
                 self._ensured.add(schema)
         return self
+
+    def count_live_rows(self, table: str) -> Store:
+        """Keep, by triggers, how many live rows (``deleted = 0``) each ``api_key`` has in
+        ``table``, so a list's total costs the same at 20 rows as at 300,000 (:meth:`live_rows`).
+        Rows stored before the triggers existed are counted once, when they are made."""
+        if table not in self._counted:
+            with self.transaction() as db:
+                new = not db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                    (f"{table}_count_insert",),
+                ).fetchone()
+                for statement in _live_count_triggers(table):
+                    db.execute(statement)
+                if new:
+                    db.execute("DELETE FROM live_counts WHERE tbl = ?", (table,))
+                    db.execute(
+                        f"INSERT INTO live_counts SELECT ?, api_key, COUNT(*) FROM {table} "
+                        "WHERE deleted = 0 GROUP BY api_key",
+                        (table,),
+                    )
+            self._counted.add(table)
+        return self
+
+    def live_rows(self, table: str, api_key: str) -> int:
+        """How many live rows ``api_key`` has in ``table`` (see :meth:`count_live_rows`)."""
+        row = self.one("SELECT n FROM live_counts WHERE tbl = ? AND api_key = ?", (table, api_key))
+        return row["n"] if row else 0
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self._lock:
@@ -159,3 +191,22 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _live_count_triggers(table: str) -> list[str]:
+    add = (
+        "INSERT INTO live_counts SELECT '{t}', NEW.api_key, 1 WHERE NEW.deleted = 0 "
+        "ON CONFLICT (tbl, api_key) DO UPDATE SET n = n + 1;"
+    )
+    remove = (
+        "UPDATE live_counts SET n = n - 1 WHERE OLD.deleted = 0 AND tbl = '{t}' "
+        "AND api_key = OLD.api_key;"
+    )
+    return [
+        f"CREATE TRIGGER IF NOT EXISTS {table}_count_insert AFTER INSERT ON {table} "
+        f"BEGIN {add.format(t=table)} END",
+        f"CREATE TRIGGER IF NOT EXISTS {table}_count_delete AFTER DELETE ON {table} "
+        f"BEGIN {remove.format(t=table)} END",
+        f"CREATE TRIGGER IF NOT EXISTS {table}_count_update AFTER UPDATE OF deleted, api_key "
+        f"ON {table} BEGIN {remove.format(t=table)} {add.format(t=table)} END",
+    ]

@@ -57,15 +57,18 @@ def page_rows(
     current_page: int | None,
     page_size: int | None,
     default_size: int,
+    total: int | None = None,
 ) -> tuple[list[Any], int]:
     """One page of ``sql``'s rows and how many rows it has in all, both from the database.
 
     ``sql`` is ``SELECT ... FROM ... WHERE ... ORDER BY ...``: the page is read with LIMIT and
-    OFFSET and the total with COUNT over the same WHERE, so neither loads every row.
+    OFFSET (an index on the order makes that a short walk) and, unless the caller knows
+    ``total`` already (a kept count), the total with COUNT over the same WHERE.
     """
     offset, size = page_window(current_page, page_size, default_size)
-    head, _, _ = sql.partition(" ORDER BY ")
-    total = store.one("SELECT COUNT(*) AS n FROM (" + head + ")", args)["n"]  # type: ignore[index]
+    if total is None:
+        head, _, _ = sql.partition(" ORDER BY ")
+        total = store.one("SELECT COUNT(*) AS n FROM (" + head + ")", args)["n"]  # type: ignore[index]
     rows = store.all(sql + " LIMIT ? OFFSET ?", [*args, size, offset])
     return rows, total
 

@@ -32,11 +32,12 @@ CREATE TABLE IF NOT EXISTS materials (
     deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS materials_by_hash ON materials (api_key, file_hash, deleted);
 CREATE INDEX IF NOT EXISTS materials_by_key ON materials (api_key, deleted, seq);
+CREATE INDEX IF NOT EXISTS materials_by_seq ON materials (seq);
 """
 
 
 def materials_table(backend: Backend) -> Store:
-    return backend.store.ensure(SCHEMA)
+    return backend.store.ensure(SCHEMA).count_live_rows("materials")
 
 
 def live_by_hash(backend: Backend, api_key: str, file_hash: str) -> dict[str, Any] | None:

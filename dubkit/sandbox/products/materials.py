@@ -270,14 +270,15 @@ def multipart_abort(call: Call[MultipartRef]) -> None:
 
 
 def list_materials(call: Call[PageQuery]) -> dict[str, Any]:
-    query = call.body
+    query, store = call.body, materials_table(call.backend)
     rows, total = page_rows(
-        materials_table(call.backend),
+        store,
         "SELECT record FROM materials WHERE api_key = ? AND deleted = 0 ORDER BY seq DESC",
         (call.api_key,),
         query.current_page,
         query.page_size,
         default_size=20,
+        total=store.live_rows("materials", call.api_key),
     )
     return MaterialPage(
         records=[Material.model_validate_json(r["record"]) for r in rows], total=total

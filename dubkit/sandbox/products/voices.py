@@ -66,6 +66,13 @@ CREATE TABLE IF NOT EXISTS cloned_voices (
     seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS cloned_voices_by_key ON cloned_voices (api_key, deleted, seq);
 CREATE INDEX IF NOT EXISTS cloned_voices_by_task ON cloned_voices (task_id);
+CREATE INDEX IF NOT EXISTS cloned_voices_by_seq ON cloned_voices (seq);
+CREATE INDEX IF NOT EXISTS cloned_voices_by_created ON cloned_voices
+    (api_key, deleted, create_time, seq);
+CREATE INDEX IF NOT EXISTS cloned_voices_by_updated ON cloned_voices
+    (api_key, deleted, update_time, seq);
+CREATE INDEX IF NOT EXISTS cloned_voices_by_name ON cloned_voices (api_key, deleted, name, seq);
+CREATE INDEX IF NOT EXISTS cloned_voices_by_id ON cloned_voices (api_key, deleted, voice_id, seq);
 """
 _CLONE_ORDER = {
     "voiceId": "voice_id",
@@ -100,7 +107,7 @@ class StoredClone:
 
 
 def _table(backend: Backend) -> Store:
-    return backend.store.ensure(CLONE_SCHEMA)
+    return backend.store.ensure(CLONE_SCHEMA).count_live_rows("cloned_voices")
 
 
 def insert_clone(
@@ -201,8 +208,18 @@ def list_clones(call: Call[CloneVoiceQuery]) -> dict[str, Any]:
     column = _CLONE_ORDER[_known("orderBy", query.order_by or "create_time", _CLONE_ORDER)]
     direction = "ASC" if _known("order", query.order or "desc", _ORDERS) == "asc" else "DESC"
     sql += f" ORDER BY {column} {direction}, seq {direction}"
+    store = _table(call.backend)
     rows, total = page_rows(
-        _table(call.backend), sql, args, query.current_page, query.page_size, default_size=10
+        store,
+        sql,
+        args,
+        query.current_page,
+        query.page_size,
+        default_size=10,
+        # unfiltered: the kept count; filtered: counted over the filter
+        total=None
+        if wanted or query.search_name
+        else store.live_rows("cloned_voices", call.api_key),
     )
     return ClonedVoicePage(records=[_clone_record(dict(r)) for r in rows], total=total).to_wire()
 
