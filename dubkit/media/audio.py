@@ -11,31 +11,59 @@ from __future__ import annotations
 
 import io
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
-from .av import decode_audio
+from .av import MediaError, decode_audio, decode_audios
 
 
 def decode(data: bytes, fmt: str = "") -> tuple[np.ndarray, int]:
     """Decode audio bytes to float32 samples (mono ``(n,)``, else ``(n, channels)``) and rate."""
-    if fmt.lower() not in ("m4a", "aac", "mp4"):
-        try:
-            samples, rate = sf.read(io.BytesIO(data), dtype="float32")
-            return samples, int(rate)
-        except (sf.LibsndfileError, RuntimeError, TypeError):
-            pass  # not a format libsndfile knows: let ffmpeg try
-    return _decode_with_ffmpeg(data)
+    decoded = decode_many([(data, fmt)])[0]
+    if isinstance(decoded, Exception):
+        raise decoded
+    return decoded
 
 
-def _decode_with_ffmpeg(data: bytes) -> tuple[np.ndarray, int]:
+Decoded = tuple[np.ndarray, int] | Exception
+
+
+def decode_many(clips: Sequence[tuple[bytes, str]]) -> list[Decoded]:
+    """:func:`decode` of each ``(data, fmt)``, with what ffmpeg must decode (M4A/AAC, or what
+    libsndfile cannot read) done in one run for all; a clip that cannot be decoded gets its
+    error in its place, the others their audio."""
+    decoded: dict[int, Decoded] = {}
+    for i, (data, fmt) in enumerate(clips):
+        if fmt.lower() not in ("m4a", "aac", "mp4"):
+            try:
+                samples, rate = sf.read(io.BytesIO(data), dtype="float32")
+                decoded[i] = samples, int(rate)
+            except (sf.LibsndfileError, RuntimeError, TypeError):
+                pass  # not a format libsndfile knows: let ffmpeg try
+    rest = [i for i in range(len(clips)) if i not in decoded]
     with tempfile.TemporaryDirectory(prefix="dubkit-audio-") as tmp:
-        source = Path(tmp) / "in"
-        source.write_bytes(data)
-        samples, rate = decode_audio(source, mono=False)
-    return (samples[:, 0] if samples.shape[1] == 1 else samples), rate
+        paths = [Path(tmp) / str(i) for i in rest]
+        for i, path in zip(rest, paths):
+            path.write_bytes(clips[i][0])
+        try:
+            found: list[Decoded] = list(decode_audios(paths, mono=False))
+        except MediaError:  # one bad clip: the others still decode
+            found = [_decode_one(path) for path in paths]
+    for i, result in zip(rest, found):
+        if isinstance(result, tuple) and result[0].shape[1] == 1:
+            result = result[0][:, 0], result[1]
+        decoded[i] = result
+    return [decoded[i] for i in range(len(clips))]
+
+
+def _decode_one(path: Path) -> Decoded:
+    try:
+        return decode_audio(path, mono=False)
+    except MediaError as exc:
+        return exc
 
 
 def waveform_svg(

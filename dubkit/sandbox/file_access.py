@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .backend import Backend
-from .products import materials, tts, voices
+from .products import materials, tts_takes, voices
 
 
 def served_path(backend: Backend, relpath: str) -> Path | None:
@@ -43,5 +43,5 @@ def _owner_lives(backend: Backend, relpath: str) -> bool:
     if head == "clones":
         return voices.clone_of_task_is_live(backend, owner)
     if head == "tts":
-        return tts.answered_by_live_task(backend, relpath)
+        return tts_takes.answered_by_live_task(backend, relpath)
     return False

@@ -9,9 +9,10 @@ service's URL expired or the sandbox stopped; other clips play from a URL the br
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 
-from ..media.audio import decode, waveform_svg
+from ..media.audio import decode_many, waveform_svg
 from ..media.mime import mime_type
 from .shapes import SpeechLineShape
 from .sources import browser_url, embedded
@@ -35,22 +36,36 @@ def line_source(line: SpeechLineShape, embed: bool = True) -> str:
     return embedded(line.data_if_loaded() if embed else None, mime_type(line.format), line.uri)
 
 
-def line_cells(
-    line: SpeechLineShape, *, waveform: bool = True, embed: bool = True
-) -> tuple[str, str, str]:
-    """(duration, waveform, player) cells of one line; failed lines show their error."""
-    if not line.ok:
-        error = f"<span style='color:#cf222e'>{html.escape(line.error_message or '')}</span>"
-        return "", "", error
-    picture = ""
-    data = line.data_if_loaded()
-    if waveform and data is not None:
-        try:
-            picture = waveform_svg(decode(data, line.format)[0])
-        except Exception as exc:  # a view must render even if one clip cannot be decoded
-            picture = f"<small>no waveform ({html.escape(type(exc).__name__)})</small>"
-    duration = f"<span class='dubkit-dur'>{line.duration or 0:.1f} s</span>"
-    return duration, picture, player_html(line_source(line, embed), mime_type(line.format))
+def lines_cells(
+    lines: Sequence[SpeechLineShape], *, embed: bool = True
+) -> list[tuple[str, str, str]]:
+    """(duration, waveform, player) cells of each line; failed lines show their error.
+
+    The waveforms of all the lines are decoded together (:func:`dubkit.media.audio.decode_many`:
+    one ffmpeg run for the M4A ones, not one per row)."""
+    held = [(i, line.data_if_loaded()) for i, line in enumerate(lines) if line.ok]
+    loaded = [(i, data) for i, data in held if data is not None]
+    try:
+        clips = decode_many([(data, lines[i].format) for i, data in loaded])
+    except Exception as exc:  # a view renders even if decoding cannot run at all
+        clips = [exc] * len(loaded)
+    decoded = dict(zip((i for i, _ in loaded), clips))
+    cells = []
+    for i, line in enumerate(lines):
+        if not line.ok:
+            error = f"<span style='color:#cf222e'>{html.escape(line.error_message or '')}</span>"
+            cells.append(("", "", error))
+            continue
+        picture = ""
+        if isinstance(found := decoded.get(i), Exception):
+            picture = f"<small>no waveform ({html.escape(type(found).__name__)})</small>"
+        elif found is not None:
+            picture = waveform_svg(found[0])
+        duration = f"<span class='dubkit-dur'>{line.duration or 0:.1f} s</span>"
+        cells.append(
+            (duration, picture, player_html(line_source(line, embed), mime_type(line.format)))
+        )
+    return cells
 
 
 def speech_table_html(
@@ -58,18 +73,15 @@ def speech_table_html(
 ) -> str:
     """A table of speech lines: #, text, voice, duration, waveform, player (or error)."""
     rows = []
-    shown = 0
-    for line in lines:
-        if shown == SHOWN_LINES:
-            break
-        duration, picture, player = line_cells(line)
+    shown_lines = list(itertools.islice(lines, SHOWN_LINES))
+    shown = len(shown_lines)
+    for line, (duration, picture, player) in zip(shown_lines, lines_cells(shown_lines)):
         rows.append(
             f"<tr><td>{line.index}</td><td style='text-align:left;max-width:360px'>"
             f"{html.escape(line.text or '')}</td><td><code>"
             f"{html.escape(line.voice_id or '')}</code></td><td>{duration}</td>"
             f"<td>{picture}</td><td>{player}</td></tr>"
         )
-        shown += 1
     more = (
         (
             f"<p><small>showing {shown} of {total} lines; iterate or use .to_frame() for "

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..media.mime import format_of, mime_type
-from .players import line_cells, player_html
+from .players import lines_cells, player_html
 from .shapes import SpeechLineShape
 from .sources import browser_url
 
@@ -66,8 +66,8 @@ def voice_table_html(voices: Iterable[PresetVoice | ClonedVoice], *, limit: int 
 def audition_html(text: str, lines: Iterable[SpeechLineShape], *, embed: bool = True) -> str:
     """Cards side by side, one a voice; ``embed=False`` plays from URLs (for live widgets)."""
     cards = []
-    for line in lines:
-        duration, picture, player = line_cells(line, embed=embed)
+    lines = list(lines)
+    for line, (duration, picture, player) in zip(lines, lines_cells(lines, embed=embed)):
         cards.append(
             "<div style='border:1px solid #d0d7de;border-radius:6px;padding:6px;"
             "min-width:200px'>"

@@ -33,18 +33,12 @@ How the options sound in the sandbox (*choice*, the interface leaves the effect 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ... import locales
-from ...media import av, mixing, speech
+from ...media import speech
 from ...schema import TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResultItem
 from ..backend import Backend
 from ..call import Call
@@ -52,9 +46,9 @@ from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
 from ..engines import voiceprint
 from ..references import UnusableAudio, check_reference, fetch_audio
 from ..service_error import ServiceError
-from ..store import Store
-from . import task_voices
+from . import task_voices, tts_takes
 from .common import Work, accepted, check_locale, run_sync, start_async
+from .tts_takes import LineError
 from .voices import find_clone
 
 log = logging.getLogger("dubkit.sandbox")
@@ -63,7 +57,6 @@ TASK_TYPE = "tts"
 MAX_TEXT = 10_000  # characters per line
 DEFAULT_EMO_WEIGHT = 0.6
 TIMBRE_ONLY_PROVIDER = "V1"
-LEAD_IN, TAIL = 0.1, 0.2  # seconds of silence around a line unless trimmed
 # keyword: (pace factor, pitch step, intonation-range step, loudness step) at emoWeight 1
 EMOTIONS: dict[str, tuple[float, int, int, int]] = {
     "happy": (1.10, 8, 30, 10),
@@ -87,16 +80,6 @@ EMOTIONS: dict[str, tuple[float, int, int, int]] = {
     "serious": (0.95, -4, -20, 0),
     "whisper": (0.90, 0, -20, -55),
 }
-CACHE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tts_cache (key TEXT PRIMARY KEY, relpath TEXT NOT NULL,
-                                      duration REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS tts_answers (relpath TEXT NOT NULL, task_id TEXT NOT NULL,
-                                        PRIMARY KEY (relpath, task_id));
-"""
-
-
-class LineError(UnusableAudio):
-    """This line cannot be spoken; the others go on (a bad reference recording is one case)."""
 
 
 @dataclass
@@ -115,6 +98,7 @@ class Spoken:
     duration: float | None = None
     emotion: str | None = None  # the delivery applied, a labelled extra
     error: str | None = None
+    take: tts_takes.Take | None = None  # spoken, its file not yet written
 
 
 # --------------------------------------------------------------------------- checks
@@ -242,6 +226,8 @@ def _clip(value: float, low: int, high: int) -> int:
 def _speak(
     backend: Backend, api_key: str, line: Line, request: TTSRequest, espeak: str | None
 ) -> Spoken:
+    """The line's file if an identical line has one; else its take, to be written with the
+    request's other new lines."""
     spec = line.spec
     voice = line.voice
     language = espeak or (voice.espeak if voice else "en-us")
@@ -253,89 +239,12 @@ def _speak(
             raise LineError(f"timbreRefAudio: {exc}") from None
     assert voice is not None
     voice, emotion = _delivery(backend, line, voice)
-    fmt = request.output_format or "m4a"
-    key = hashlib.sha256(
-        json.dumps(
-            [api_key, spec.text, voice.to_json(), language, fmt, bool(request.trim), spec.duration]
-        ).encode()
-    ).hexdigest()
-    cached = _cache_get(backend, key)
-    if cached is None:
-        cached = _synthesize(backend, key, spec, voice, language, bool(request.trim), fmt)
-    relpath, duration = cached
-    return Spoken(relpath, duration, emotion)
-
-
-def _synthesize(
-    backend: Backend,
-    key: str,
-    spec: TTSLine,
-    voice: SpeakingVoice,
-    language: str,
-    trim: bool,
-    fmt: str,
-) -> tuple[str, float]:
-    rate = speech.SAMPLE_RATE
-    try:
-        samples = voice.speak(spec.text, espeak=language)
-    except speech.SpeechError as exc:
-        raise LineError(f"text: {exc}") from None
-    if trim:
-        samples = mixing.trim_silence(samples, rate)
-    else:
-        samples = np.concatenate(
-            [
-                np.zeros(round(LEAD_IN * rate), np.float32),
-                samples,
-                np.zeros(round(TAIL * rate), np.float32),
-            ]
-        )
-    if samples.size == 0 or float(np.abs(samples).max()) < 1e-3:
-        raise LineError("text: nothing audible to say (only silence came out)")
-    if spec.duration is not None:
-        natural = samples.size / rate
-        factor = spec.duration / natural
-        if not 0.25 <= factor <= 4:
-            raise LineError(
-                f"duration: {spec.duration:g} s cannot be met; the natural reading "
-                f"takes {natural:.1f} s and speech stretches only 0.25x to 4x"
-            )
-        samples = av.time_stretch(samples, rate, factor)
-    relpath = f"tts/{key[:2]}/{key}.{fmt}"
-    target = backend.file_path(relpath)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Written aside then renamed: a concurrent identical line never serves a half-written file.
-    partial = target.with_name(f".{target.name}.{threading.get_ident()}.part")
-    av.encode_audio(samples, rate, fmt, partial)
-    os.replace(partial, target)
-    duration = round(samples.size / rate, 3)
-    _cache_table(backend).execute(
-        "INSERT OR REPLACE INTO tts_cache VALUES (?, ?, ?)", (key, relpath, duration)
-    )
-    return relpath, duration
-
-
-def answered_by_live_task(backend: Backend, relpath: str) -> bool:
-    """Whether a task that is not deleted answered with the file ``relpath``."""
-    return (
-        _cache_table(backend).one(
-            "SELECT 1 FROM tts_answers a JOIN tasks t ON t.task_id = a.task_id WHERE "
-            "a.relpath = ? AND t.deleted = 0 LIMIT 1",
-            (relpath,),
-        )
-        is not None
-    )
-
-
-def _cache_table(backend: Backend) -> Store:
-    return backend.store.ensure(CACHE_SCHEMA)
-
-
-def _cache_get(backend: Backend, key: str) -> tuple[str, float] | None:
-    row = _cache_table(backend).one("SELECT relpath, duration FROM tts_cache WHERE key = ?", (key,))
-    if row is None or not backend.file_path(row["relpath"]).is_file():
-        return None
-    return row["relpath"], row["duration"]
+    fmt, trim = request.output_format or "m4a", bool(request.trim)
+    key = tts_takes.cache_key(api_key, spec, voice, language, fmt=fmt, trim=trim)
+    if (found := tts_takes.cached(backend, key)) is not None:
+        return Spoken(*found, emotion)
+    take = tts_takes.Take(key, fmt, tts_takes.render(spec, voice, language, trim))
+    return Spoken(emotion=emotion, take=take)
 
 
 # --------------------------------------------------------------------------- the plan
@@ -350,19 +259,31 @@ def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
     )
 
     def run(task_id: str) -> dict[str, Any]:
-        spoken = []
+        def failed(index: int, exc: Exception) -> Spoken:  # never fails the other lines
+            if not isinstance(exc, UnusableAudio):
+                log.exception("tts line %d of task %s", index, task_id)
+            backend.refund(api_key, characters[index])
+            return Spoken(error=str(exc))
+
+        def write_takes() -> None:
+            made = tts_takes.store(backend, [s.take for s in spoken if s.take])
+            for i, line in enumerate(spoken):
+                if line.take and (error := made[line.take.key]) is not None:
+                    spoken[i] = failed(i, error)
+                elif line.take:
+                    spoken[i] = Spoken(line.take.relpath, line.take.duration, line.emotion)
+
+        spoken: list[Spoken] = []
         for line in lines:
             try:
                 spoken.append(_speak(backend, api_key, line, request, espeak))
-            except Exception as exc:  # one line's failure never fails the others
-                if not isinstance(exc, UnusableAudio):
-                    log.exception("tts line %d of task %s", line.index, task_id)
-                backend.refund(api_key, characters[line.index])
-                spoken.append(Spoken(error=str(exc)))
-        _cache_table(backend).store_many(
-            "INSERT OR IGNORE INTO tts_answers (relpath, task_id) VALUES (?, ?)",
-            [(s.relpath, task_id) for s in spoken if s.relpath],
-        )
+            except Exception as exc:
+                spoken.append(failed(line.index, exc))
+            held = sum(s.take.duration for s in spoken if s.take)
+            if held > tts_takes.BATCH_SECONDS:
+                write_takes()
+        write_takes()
+        tts_takes.record_answers(backend, task_id, [s.relpath for s in spoken if s.relpath])
         created = backend.task_row(task_id)["created_at"]
         return _result(backend, task_id, created, spoken).to_wire()
 
