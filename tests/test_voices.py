@@ -239,3 +239,21 @@ def test_browser_reports_an_empty_audition_instead_of_failing(client):
     browser = VoiceBrowser(client, locale="sv-SE")
     assert browser.audition("Hej!") is None
     assert "tick" in browser._result.value
+
+
+def test_a_listing_names_previews_and_the_first_fetch_makes_them(client, sandbox):
+    voice_id = "sv_s1_fr_fr_clear_f"
+    files = sandbox.data_dir / "files" / "voices"
+    made = [files / "previews" / f"{voice_id}.wav", files / "covers" / f"{voice_id}.svg"]
+    for path in made:
+        path.unlink(missing_ok=True)
+    voice = client.voices.presets(voice_id=voice_id)[0]
+    assert not any(path.exists() for path in made)  # a listing waits for no synthesis
+    preview, cover = requests.get(voice.audio, timeout=10), requests.get(voice.cover, timeout=10)
+    assert preview.status_code == 200 and cover.status_code == 200 and "<svg" in cover.text
+    samples, rate = sf.read(io.BytesIO(preview.content))
+    assert 0.5 < len(samples) / rate < 6 and np.abs(samples).max() > 0.05
+    assert all(path.is_file() for path in made)
+    assert (
+        requests.get(voice.audio.replace(voice_id, "sv_s1_nowhere"), timeout=10).status_code == 404
+    )

@@ -6,6 +6,12 @@ among them are in :mod:`dubkit.sandbox.catalogue`.
 
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
+
+from .. import locales
+
 # "Hello! This is my voice." in each language the catalogue speaks (by espeak language).
 SAMPLE_TEXT = {
     "af": "Hallo! Dit is my stem.",
@@ -116,7 +122,23 @@ def given_names(language: str, gender: str) -> list[str]:
 
 
 def locale_names(locale: str) -> tuple[str, str]:
-    """``("English (United States)", "English")``: the English label and the endonym."""
+    """``("English (United States)", "English")``: the English label and the endonym.
+
+    Read from ``data/locale_names.json``, which :func:`cldr_locale_names` wrote for every
+    target locale (run it again when ``locales.TARGET`` changes; a test compares the two):
+    working them out with babel on every start took most of a second.
+    """
+    return _locale_table().get(locale, (locale, locale))
+
+
+@functools.lru_cache(maxsize=1)
+def _locale_table() -> dict[str, tuple[str, str]]:
+    table = json.loads(_TABLE.read_text(encoding="utf-8"))
+    return {locale: (label, endonym) for locale, (label, endonym) in table.items()}
+
+
+def cldr_locale_names(locale: str) -> tuple[str, str]:
+    """:func:`locale_names` worked out from CLDR through babel (a test dependency)."""
     from babel import Locale, UnknownLocaleError
 
     special = {
@@ -136,3 +158,15 @@ def locale_names(locale: str) -> tuple[str, str]:
     if dialect:
         label = f"{parsed.get_language_name('en')} ({dialect} dialect, China)"
     return label, parsed.get_language_name(parsed) or label
+
+
+def write_locale_table() -> None:
+    """Write ``data/locale_names.json`` from CLDR for every target locale."""
+    rows = [
+        f"{json.dumps(locale)}: {json.dumps(cldr_locale_names(locale), ensure_ascii=False)}"
+        for locale in sorted(locales.TARGET)
+    ]
+    _TABLE.write_text("{\n" + ",\n".join(rows) + "\n}\n", encoding="utf-8")
+
+
+_TABLE = Path(__file__).with_name("data") / "locale_names.json"

@@ -1,7 +1,7 @@
 """Which files under ``/files`` may still be read: a file is served while its owner lives.
 
 =====================  =================================================================
-``voices/...``         catalogue previews and covers: public
+``voices/...``         catalogue previews and covers: public (made when first fetched)
 ``materials/<id>/...`` a material's files, until the material is deleted
 ``media/<taskId>/...`` a dub's deliverables, until the task is deleted
 ``clones/<taskId>/...`` a clone's copy of its reference, until the clone is deleted
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import catalogue_files
 from .backend import Backend
 from .products import materials, tts_takes, voices
 
@@ -26,7 +27,10 @@ def served_path(backend: Backend, relpath: str) -> Path | None:
     """The file to send for ``/files/<relpath>``, or None (404)."""
     root = backend.files_dir.resolve()
     path = (root / relpath).resolve()
-    if not path.is_relative_to(root) or not path.is_file() or not _owner_lives(backend, relpath):
+    if not path.is_relative_to(root):
+        return None
+    catalogue_files.make_if_missing(backend.files_dir, relpath)
+    if not path.is_file() or not _owner_lives(backend, relpath):
         return None
     return path
 

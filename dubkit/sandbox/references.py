@@ -35,6 +35,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..media import av
+from . import catalogue_files
 from .backend import Backend
 from .service_error import ServiceError
 
@@ -78,6 +79,8 @@ def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int
     own = _own_file(backend, url)
     if own is not None:
         path = _inside(backend.files_dir, own)
+        if path is not None:
+            catalogue_files.make_if_missing(backend.files_dir, own)
         if path is None or not path.is_file():
             raise UnusableAudio(f"{field}: no such file on this sandbox")
         return _decode(path, field)

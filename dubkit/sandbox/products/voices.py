@@ -7,8 +7,8 @@ clone products (clone-voice create) add rows with :func:`insert_clone`, TTS read
 Choices where the interface is silent (*choice*):
 
 * *choice* A preset's ``audio`` (a WAV of the voice saying "Hello! This is my voice." in its
-  language) and ``cover`` (an SVG badge) are made the first time a list answer includes the
-  voice, then served from the files dir; later lists reuse them.
+  language) and ``cover`` (an SVG badge) are made the first time their URL is fetched, then
+  served from the files dir; a listing only names them.
 * *choice* Preset filters: ``locale`` matches the code case-insensitively, and a bare
   language (``en``) matches all its regions; an unknown code is 400 with suggestions.
   ``gender``, ``age`` and ``category`` match case-insensitively; ``quality: high`` keeps HD
@@ -34,14 +34,11 @@ Choices where the interface is silent (*choice*):
 
 from __future__ import annotations
 
-import html
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from ... import locales
-from ...media import av, speech
 from ...schema import (
     ClonedVoice,
     ClonedVoicePage,
@@ -51,9 +48,10 @@ from ...schema import (
     PresetVoiceQuery,
     VoiceIdBody,
 )
+from .. import catalogue_files
 from ..backend import Backend, new_id, now_iso
 from ..call import Call
-from ..catalogue import TIERS, Preset, SpeakingVoice, presets
+from ..catalogue import Preset, SpeakingVoice, presets
 from ..service_error import ServiceError
 from ..store import Store
 from .common import check_locale, page, page_rows
@@ -263,7 +261,6 @@ _PRESET_ORDER = {
     "update_time": "updateTime",
     "is_preferred": "isPreferred",
 }
-_TIER_COLOURS = ("#0969da", "#1a7f37", "#8250df", "#bf3989", "#9a6700", "#cf222e", "#1b7c83")
 
 
 def list_presets(call: Call[PresetVoiceQuery]) -> dict[str, Any]:
@@ -329,42 +326,11 @@ def _check_locale_filter(code: str) -> None:
 
 
 def served_preset(backend: Backend, preset: Preset) -> dict[str, Any]:
-    """The record with its preview and cover URLs, making the files on first use."""
+    """The record with its preview and cover URLs; the files are made when first fetched
+    (:mod:`dubkit.sandbox.catalogue_files`), so a listing never waits for hundreds of them."""
     voice_id = preset.voice_id
-    audio = f"voices/previews/{voice_id}.wav"
-    if not backend.file_path(audio).is_file():
-        _write_atomically(
-            backend,
-            audio,
-            lambda path: av.encode_audio(
-                preset.speaking.speak(preset.sample_text), speech.SAMPLE_RATE, "wav", path
-            ),
-        )
-    cover = f"voices/covers/{voice_id}.svg"
-    if not backend.file_path(cover).is_file():
-        svg = _cover_svg(preset)
-        _write_atomically(backend, cover, lambda path: path.write_text(svg, encoding="utf-8"))
-    return {**preset.record, "audio": backend.file_url(audio), "cover": backend.file_url(cover)}
-
-
-def _write_atomically(backend: Backend, relpath: str, write: Any) -> None:
-    # Two list calls may make the same file at once; a reader must never see half of it.
-    target = backend.file_path(relpath)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.stem}.{os.getpid()}.{id(write)}{target.suffix}")
-    write(partial)
-    os.replace(partial, target)
-
-
-def _cover_svg(preset: Preset) -> str:
-    record = preset.record
-    colour = _TIER_COLOURS[list(TIERS).index(record["provider"]) % len(_TIER_COLOURS)]
-    initial = html.escape(record["displayName"][:1].upper())
-    return (
-        "<svg xmlns='http://www.w3.org/2000/svg' width='96' height='96' viewBox='0 0 96 96'>"
-        f"<circle cx='48' cy='48' r='46' fill='{colour}'/>"
-        "<text x='48' y='60' font-family='sans-serif' font-size='40' fill='white' "
-        f"text-anchor='middle'>{initial}</text>"
-        "<text x='48' y='84' font-family='sans-serif' font-size='13' fill='white' "
-        f"text-anchor='middle'>{html.escape(record['provider'])}</text></svg>"
-    )
+    return {
+        **preset.record,
+        "audio": backend.file_url(catalogue_files.preview_relpath(voice_id)),
+        "cover": backend.file_url(catalogue_files.cover_relpath(voice_id)),
+    }
