@@ -22,61 +22,19 @@ It talks to whatever ``dubkit`` is importable (PYTHONPATH picks an older checkou
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _box import Box  # bench/_box.py
+
 import dubkit
-from dubkit import SandboxHandle, samples
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-class Box:
-    """One ``dubkit sandbox`` process on a data dir, restartable."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir, self.port = data_dir, _free_port()
-        self.proc: subprocess.Popen[str] | None = None
-
-    def start(self) -> dubkit.Client:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dubkit.cli", "sandbox", "--port", str(self.port)]
-            + ["--data-dir", str(self.data_dir)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            if "listening on" in line:
-                break
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # type: ignore
-        token = self.data_dir / "admin-token"
-        box = SandboxHandle(
-            f"http://127.0.0.1:{self.port}",
-            admin_token=token.read_text() if token.exists() else None,
-        )
-        return dubkit.Client(box.api_key, box.url)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(30)
-            self.proc = None
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()  # type: ignore[union-attr]
-        return (int(fields[11]) + int(fields[12])) / TICKS
+from dubkit import samples
 
 
 def main() -> None:
@@ -225,12 +183,6 @@ def _line(level: int, figures: dict[str, float], base: dict[str, float]) -> str:
         ratio = f" ({value / base[name]:.2f}x)" if level and base[name] > 0.05 else ""
         parts.append(f"{name} {value:.1f}{unit}{ratio}")
     return f"{level:>7,} tasks: " + ", ".join(parts)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 if __name__ == "__main__":

@@ -18,65 +18,40 @@ from __future__ import annotations
 import select
 import socket
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from _box import Box  # bench/_box.py
+
 import dubkit
-from dubkit import SandboxHandle, samples
+from dubkit import samples
 
 MiB = 1024 * 1024
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-safety-") as tmp:
-        data_dir, port = Path(tmp) / "box", _free_port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "dubkit.cli",
-                "sandbox",
-                "--port",
-                str(port),
-                "--data-dir",
-                str(data_dir),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        box = Box(Path(tmp) / "box")
         try:
-            for line in proc.stdout:  # type: ignore[union-attr]
-                if "listening on" in line:
-                    break
-            threading.Thread(target=proc.stdout.read, daemon=True).start()  # type: ignore
-            token_file = data_dir / "admin-token"
-            box = SandboxHandle(
-                f"http://127.0.0.1:{port}",
-                admin_token=(token_file.read_text() if token_file.exists() else None),
-            )
-            client = dubkit.Client(box.api_key, box.url)
-            chunked_body(box, proc.pid)
+            client = box.start()
+            chunked_body(box)
             same_bytes(client, Path(tmp))
             task_list_growth(client)
         finally:
-            proc.terminate()
-            proc.wait(15)
+            box.stop()
 
 
-def chunked_body(box: SandboxHandle, pid: int) -> None:
-    peak_before = _memory(pid)["VmHWM"]
-    sock = socket.create_connection(("127.0.0.1", int(box.url.rsplit(":", 1)[1])), timeout=120)
+def chunked_body(box: Box) -> None:
+    peak_before = box.memory_kb()["VmHWM"]
+    handle = box.handle
+    sock = socket.create_connection(("127.0.0.1", box.port), timeout=120)
     sock.sendall(
         (
-            f"POST /openapi/v1/task/translate/create HTTP/1.1\r\nHost: {box.url[7:]}\r\n"
-            f"Authorization: Bearer {box.api_key}\r\nX-Idempotency-Key: "
+            f"POST /openapi/v1/task/translate/create HTTP/1.1\r\nHost: {handle.url[7:]}\r\n"
+            f"Authorization: Bearer {handle.api_key}\r\nX-Idempotency-Key: "
             f"{uuid.uuid4().hex}\r\nContent-Type: application/json\r\n"
             f"Transfer-Encoding: chunked\r\n\r\n"
         ).encode()
@@ -96,7 +71,7 @@ def chunked_body(box: SandboxHandle, pid: int) -> None:
     print(
         f"512 MB chunked body: {sent / MiB:.0f} MiB taken before the answer "
         f"'{status}'; sandbox peak RSS {peak_before / 1024:.0f} MB before, "
-        f"{_memory(pid)['VmHWM'] / 1024:.0f} MB after"
+        f"{box.memory_kb()['VmHWM'] / 1024:.0f} MB after"
     )
 
 
@@ -142,21 +117,6 @@ def task_list_growth(client: dubkit.Client) -> None:
         f"tasks/list page of 20: {small:.1f} ms at 20 tasks, {large:.1f} ms at 20,000 "
         f"({large / small:.2f}x)"
     )
-
-
-def _memory(pid: int) -> dict[str, int]:
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if value.strip().endswith("kB"):
-            fields[name] = int(value.split()[0])
-    return fields
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 if __name__ == "__main__":

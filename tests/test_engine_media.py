@@ -6,13 +6,12 @@ checks something a user of the sandbox would see or hear in its output.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
-import imageio_ffmpeg
 import numpy as np
 import pytest
+from _frames import frame
 
 from dubkit.media import av, mixing, mp4
 from dubkit.media.av import MediaError
@@ -34,32 +33,6 @@ def dominant_hz(samples: np.ndarray, sr: int) -> float:
 
 def rms_db(samples: np.ndarray) -> float:
     return float(10 * np.log10(np.mean(np.square(samples, dtype=np.float64)) + 1e-20))
-
-
-def frame(path: Path, at: float) -> np.ndarray:
-    """One decoded frame as an RGB array, straight from ffmpeg (an independent reader)."""
-    info = av.probe(path)
-    raw = subprocess.run(
-        [
-            imageio_ffmpeg.get_ffmpeg_exe(),
-            "-v",
-            "error",
-            "-ss",
-            str(at),
-            "-i",
-            str(path),
-            "-frames:v",
-            "1",
-            "-f",
-            "rawvideo",
-            "-pix_fmt",
-            "rgb24",
-            "-",
-        ],
-        capture_output=True,
-        check=True,
-    ).stdout
-    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _frames import frame
 
 from dubkit import samples
 from dubkit.media import av, mixing, mp4, speech, subtitles
@@ -208,6 +209,27 @@ def test_a_run_writes_every_deliverable(backend, clip, tmp_path):
     for line in result["translatedScripts"]["result"]:
         inside[round(line["start"] * 16000) : round(line["end"] * 16000)] = True
     assert np.mean(dub[inside] ** 2) > 20 * np.mean(dub[~inside] ** 2)
+
+
+@pytest.mark.parametrize(
+    "text", [{"soft": True}, {"soft": False}, {"burn": True, "soft": True}], ids=str
+)
+def test_variants_carry_the_dubs_picture_sound_and_subtitles(backend, clip, tmp_path, text):
+    """Variants made early from the source, or in the burning mux, are the dub made smaller."""
+    path, _ = clip
+    result, out = run(backend, path, tmp_path, {"text": text})
+    dubbed, variant = out.path("dubbed.mp4"), out.path("dubbed-360p.mp4")
+    info = av.probe(variant)
+    assert info.has_video and info.height == 360
+    assert info.duration == pytest.approx(av.probe(dubbed).duration, abs=0.1)
+    assert result["compress"]["360p"]["size"] == variant.stat().st_size
+    assert av.extract_subtitles(variant) == av.extract_subtitles(dubbed)
+    assert info.subtitle_streams == int(text["soft"])
+    heard, expected = decoded(variant), decoded(out.path("dubbed.m4a"))
+    n = min(len(heard), len(expected))
+    assert np.corrcoef(heard[:n], expected[:n])[0, 1] > 0.99  # the dub's sound, not the source's
+    for at in (0.5, 1.5, 2.5):  # the dub's picture (burned cues included), re-encoded
+        assert np.abs(frame(variant, at) - frame(dubbed, at)).mean() < 6
 
 
 def test_a_file_that_is_not_media_fails_naming_the_stage(backend, tmp_path):

@@ -22,12 +22,23 @@ from pathlib import Path
 
 import numpy as np
 
-from ._ffmpeg import THREADS, MediaError, PathLike, existing, filter_value, header, out, run
+from ._ffmpeg import (
+    THREADS,
+    MediaError,
+    MediaInfo,
+    PathLike,
+    existing,
+    filter_value,
+    header,
+    out,
+    run,
+)
 from .av import _aac, _text_track, _video, encode_audio
 from .subtitles import Cue, ass_style, to_srt
 
 __all__ = [
     "mux",
+    "add_sound",
     "compress",
     "stretch_video",
     "make_test_pattern",
@@ -62,13 +73,16 @@ def mux(
     soft: bool = True,
     style: dict[str, object] | None = None,
     fontsdir: PathLike | None = None,
+    variants: Mapping[int, PathLike] | None = None,
 ) -> None:
     """Put the picture of one file and the audio of another into an mp4 as long as the picture.
 
     With ``subtitles_path`` (SRT or VTT) the mp4 gets a soft ``mov_text`` track (unless
     ``soft=False``) and, with ``burn=True``, the cues drawn into the picture in ``style`` (see
     ``subtitles.ass_style``). The video is copied unless something is burned or its codec does
-    not fit mp4; then x264.
+    not fit mp4; then x264. ``variants`` (``{height: path}``) are smaller copies of the result
+    made in the same run, as :func:`compress` would make them from it: the picture is decoded
+    and subtitles are burned once for all of them.
 
     >>> mux("talk.mp4", "dub.wav", "dubbed.mp4", subtitles_path="en.srt",
     ...     burn=True)  # doctest: +SKIP
@@ -78,17 +92,9 @@ def mux(
     if not sound.has_audio:
         raise MediaError(f"no audio track in {audio}")
     subs = existing(subtitles_path) if subtitles_path is not None else None
-    args = [
-        "-i",
-        video,
-        "-i",
-        audio,
-        *(["-i", subs] if subs else []),
-        "-map",
-        "0:V:0",
-        "-map",
-        "1:a:0",
-    ]
+    args = ["-i", video, "-i", audio, *(["-i", subs] if subs else [])]
+    picture = "0:V:0"
+    burner = ""
     if subs and burn:
         fonts = Path(fontsdir) if fontsdir is not None else default_fontsdir()
         if fonts is None:
@@ -100,27 +106,70 @@ def mux(
             f"subtitles=filename={filter_value(subs)}:fontsdir={filter_value(str(fonts))}"
             f":force_style={filter_value(force)}"
         )
-        args += ["-vf", burner, *_x264(), "-crf", "23"]
+    heights = _heights(info, variants or {})
+    if burner or heights:
+        branches = (["[main]"] if burner else []) + [f"[s{i}]" for i in range(len(heights))]
+        graph = f"[0:V:0]{burner or 'null'},split={len(branches)}{''.join(branches)}"
+        graph += "".join(f";[s{i}]scale=-2:{h}[v{i}]" for i, h in enumerate(heights))
+        args += ["-filter_complex", graph]
+        picture = "[main]" if burner else picture
+    duration = ["-t", f"{info.duration:.3f}", "-movflags", "+faststart", "-f", "mp4"]
+    tracks = _tracks(sound, "128k", subs if soft else None, shown=not burn)
+    if burner or info.video_codec not in _MP4_VIDEO:
+        coded = [*_x264(), "-crf", "23"]
     else:
-        args += ["-c:v", "copy"] if info.video_codec in _MP4_VIDEO else [*_x264(), "-crf", "23"]
-    args += _aac(sound, "128k")
-    if subs and soft:
-        # A burned cue plus a soft track shown by default would put every line on screen twice.
-        args += [
-            "-map",
-            "2:s:0",
-            "-c:s",
-            "mov_text",
-            "-disposition:s:0",
-            "0" if burn else "default",
-        ]
-    run(
-        [*args, "-t", f"{info.duration:.3f}", "-movflags", "+faststart", "-f", "mp4", out(out_path)]
-    )
+        coded = ["-c:v", "copy"]
+    args += ["-map", picture, *coded, *tracks, *duration, out(out_path)]
+    for i, path in enumerate((variants or {}).values()):
+        args += ["-map", f"[v{i}]", *_x264(), "-crf", "26", "-threads", str(THREADS)]
+        args += [*_tracks(sound, "96k", subs if soft else None, shown=not burn), *duration]
+        args.append(out(path))
+    run(args)
+
+
+def add_sound(
+    pictures: Mapping[PathLike, PathLike],
+    audio_path: PathLike,
+    *,
+    subtitles_path: PathLike | None = None,
+) -> None:
+    """:func:`mux` of several pictures with one sound, in one run: ``{picture: out_path}``,
+    each picture copied (it must be mp4-ready, e.g. from ``compress(..., tracks=False)``)."""
+    audio, sound = existing(audio_path), header(audio_path)
+    subs = existing(subtitles_path) if subtitles_path is not None else None
+    sources = [_video(path) for path in pictures]
+    args = [arg for src, _ in sources for arg in ("-i", src)]
+    args += ["-i", audio, *(["-i", subs] if subs else [])]
+    for i, ((_, info), path) in enumerate(zip(sources, pictures.values())):
+        args += ["-map", f"{i}:V:0", "-c:v", "copy"]
+        args += _tracks(sound, "128k", subs, shown=True, first=len(sources))
+        args += ["-t", f"{info.duration:.3f}", "-movflags", "+faststart", "-f", "mp4", out(path)]
+    run(args)
+
+
+def _tracks(
+    sound: MediaInfo, bitrate: str, subs: str | None, *, shown: bool, first: int = 1
+) -> list[str]:
+    """Input ``first``'s audio, and the next input's cues as a soft track (shown by default
+    unless burned: a burned cue plus a shown one would put every line on screen twice)."""
+    tracks = ["-map", f"{first}:a:0", *_aac(sound, bitrate)]
+    if subs:
+        tracks += ["-map", f"{first + 1}:s:0", "-c:s", "mov_text", "-disposition:s:0"]
+        tracks.append("default" if shown else "0")
+    return tracks
+
+
+def _heights(info: MediaInfo, outputs: Mapping[int, PathLike]) -> list[int]:
+    # Never upscale; 4:2:0 video needs even dimensions.
+    return [min(h, info.height or h) // 2 * 2 for h in outputs]
 
 
 def compress(
-    video_path: PathLike, outputs: Mapping[int, PathLike], *, preset: str = "veryfast"
+    video_path: PathLike,
+    outputs: Mapping[int, PathLike],
+    *,
+    preset: str = "veryfast",
+    tracks: bool = True,
 ) -> None:
     """Transcode to one mp4 per ``{height: path}``, each at most that tall, aspect ratio kept.
 
@@ -128,7 +177,8 @@ def compress(
     each, in the same ffmpeg run), so two variants cost two encodes but a single decode.
     ``preset`` is x264's speed/size trade-off (``X264_PRESETS``): on the 720p test card,
     ``superfast`` saves about a fifth of the time and makes files over twice as big. Audio and a
-    text subtitle track come along; AAC audio is copied, not re-encoded.
+    text subtitle track come along (AAC audio is copied, not re-encoded) unless ``tracks`` is
+    False: then the picture alone, to be given its sound later with :func:`mux`.
 
     >>> compress("dubbed.mp4", {480: "dubbed-480p.mp4", 360: "dubbed-360p.mp4"})  # doctest: +SKIP
     """
@@ -137,19 +187,18 @@ def compress(
     if preset not in X264_PRESETS:
         raise ValueError(f"preset must be one of {', '.join(X264_PRESETS)}; got {preset!r}")
     src, info = _video(video_path)
-    # Never upscale; 4:2:0 video needs even dimensions.
-    heights = [min(h, info.height or h) // 2 * 2 for h in outputs]
+    heights = _heights(info, outputs)
     graph = (
         f"[0:V:0]split={len(heights)}"
         + "".join(f"[s{i}]" for i in range(len(heights)))
         + ";"
         + ";".join(f"[s{i}]scale=-2:{h}[v{i}]" for i, h in enumerate(heights))
     )
-    track = _text_track(info)
+    track = _text_track(info) if tracks else None
     args = ["-i", src, "-filter_complex", graph]
     for i, path in enumerate(outputs.values()):
         args += ["-map", f"[v{i}]", *_x264(preset), "-crf", "26"]
-        if info.has_audio:
+        if info.has_audio and tracks:
             args += ["-map", "0:a:0", *_aac(info, "96k")]
         if track is not None:
             args += ["-map", f"0:s:{track}", "-c:s", "mov_text"]

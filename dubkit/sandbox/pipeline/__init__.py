@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -102,6 +102,13 @@ class Stages:
 
 def run(job: Job) -> dict[str, Any]:
     """Dub ``job.media_path`` as ``job.settings`` say; returns the task's result (§3.6)."""
+    # The compressed variants are the slowest step (x264): they run beside the other stages,
+    # from the start when their picture does not depend on the dub.
+    with ThreadPoolExecutor(1, thread_name_prefix="dub-compress") as pool:
+        return _dub(job, pool)
+
+
+def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
     settings, out = job.settings, job.outputs
     started = time.perf_counter()
     stage = Stages()
@@ -115,6 +122,10 @@ def run(job: Job) -> dict[str, Any]:
                 "probe failed: the material has no audio track, so there is no speech to translate",
             )
     video_task = settings.task_type == "vt" and info.has_video
+    variants = render.variant_names(info.height or 0) if video_task else {}
+    early: Future[dict[int, str]] | None = None
+    if video_task and not settings.text.burn and not settings.dynamic_length:
+        early = pool.submit(_pictures, stage, out, str(job.media_path), variants)
     with stage("decode"):
         original, rate = _decode(job.media_path)
         mono = original if original.ndim == 1 else original.mean(axis=1)
@@ -176,6 +187,7 @@ def run(job: Job) -> dict[str, Any]:
         files["audio"] = out.media_file("dubbed.m4a")
     with stage("subtitles"):
         files["subtitles"] = render.write_subtitles(out, lines, settings.target)
+    subtitle_name = f"subtitles.{settings.target}.srt"
     with stage("mux"):
         if video_task:
             built = render.video(
@@ -184,16 +196,17 @@ def run(job: Job) -> dict[str, Any]:
                 "dubbed.m4a",
                 settings,
                 scale,
-                f"subtitles.{settings.target}.srt",
+                subtitle_name,
+                # burned subtitles: one decode and one burn for the dub and its variants
+                variants=variants if settings.text.burn and scale <= 1 else None,
             )
             files["video"] = out.media_file(built)
-    # The compressed variants are the slowest step (x264); the small encodes of publish run
-    # meanwhile instead of after it.
-    with ThreadPoolExecutor(1, thread_name_prefix="dub-compress") as pool:
-        variants = pool.submit(_compress, stage, out, video_task, info.height)
-        with stage("publish"):
-            _publish(out, files, job.media_path, stems, lines, rate, video_task)
-        files["compress"] = variants.result()
+    soft = subtitle_name if settings.text.soft else None
+    compressing = pool.submit(_compress, stage, out, info, settings, scale, early, soft)
+    with stage("publish"):
+        _publish(out, files, job.media_path, stems, lines, rate, video_task)
+    compressing.result()
+    files["compress"] = render.compressed_files(out, info.height if video_task else None)
     timings = dict(stage.seconds)
     timings["total"] = round(time.perf_counter() - started, 3)
     return assemble(
@@ -212,13 +225,30 @@ def run(job: Job) -> dict[str, Any]:
     )
 
 
-def _compress(stage: Stages, out: Outputs, video_task: bool, height: int | None) -> dict[str, Any]:
+def _pictures(stage: Stages, out: Outputs, source: str, names: dict[int, str]) -> dict[int, str]:
     with stage("compress"):
-        return (
-            render.compress(out, "dubbed.mp4", height)
-            if video_task
-            else render.compress(out, "dubbed.m4a", None)
-        )
+        return render.pictures(out, source, names)
+
+
+def _compress(
+    stage: Stages,
+    out: Outputs,
+    info: av.MediaInfo,
+    settings: Settings,
+    scale: float,
+    early: Future[dict[int, str]] | None,
+    soft: str | None,
+) -> None:
+    """Finish the variants: pictures made early get the dub's sound; burned ones were made by
+    the mux; the rest (a stretched picture, or the audio's mp3) are made from the dub."""
+    with stage("compress"):
+        if early is not None:
+            names = render.variant_names(info.height or 0)
+            render.dress(out, early.result(), names, "dubbed.m4a", soft)
+        elif settings.task_type != "vt" or not info.has_video:
+            render.compress(out, "dubbed.m4a", None)
+        elif not (settings.text.burn and scale <= 1):
+            render.compress(out, "dubbed.mp4", info.height)
 
 
 def _publish(

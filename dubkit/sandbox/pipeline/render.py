@@ -80,9 +80,16 @@ def write_subtitles(out: Outputs, lines: list[Line], target: str) -> dict[str, A
 
 
 def video(
-    out: Outputs, source: str, audio_name: str, settings: Settings, scale: float, subtitle_name: str
+    out: Outputs,
+    source: str,
+    audio_name: str,
+    settings: Settings,
+    scale: float,
+    subtitle_name: str,
+    variants: dict[int, str] | None = None,
 ) -> str:
-    """Mux the dub onto the picture (stretched by ``scale`` first when above 1)."""
+    """Mux the dub onto the picture (stretched by ``scale`` first when above 1); ``variants``
+    (``{height: name}``) are made in the same run (:func:`dubkit.media.mp4.mux`)."""
     picture = source
     if scale > 1:
         picture = str(out.path("work/stretched.mp4"))
@@ -98,22 +105,52 @@ def video(
         soft=text.soft,
         style=text.style or None,
         fontsdir=mp4.default_fontsdir(),
+        variants={h: out.path(name) for h, name in (variants or {}).items()},
     )
     return "dubbed.mp4"
 
 
-def compress(out: Outputs, built: str, height: int | None) -> dict[str, Any]:
-    """The ``compress`` map of a built video (``height`` given) or audio (``None``)."""
-    if height is None:
-        name = "dubbed.mp3"
-        samples, rate = av.decode_audio(out.path(built), mono=False)
-        out.audio(name, samples, rate)
-        return {"mp3": out.media_file(name)}
+def variant_names(height: int) -> dict[int, str]:
+    """``{height: file name}`` of a video's compressed variants (see the module's *choice*)."""
     heights = [h for h in COMPRESS_HEIGHTS if h < height] or [height]
-    names = {h: f"dubbed-{h}p.mp4" for h in heights}
+    return {h: f"dubbed-{h}p.mp4" for h in heights}
+
+
+def pictures(out: Outputs, source: str, names: dict[int, str]) -> dict[int, str]:
+    """The variants' pictures alone, encoded from the source: with no subtitles to burn and no
+    stretch they do not depend on the dub, so this runs while the dub is being made."""
+    made = {h: f"work/picture-{name}" for h, name in names.items()}
+    mp4.compress(source, {h: out.path(name) for h, name in made.items()}, tracks=False)
+    return made
+
+
+def dress(
+    out: Outputs, made: dict[int, str], names: dict[int, str], audio_name: str, subs: str | None
+) -> None:
+    """Give each variant picture the dub's audio and soft subtitles (copied, not encoded)."""
+    mp4.add_sound(
+        {out.path(picture): out.path(names[h]) for h, picture in made.items()},
+        out.path(audio_name),
+        subtitles_path=out.path(subs) if subs else None,
+    )
+
+
+def compress(out: Outputs, built: str, height: int | None) -> None:
+    """Make the ``compress`` variants of a built video (``height`` given) or audio (``None``)."""
+    if height is None:
+        samples, rate = av.decode_audio(out.path(built), mono=False)
+        out.audio("dubbed.mp3", samples, rate)
+        return
+    names = variant_names(height)
     # One run, one decode of the built video for all variants; mp4.compress says why veryfast.
     mp4.compress(out.path(built), {h: out.path(name) for h, name in names.items()})
-    return {f"{h}p": out.media_file(name) for h, name in names.items()}
+
+
+def compressed_files(out: Outputs, height: int | None) -> dict[str, Any]:
+    """The ``compress`` map (§3.6) of the variants made for a video or (``None``) an audio."""
+    if height is None:
+        return {"mp3": out.media_file("dubbed.mp3")}
+    return {f"{h}p": out.media_file(name) for h, name in variant_names(height).items()}
 
 
 def _complement(spans: list[tuple[float, float]], total: float) -> list[tuple[float, float]]:
