@@ -1,6 +1,6 @@
 """Many clips, one ffmpeg run (issue 15, item 1): what comes out is what one run per clip made.
 
-The runs are counted by watching ``subprocess.run`` (it still runs): the claim is "one process
+The runs are counted by watching ``subprocess.Popen`` (it still runs): the claim is "one process
 for a request's lines / a table's rows", and the bench (bench/bench_tts_formats.py) measures
 what that is worth.
 """
@@ -27,15 +27,16 @@ def _tone(seconds: float, hz: float) -> np.ndarray:
 
 @pytest.fixture
 def ffmpeg_runs(monkeypatch) -> list[list[str]]:
+    """Every ffmpeg process started (``subprocess.run`` starts them through ``Popen`` too)."""
     runs: list[list[str]] = []
-    real = subprocess.run
 
-    def watching(cmd, *args, **kwargs):
-        if "ffmpeg" in Path(str(cmd[0])).name:
-            runs.append(list(cmd))
-        return real(cmd, *args, **kwargs)
+    class Watched(subprocess.Popen):
+        def __init__(self, cmd, *args, **kwargs):
+            if "ffmpeg" in Path(str(cmd[0])).name and "-i" in cmd:  # not the binary's check
+                runs.append(list(cmd))
+            super().__init__(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", watching)
+    monkeypatch.setattr(subprocess, "Popen", Watched)
     return runs
 
 

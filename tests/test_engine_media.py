@@ -417,3 +417,26 @@ def test_ass_style_shorthands() -> None:
     )
     with pytest.raises(ValueError):
         ass_style({"font": "A,B"})
+
+
+def test_windowed_duck_place_and_mix_join_into_the_whole_track() -> None:
+    """The dub is mixed a window at a time (flat memory); the windows must join into exactly
+    what ducking, placing and mixing the whole track makes, limiter and fades included."""
+    rng = np.random.default_rng(7)
+    sr, length = 44100, 44100 * 13 + 123
+    original = (rng.standard_normal((length, 2)) * 0.3).astype(np.float32)
+    spans = [(0.0, 0.4), (1.01, 2.5), (2.49, 3.0), (6.0, 6.0001), (9.99, 13.5)]
+    clips = [(0.2, rng.uniform(-1, 1, 30000).astype(np.float32)), (9.0, np.ones(99999, np.float32))]
+    clips_stereo = [(at, np.repeat(c[:, None], 2, axis=1)) for at, c in clips]
+    whole = mixing.mix(
+        mixing.duck(original, sr, spans, gain_db=-18), mixing.place(clips_stereo, sr, length / sr)
+    )
+    assert np.abs(whole).max() <= mixing.CEILING and np.abs(whole).max() > 0.8  # it limited
+
+    def window(a: int, b: int) -> list[np.ndarray]:
+        gain = mixing.envelope(length, sr, spans, -18, start=a, stop=b)
+        track = mixing.place(clips_stereo, sr, length / sr, start=a, stop=b)
+        return [original[a:b] * gain[:, None], track]
+
+    joined = np.concatenate(list(mixing.mixed_windows(length, window, blocks=7)))
+    assert joined.shape == whole.shape and np.array_equal(joined, whole)

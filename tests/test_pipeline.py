@@ -160,11 +160,15 @@ def test_separation_keeps_the_background_and_treats_speech_as_asked(mode):
     lines = [_line(1.0, 2.0)]
     stems = render.separate(original, rate, lines, settings_for({"separation": {"mode": mode}}))
     inside, outside = slice(1200, 1800), slice(0, 900)
-    assert np.all(stems.speech[outside] == 0) and np.allclose(stems.speech[inside], 0.5)
-    assert np.all(stems.background[inside] == 0) and np.allclose(stems.background[outside], 0.5)
+    assert np.all(stems.whole("speech")[outside] == 0) and np.allclose(
+        stems.whole("speech")[inside], 0.5
+    )
+    assert np.all(stems.whole("background")[inside] == 0) and np.allclose(
+        stems.whole("background")[outside], 0.5
+    )
     expected = {"duck": 0.5 * 10 ** (render.DUCK_DB / 20), "remove": 0.0, "keep": 0.5}[mode]
-    assert np.allclose(stems.bed[inside], expected, atol=1e-4)
-    assert np.allclose(stems.bed[outside], 0.5)
+    assert np.allclose(stems.whole("bed")[inside], expected, atol=1e-4)
+    assert np.allclose(stems.whole("bed")[outside], 0.5)
 
 
 # --------------------------------------------------------------------------- whole runs

@@ -10,6 +10,8 @@ import functools
 import os
 import re
 import subprocess
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
@@ -94,10 +96,13 @@ class Ran:
     stderr: str
 
 
-def run(args: list[str], *, input: bytes | None = None, check: bool = True) -> Ran:
+def run(
+    args: list[str], *, input: bytes | Iterable[bytes] | None = None, check: bool = True
+) -> Ran:
     """Run ffmpeg with our defaults; stderr comes back as text; ``MediaError`` if it fails.
 
-    ``args`` ends with the output (absent when only reading the input summary).
+    ``args`` ends with the output (absent when only reading the input summary). ``input`` is
+    stdin: bytes, or an iterable of byte chunks written as ffmpeg reads them.
     """
     # -threads binds to the next input (decoder) or to the output (encoder): give it to each.
     # A run with several outputs gives each its own, and then the last one is left alone.
@@ -116,13 +121,49 @@ def run(args: list[str], *, input: bytes | None = None, check: bool = True) -> R
         str(THREADS),
         *bounded,
     ]
-    done = subprocess.run(
-        cmd, input=input, capture_output=True, stdin=subprocess.DEVNULL if input is None else None
+    if input is None or isinstance(input, bytes):
+        done = subprocess.run(
+            cmd,
+            input=input,
+            capture_output=True,
+            stdin=subprocess.DEVNULL if input is None else None,
+        )
+        code, stdout, err = done.returncode, done.stdout, done.stderr
+    else:
+        code, stdout, err = _streamed(cmd, input)
+    stderr = err.decode("utf-8", errors="replace")
+    if check and code != 0:
+        raise MediaError(f"ffmpeg failed (exit {code}) making {args[-1]}", stderr)
+    return Ran(code, stdout, stderr)
+
+
+def _streamed(cmd: list[str], chunks: Iterable[bytes]) -> tuple[int, bytes, bytes]:
+    """Feed ``chunks`` to ffmpeg's stdin one by one, so the whole input is never held at once
+    (a long track as bytes is a second copy of it)."""
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    stderr = done.stderr.decode("utf-8", errors="replace")
-    if check and done.returncode != 0:
-        raise MediaError(f"ffmpeg failed (exit {done.returncode}) making {args[-1]}", stderr)
-    return Ran(done.returncode, done.stdout, stderr)
+    read: dict[str, bytes] = {}
+    readers = [
+        threading.Thread(target=lambda n=name, f=f: read.__setitem__(n, f.read()), daemon=True)
+        for name, f in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        for chunk in chunks:
+            proc.stdin.write(chunk)  # type: ignore[union-attr]
+    except BrokenPipeError:
+        pass  # ffmpeg stopped reading: its exit code and log say why
+    finally:
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+        except BrokenPipeError:
+            pass
+    code = proc.wait()
+    for reader in readers:
+        reader.join()
+    return code, read.get("out", b""), read.get("err", b"")
 
 
 def existing(path: PathLike) -> str:

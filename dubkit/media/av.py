@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 AUDIO_FORMATS = ("wav", "mp3", "m4a", "flac", "ogg")
+_BLOCK = 1 << 16  # frames encoded at a time
 # Text codecs ffmpeg turns into SubRip; bitmap subtitles (DVD, PGS) cannot become cues.
 _TEXT_SUBTITLES = {"mov_text", "subrip", "srt", "ass", "ssa", "webvtt", "text"}
 
@@ -153,39 +154,68 @@ def encode_clips(
         raise ValueError(f"fmt must be one of {', '.join(AUDIO_FORMATS)}; got {fmt!r}")
     if len(clips) != len(paths):
         raise ValueError(f"{len(clips)} clips but {len(paths)} paths")
-    # 16-bit and lossy encoders wrap around or distort past full scale: clip first.
-    data = [np.clip(np.asarray(c, dtype=np.float32), -1.0, 1.0) for c in clips]
-    if fmt in ("wav", "flac", "ogg"):
-        for samples, path in zip(data, paths):
-            subtype = "VORBIS" if fmt == "ogg" else "PCM_16"
-            sf.write(str(path), samples, sample_rate, format=fmt.upper(), subtype=subtype)
-        return
-    if not data:
-        return
-    codec = (
-        ["-c:a", "libmp3lame", "-b:a", "128k", "-compression_level", "7", "-f", "mp3"]
-        if fmt == "mp3"
-        else ["-c:a", "aac", "-aac_coder", "fast", "-b:a", "128k", "-f", "ipod"]
-    )  # ipod: the mp4 muxer with the M4A brand
-    if len(data) == 1:
-        run([*_raw_input(data[0], sample_rate), *codec, out(paths[0])], input=data[0].tobytes())
+    if len(clips) <= 1 or fmt in ("wav", "flac", "ogg"):
+        for clip, path in zip(clips, paths):
+            encode_stream(_blocks(clip), sample_rate, _channels(clip), fmt, path)
         return
     # One input, all clips end to end; each output trims its clip back out by sample count.
-    joined, ends = np.concatenate(data), np.cumsum([len(d) for d in data])
-    split = f"[0:a]asplit={len(data)}" + "".join(f"[c{i}]" for i in range(len(data)))
+    ends = np.cumsum([len(c) for c in clips])
+    split = f"[0:a]asplit={len(clips)}" + "".join(f"[c{i}]" for i in range(len(clips)))
     cuts = [
-        f"[c{i}]atrim=start_sample={end - len(d)}:end_sample={end},asetpts=PTS-STARTPTS[o{i}]"
-        for i, (d, end) in enumerate(zip(data, ends))
+        f"[c{i}]atrim=start_sample={end - len(c)}:end_sample={end},asetpts=PTS-STARTPTS[o{i}]"
+        for i, (c, end) in enumerate(zip(clips, ends))
     ]
     outputs = [
         arg
         for i, path in enumerate(paths)
-        for arg in ("-map", f"[o{i}]", "-threads", "1", *codec, out(path))
+        for arg in ("-map", f"[o{i}]", "-threads", "1", *_codec(fmt), out(path))
     ]
     run(
-        [*_raw_input(joined, sample_rate), "-filter_complex", ";".join([split, *cuts]), *outputs],
-        input=joined.tobytes(),
+        [*_raw_input(sample_rate, _channels(clips[0])), "-filter_complex", ";".join([split, *cuts])]
+        + outputs,
+        input=_pcm(block for clip in clips for block in _blocks(clip)),
     )
+
+
+def encode_stream(
+    chunks: Iterable[np.ndarray], sample_rate: int, channels: int, fmt: str, path: PathLike
+) -> None:
+    """:func:`encode_audio` of the samples ``chunks`` make end to end, written as they come:
+    a long track made a window at a time is never held whole."""
+    if fmt not in AUDIO_FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(AUDIO_FORMATS)}; got {fmt!r}")
+    if fmt in ("wav", "flac", "ogg"):
+        subtype = "VORBIS" if fmt == "ogg" else "PCM_16"
+        with sf.SoundFile(
+            str(path), "w", sample_rate, channels, subtype, format=fmt.upper()
+        ) as file:
+            for chunk in chunks:
+                file.write(_clipped(chunk))
+        return
+    run([*_raw_input(sample_rate, channels), *_codec(fmt), out(path)], input=_pcm(chunks))
+
+
+def _codec(fmt: str) -> list[str]:
+    if fmt == "mp3":
+        return ["-c:a", "libmp3lame", "-b:a", "128k", "-compression_level", "7", "-f", "mp3"]
+    return ["-c:a", "aac", "-aac_coder", "fast", "-b:a", "128k", "-f", "ipod"]  # ipod: M4A brand
+
+
+def _channels(samples: np.ndarray) -> int:
+    return 1 if np.ndim(samples) == 1 else int(np.shape(samples)[1])
+
+
+def _blocks(samples: np.ndarray) -> Iterator[np.ndarray]:
+    return (samples[start : start + _BLOCK] for start in range(0, len(samples), _BLOCK))
+
+
+def _pcm(chunks: Iterable[np.ndarray]) -> Iterator[bytes]:
+    return (_clipped(chunk).astype("<f4").tobytes() for chunk in chunks)
+
+
+def _clipped(samples: np.ndarray) -> np.ndarray:
+    # 16-bit and lossy encoders wrap around or distort past full scale: clip first.
+    return np.clip(np.asarray(samples, dtype=np.float32), -1.0, 1.0)
 
 
 def time_stretch(samples: np.ndarray, sample_rate: int, factor: float) -> np.ndarray:
@@ -203,7 +233,7 @@ def time_stretch(samples: np.ndarray, sample_rate: int, factor: float) -> np.nda
     if factor != 1 and len(data):
         result = run(
             [
-                *_raw_input(data, sample_rate),
+                *_raw_input(sample_rate, _channels(data)),
                 "-af",
                 f"rubberband=tempo={1 / factor:.6f}",
                 "-f",
@@ -294,8 +324,7 @@ def extract_subtitles(path: PathLike) -> list[Cue]:
 # --- helpers (the track ones are shared with :mod:`.mp4`) --------------------------------------
 
 
-def _raw_input(data: np.ndarray, sample_rate: int) -> list[str]:
-    channels = 1 if data.ndim == 1 else data.shape[1]
+def _raw_input(sample_rate: int, channels: int) -> list[str]:
     return ["-f", "f32le", "-ar", str(sample_rate), "-ac", str(channels), "-i", "pipe:0"]
 
 

@@ -16,11 +16,11 @@ process; decoding, encoding and time stretching live in :mod:`dubkit.media.av`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["trim_silence", "duck", "place", "mix", "FADE", "CEILING"]
+__all__ = ["trim_silence", "duck", "envelope", "place", "mix", "mixed_windows", "FADE", "CEILING"]
 
 FADE = 0.05  # seconds: short enough to keep the ducked span tight, long enough not to click
 CEILING = 10 ** (-1 / 20)  # -1 dBFS leaves room for the overshoot of lossy encoders
@@ -66,26 +66,58 @@ def duck(
     0.0
     """
     data = np.asarray(original, dtype=np.float32)
+    gain = envelope(len(data), sr, segments, gain_db, remove)
+    return data * (gain if data.ndim == 1 else gain[:, None])
+
+
+def envelope(
+    length: int,
+    sr: int,
+    segments: list[tuple[float, float]],
+    gain_db: float = -18,
+    remove: bool = False,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+) -> np.ndarray:
+    """:func:`duck`'s gain for samples ``start:stop`` of a track ``length`` samples long: the
+    same values, a window at a time (so a long track is ducked without a whole-length copy)."""
+    stop = length if stop is None else stop
     floor = 0.0 if remove else 10 ** (gain_db / 20)
-    envelope = np.ones(len(data), dtype=np.float32)
+    gain = np.ones(stop - start, dtype=np.float32)
     fade = max(1, round(FADE * sr))
     ramp = np.linspace(floor, 1.0, fade + 1, dtype=np.float32)[1:]
-    for start, end in segments:
-        a, b = max(0, round(start * sr)), min(len(data), round(end * sr))
-        if b <= a:
+
+    def lower(at: int, values: np.ndarray) -> None:  # values cover samples at:at+len(values)
+        a, b = max(at, start), min(at + len(values), stop)
+        if b > a:
+            # Envelopes of overlapping spans combine by taking the lower gain.
+            np.minimum(
+                gain[a - start : b - start],
+                values[a - at : b - at],
+                out=gain[a - start : b - start],
+            )
+
+    for first, last in segments:
+        a, b = max(0, round(first * sr)), min(length, round(last * sr))
+        if b <= a or b + fade < start or a - fade > stop:
             continue
-        span = np.full(b - a, floor, dtype=np.float32)
-        # Envelopes of overlapping spans combine by taking the lower gain.
-        np.minimum(envelope[a:b], span, out=envelope[a:b])
-        before = envelope[max(0, a - fade) : a]
-        np.minimum(before, ramp[::-1][fade - len(before) :], out=before)
-        after = envelope[b : b + fade]
-        np.minimum(after, ramp[: len(after)], out=after)
-    return data * (envelope if data.ndim == 1 else envelope[:, None])
+        lower(a, np.full(b - a, floor, dtype=np.float32))
+        lower(max(0, a - fade), ramp[::-1][fade - (a - max(0, a - fade)) :])
+        lower(b, ramp[: min(fade, length - b)])
+    return gain
 
 
-def place(clips: list[tuple[float, np.ndarray]], sr: int, total: float) -> np.ndarray:
-    """Lay clips on a silent track of ``total`` seconds, each starting at its time in seconds.
+def place(
+    clips: list[tuple[float, np.ndarray]],
+    sr: int,
+    total: float,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+) -> np.ndarray:
+    """Lay clips on a silent track of ``total`` seconds, each starting at its time in seconds;
+    ``start``/``stop`` (samples) give only that window of the track.
 
     Overlapping clips add up; whatever falls outside ``[0, total)`` is cut off.
 
@@ -93,14 +125,17 @@ def place(clips: list[tuple[float, np.ndarray]], sr: int, total: float) -> np.nd
     [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0]
     """
     length = round(total * sr)
+    stop = length if stop is None else stop
     shape = np.asarray(clips[0][1]).shape[1:] if clips else ()
-    track = np.zeros((length, *shape), dtype=np.float32)
-    for start, clip in clips:
-        at = round(start * sr)
+    track = np.zeros((stop - start, *shape), dtype=np.float32)
+    for first, clip in clips:
+        at = round(first * sr)
         clip = np.asarray(clip, dtype=np.float32)[max(0, -at) :]
         at = max(0, at)
         piece = clip[: max(0, length - at)]
-        track[at : at + len(piece)] += piece
+        a, b = max(at, start), min(at + len(piece), stop)
+        if b > a:
+            track[a - start : b - start] += piece[a - at : b - at]
     return track
 
 
@@ -122,7 +157,24 @@ def mix(*tracks: np.ndarray) -> np.ndarray:
     return _limit(total)
 
 
-def _limit(x: np.ndarray, block: int = 441) -> np.ndarray:
+def mixed_windows(
+    length: int, window: Callable[[int, int], list[np.ndarray]], *, blocks: int = 2000
+) -> Iterator[np.ndarray]:
+    """:func:`mix` of a ``length``-sample timeline, yielded a window at a time: ``window(a, b)``
+    returns the tracks' samples ``a:b``. The limiter looks two of its blocks beyond each
+    window, so the windows join into exactly what one whole :func:`mix` makes, while no
+    whole-length array is ever held."""
+    step, margin = blocks * _BLOCK, 2 * _BLOCK
+    for lo in range(0, length, step):
+        a, b = max(0, lo - margin), min(length, lo + step + margin)
+        limited = mix(*window(a, b))
+        yield limited[lo - a : lo - a + min(step, length - lo)]
+
+
+_BLOCK = 441
+
+
+def _limit(x: np.ndarray, block: int = _BLOCK) -> np.ndarray:
     peak = np.abs(x) if x.ndim == 1 else np.abs(x).max(axis=1)
     if len(x) == 0 or peak.max() <= CEILING:
         return x
@@ -167,9 +219,21 @@ def lay_lines(
     """The dub track: each mono clip ``(start s, samples, their rate)`` resampled to ``rate``
     and laid on ``total`` seconds of silence, repeated over ``channels``.
 
-    The sandbox's pipeline builds its dub with it, and a client-side re-dub too, so an
-    untouched line sits in the re-render exactly where the service put it.
+    The sandbox's pipeline builds its dub with the same steps (a window at a time), and a
+    client-side re-dub with this, so an untouched line sits in the re-render exactly where the
+    service put it.
     """
+    return on_channels(place(resampled(clips, rate), rate, total), channels)
+
+
+def resampled(
+    clips: Sequence[tuple[float, np.ndarray, int]], rate: int
+) -> list[tuple[float, np.ndarray]]:
+    """``(start, samples at rate)`` of each non-empty clip, ready for :func:`place`."""
     placed = [(start, resample(samples, clip_rate, rate)) for start, samples, clip_rate in clips]
-    track = place([c for c in placed if len(c[1])], rate, total)
+    return [clip for clip in placed if len(clip[1])]
+
+
+def on_channels(track: np.ndarray, channels: int) -> np.ndarray:
+    """A mono track repeated over ``channels`` (itself when 1)."""
     return track if channels == 1 else np.repeat(track[:, None], channels, axis=1)

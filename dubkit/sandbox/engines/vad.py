@@ -35,7 +35,7 @@ _DIGITAL_SILENCE_DBFS = -80.0
 _STANDS_OUT_DB = 6.0  # speech must rise this far above the background to count at all
 _BAND_HZ = (80.0, 8000.0)
 _MAX_BANDS = 128  # ~60 Hz bands: narrow enough that a hum or tone fills only one or two
-_BLOCK_FRAMES = 4096
+_BLOCK_FRAMES = 512  # frames per STFT block: ~20 MB at 44.1 kHz, whatever the length
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ class Voiceprint:
     gender: str  # "female" if the median F0 is above 165 Hz, else "male"
 
 
-def _blocks(count: int, size: int = 4096) -> list[slice]:
+def _blocks(count: int, size: int = 1024) -> list[slice]:
     """Slices covering range(count); frame-wise work runs per block to bound memory."""
     return [slice(i, min(i + size, count)) for i in range(0, count, size)]
 
@@ -75,7 +75,7 @@ def _to_analysis_rate(x: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]
     taps = 2 * cutoff * np.sinc(2 * cutoff * n) * np.hamming(n.size)
     windows = _frames(np.pad(x, (half, half)), taps.size, q)[: -(-x.size // q)]
     out = np.empty(windows.shape[0])
-    for block in _blocks(windows.shape[0], 65536):
+    for block in _blocks(windows.shape[0], 16384):
         out[block] = windows[block] @ taps[::-1]
     return out, sample_rate // q
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...locales import AUTO
-from ...media import av, mixing, speech
+from ...media import av, speech
 from ...media.speech import SpeechError
 from ..engines import language
 from ..service_error import ServiceError
@@ -159,11 +159,11 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
             settings,
             job.library,
             job.task_id,
-            mono,
             rate,
             lambda name, audio: out.audio(name, audio, rate),
         )
-        casting.cast(lines, speakers)
+        casting.cast(lines, speakers, mono)
+        del mono  # the analyses are done; the original stays for the stems
         notices += casting.notices
     with stage("synthesize"):
         clips = dubbing.synthesize(lines, casting.speaking)
@@ -178,12 +178,14 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
             )
         if scale > 1:
             original = av.time_stretch(original, rate, scale)
+    # Stems and the mix are made and encoded a window at a time: memory stays flat in length.
     with stage("separate"):
         stems = render.separate(original, rate, lines, settings, scale)
+        for stem, name in (("speech", "stems/speech.m4a"), ("background", "stems/background.m4a")):
+            files[stem] = out.audio_windows(name, stems.windows(stem), rate, stems.channels)
     with stage("mix"):
-        channels = 1 if original.ndim == 1 else original.shape[1]
-        mixed = mixing.mix(stems.bed, render.dub_track(lines, rate, len(original) / rate, channels))
-        out.audio("dubbed.m4a", mixed, rate)
+        out.audio_windows("dubbed.m4a", render.dub_mix(stems, lines, rate), rate, stems.channels)
+        del original, stems
         files["audio"] = out.media_file("dubbed.m4a")
     with stage("subtitles"):
         files["subtitles"] = render.write_subtitles(out, lines, settings.target)
@@ -204,7 +206,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
     soft = subtitle_name if settings.text.soft else None
     compressing = pool.submit(_compress, stage, out, info, settings, scale, early, soft)
     with stage("publish"):
-        _publish(out, files, job.media_path, stems, lines, rate, video_task)
+        _publish(out, files, job.media_path, lines, video_task)
     compressing.result()
     files["compress"] = render.compressed_files(out, info.height if video_task else None)
     timings = dict(stage.seconds)
@@ -252,19 +254,11 @@ def _compress(
 
 
 def _publish(
-    out: Outputs,
-    files: dict[str, Any],
-    source: Path,
-    stems: render.Stems,
-    lines: list[Line],
-    rate: int,
-    video_task: bool,
+    out: Outputs, files: dict[str, Any], source: Path, lines: list[Line], video_task: bool
 ) -> None:
-    """Stems, the ASR input, each dubbed line and a thumbnail, as files with URLs."""
+    """The ASR input, each dubbed line and a thumbnail, as files with URLs."""
     asr_input, asr_rate = av.decode_audio(source, sample_rate=ASR_RATE)
     files["mono"] = out.audio("original-mono.wav", asr_input, asr_rate)
-    files["speech"] = out.audio("stems/speech.m4a", stems.speech, rate)
-    files["background"] = out.audio("stems/background.m4a", stems.background, rate)
     files["lines"] = {
         line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", clip, speech.SAMPLE_RATE)
         for line in lines

@@ -77,21 +77,16 @@ class Casting:
     """Assigns a :class:`Voice` to every line; ``matches`` is the result's ``voiceMatch``."""
 
     def __init__(
-        self,
-        settings: Settings,
-        library: VoiceLibrary,
-        task_id: str,
-        mono: np.ndarray,
-        sample_rate: int,
-        save: Saver,
+        self, settings: Settings, library: VoiceLibrary, task_id: str, sample_rate: int, save: Saver
     ) -> None:
         self.settings, self.library, self.task_id = settings, library, task_id
-        self.mono, self.rate, self.save = mono, sample_rate, save
+        self.rate, self.save = sample_rate, save
         self.speaking = speech.voice_for_locale(settings.target)
         self.matches: list[dict[str, Any]] = []
         self.notices: list[str] = []
 
-    def cast(self, lines: list[Line], speakers: int) -> None:
+    def cast(self, lines: list[Line], speakers: int, mono: np.ndarray) -> None:
+        """Voice every line; ``mono`` is the original's audio (at ``sample_rate``), not kept."""
         selected = [
             self._selected(i, voice_id or "")  # every slot was checked to name a voice
             for i, (voice_id, _) in enumerate(self.settings.selected)
@@ -102,7 +97,7 @@ class Casting:
                 self._assign(own, selected[speaker], speaker)
             elif self.settings.mode == "sentence":
                 for line in own:
-                    audio = slice_of(self.mono, self.rate, line.start, line.end)
+                    audio = slice_of(mono, self.rate, line.start, line.end)
                     self._assign(
                         [line],
                         self._voice_from(
@@ -111,7 +106,7 @@ class Casting:
                         speaker,
                     )
             else:
-                audio = speaker_audio(lines, speaker, self.mono, self.rate)
+                audio = speaker_audio(lines, speaker, mono, self.rate)
                 heard = measure_speech(audio, self.rate)
                 content = " ".join(line.text for line in own if not line.placeholder)
                 self._assign(

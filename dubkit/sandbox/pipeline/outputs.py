@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,13 @@ class Outputs:
     def audio(self, name: str, samples: np.ndarray, sample_rate: int) -> str:
         """Encode audio by the name's extension (wav, m4a, mp3...) and return its URL."""
         av.encode_audio(samples, sample_rate, name.rsplit(".", 1)[-1], self.path(name))
+        return self.url(name)
+
+    def audio_windows(
+        self, name: str, windows: Iterable[np.ndarray], sample_rate: int, channels: int
+    ) -> str:
+        """:meth:`audio` of the samples ``windows`` make end to end, encoded as they come."""
+        av.encode_stream(windows, sample_rate, channels, name.rsplit(".", 1)[-1], self.path(name))
         return self.url(name)
 
     def text(self, name: str, content: str) -> str:

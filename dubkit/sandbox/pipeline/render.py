@@ -14,6 +14,7 @@ from one decode with x264's ``veryfast`` preset; for audio, an ``mp3`` variant.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +30,46 @@ DUCK_DB = -18.0
 COMPRESS_HEIGHTS = (480, 360)
 
 
+WINDOW = 441 * 2000  # samples of a stem or the mix made at a time (20 s at 44.1 kHz)
+
+
 @dataclass
 class Stems:
-    speech: np.ndarray  # original inside the speech lines
-    background: np.ndarray  # original with the speech lines removed
-    bed: np.ndarray  # what the dub is mixed over (per separation.mode)
+    """The stems of ``original`` (already on the output timeline, stretched by ``scale``),
+    made a window at a time (:meth:`windows`), so no whole-length copy is ever held."""
+
+    original: np.ndarray
+    rate: int
+    spans: list[tuple[float, float]]  # the speech lines
+    separation: str  # settings.separation: duck, remove or keep
+
+    @property
+    def channels(self) -> int:
+        return 1 if self.original.ndim == 1 else self.original.shape[1]
+
+    def part(self, stem: str, start: int, stop: int) -> np.ndarray:
+        """Samples ``start:stop`` of ``stem``: ``speech`` (the original inside the lines),
+        ``background`` (the original with them removed) or ``bed`` (what the dub is mixed over,
+        per ``separation``)."""
+        length, rate = len(self.original), self.rate
+        if stem == "speech":
+            gaps = _complement(self.spans, length / rate)
+            gain = mixing.envelope(length, rate, gaps, remove=True, start=start, stop=stop)
+        elif stem == "background" or self.separation == "remove":
+            gain = mixing.envelope(length, rate, self.spans, remove=True, start=start, stop=stop)
+        elif self.separation == "keep":
+            return self.original[start:stop]
+        else:
+            gain = mixing.envelope(length, rate, self.spans, DUCK_DB, start=start, stop=stop)
+        part = self.original[start:stop]
+        return part * (gain if part.ndim == 1 else gain[:, None])
+
+    def whole(self, stem: str) -> np.ndarray:
+        return self.part(stem, 0, len(self.original))
+
+    def windows(self, stem: str) -> Iterator[np.ndarray]:
+        for start in range(0, len(self.original), WINDOW):
+            yield self.part(stem, start, min(len(self.original), start + WINDOW))
 
 
 def separate(
@@ -41,23 +77,26 @@ def separate(
 ) -> Stems:
     """Stems of ``original`` (already on the output timeline, stretched by ``scale``)."""
     spans = [(line.start * scale, line.end * scale) for line in lines]
-    total = len(original) / rate
-    gaps = _complement(spans, total)
-    background = mixing.duck(original, rate, spans, remove=True)
-    if settings.separation == "keep":
-        bed = original
-    else:
-        bed = mixing.duck(
-            original, rate, spans, gain_db=DUCK_DB, remove=settings.separation == "remove"
-        )
-    return Stems(
-        speech=mixing.duck(original, rate, gaps, remove=True), background=background, bed=bed
-    )
+    return Stems(original, rate, spans, settings.separation)
 
 
-def dub_track(lines: list[Line], rate: int, total: float, channels: int) -> np.ndarray:
+def dub_mix(stems: Stems, lines: list[Line], rate: int) -> Iterator[np.ndarray]:
+    """The dubbed lines mixed over the bed, a window at a time (:func:`mixing.mixed_windows`):
+    the same samples :func:`mixing.mix` of the whole bed and :func:`mixing.lay_lines` makes."""
     clips = [(line.at, line.clip, speech.SAMPLE_RATE) for line in lines if line.clip is not None]
-    return mixing.lay_lines(clips, rate, total, channels)
+    length = len(stems.original)
+
+    def window(start: int, stop: int) -> list[np.ndarray]:
+        # only the lines heard in this window are resampled: all of them would be the length
+        # of the speech at the mix's rate
+        heard = [
+            c for c in clips if c[0] * rate < stop and (c[0] + len(c[1]) / c[2]) * rate > start
+        ]
+        placed = mixing.resampled(heard, rate)
+        track = mixing.place(placed, rate, length / rate, start=start, stop=stop)
+        return [stems.part("bed", start, stop), mixing.on_channels(track, stems.channels)]
+
+    return mixing.mixed_windows(length, window, blocks=WINDOW // 441)
 
 
 def cues(lines: list[Line]) -> list[Cue]:
