@@ -4,10 +4,12 @@ Stages (each timed; the seconds land in the result's ``timings``)::
 
     probe -> decode -> transcribe (segment speech, subtitle text) -> speakers -> translate
     -> voices (cast / clone) -> synthesize -> fit (time-stretch into slots) -> separate
-    -> mix -> subtitles -> mux (mp4 / m4a) -> compress | publish (stems, lines, thumbnail)
+    -> mix -> subtitles -> mux (mp4 / m4a) -> compress | publish (mono track, lines, thumbnail)
 
-``compress`` and ``publish`` run side by side, so ``timings.total`` (wall time) is less than
-the sum of the stages.
+``compress`` (the x264 variants, the slowest step) runs beside the others: from the start when
+its picture does not depend on the dub (nothing burned, no stretch), else beside ``publish``;
+so ``timings.total`` (wall time) is less than the sum of the stages. The stems and the mix are
+made and encoded a window at a time, never as whole-length copies.
 
 Each stage module states its own choices: :mod:`.settings` (options), :mod:`.transcript`
 (segments, text, speakers), :mod:`.casting` (voices), :mod:`.dubbing` (translation, fitting),
@@ -178,7 +180,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
             )
         if scale > 1:
             original = av.time_stretch(original, rate, scale)
-    # Stems and the mix are made and encoded a window at a time: memory stays flat in length.
+    # Stems and the mix are made and encoded a window at a time, never as whole-length copies.
     with stage("separate"):
         stems = render.separate(original, rate, lines, settings, scale)
         for stem, name in (("speech", "stems/speech.m4a"), ("background", "stems/background.m4a")):
