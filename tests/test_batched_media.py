@@ -80,9 +80,9 @@ def test_a_request_of_new_m4a_lines_is_encoded_in_one_run(client, ffmpeg_runs):
     assert len(encodes) == 1
     assert all(line.duration and line.duration > 0.5 for line in speech.lines)
     decoded = audio.decode_many([(line.data, "m4a") for line in speech.lines])
-    assert [round(len(s) / r, 2) for s, r in decoded] == [  # type: ignore[misc]
-        round(line.duration, 2) for line in speech.lines
-    ]
+    heard = [len(s) / r for s, r in decoded]  # type: ignore[misc]
+    # each file is its own line, as long as the answer says (durations are given in ms)
+    assert all(abs(h - line.duration) < 0.002 for h, line in zip(heard, speech.lines))
 
 
 def test_a_speech_table_draws_its_m4a_waveforms_with_one_run(client, ffmpeg_runs):

@@ -43,13 +43,16 @@ def lines_cells(
 
     The waveforms of all the lines are decoded together (:func:`dubkit.media.audio.decode_many`:
     one ffmpeg run for the M4A ones, not one per row)."""
-    held = [(i, line.data_if_loaded()) for i, line in enumerate(lines) if line.ok]
-    loaded = [(i, data) for i, data in held if data is not None]
+    loaded = {
+        i: data
+        for i, line in enumerate(lines)
+        if line.ok and (data := line.data_if_loaded()) is not None
+    }
     try:
-        clips = decode_many([(data, lines[i].format) for i, data in loaded])
+        clips = decode_many([(data, lines[i].format) for i, data in loaded.items()])
     except Exception as exc:  # a view renders even if decoding cannot run at all
         clips = [exc] * len(loaded)
-    decoded = dict(zip((i for i, _ in loaded), clips))
+    decoded = dict(zip(loaded, clips))
     cells = []
     for i, line in enumerate(lines):
         if not line.ok:

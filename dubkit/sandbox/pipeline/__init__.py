@@ -206,7 +206,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
             )
             files["video"] = out.media_file(built)
     soft = subtitle_name if settings.text.soft else None
-    compressing = pool.submit(_compress, stage, out, info, settings, scale, early, soft)
+    compressing = pool.submit(_compress, stage, out, info, settings, scale, early, variants, soft)
     with stage("publish"):
         _publish(out, files, job.media_path, lines, video_task)
     compressing.result()
@@ -241,14 +241,14 @@ def _compress(
     settings: Settings,
     scale: float,
     early: Future[dict[int, str]] | None,
+    variants: dict[int, str],
     soft: str | None,
 ) -> None:
     """Finish the variants: pictures made early get the dub's sound; burned ones were made by
     the mux; the rest (a stretched picture, or the audio's mp3) are made from the dub."""
     with stage("compress"):
         if early is not None:
-            names = render.variant_names(info.height or 0)
-            render.dress(out, early.result(), names, "dubbed.m4a", soft)
+            render.dress(out, early.result(), variants, "dubbed.m4a", soft)
         elif settings.task_type != "vt" or not info.has_video:
             render.compress(out, "dubbed.m4a", None)
         elif not (settings.text.burn and scale <= 1):
