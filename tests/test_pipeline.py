@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _frames import frame
+from _pipeline_fixtures import backend  # noqa: F401  (fixture)
 
 from dubkit import samples
 from dubkit.media import av, mixing, mp4, speech, subtitles
+from dubkit.media.track import Track
 from dubkit.sandbox import pipeline
-from dubkit.sandbox.backend import Backend
 from dubkit.sandbox.pipeline import dubbing, render, transcript
 from dubkit.sandbox.products.media import KeyVoices
 from dubkit.sandbox.service_error import ServiceError
@@ -32,14 +33,6 @@ def clip(tmp_path_factory) -> tuple[Path, list[subtitles.Cue]]:
         tmp_path_factory.mktemp("clips") / "narrated.mp4", SCRIPT, **NARRATION
     )
     return path, av.extract_subtitles(path)
-
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory):
-    made = Backend(tmp_path_factory.mktemp("sandbox"))
-    made.base_url = "http://sandbox.test"
-    yield made
-    made.stop()
 
 
 def settings_for(options=None, target="fr-FR", task_type="vt"):
@@ -71,14 +64,16 @@ def decoded(path: Path, rate: int = 16000) -> np.ndarray:
     return av.decode_audio(path, sample_rate=rate)[0]
 
 
+def track(path: Path, rate: int = 16000) -> Track:
+    return Track.of(decoded(path, rate), rate)
+
+
 # --------------------------------------------------------------------------- transcript
 
 
 def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
     path, cues = clip
-    lines = transcript.find_lines(
-        decoded(path), 16000, av.extract_subtitles(path), min_silence=0.35
-    )
+    lines = transcript.find_lines(track(path), av.extract_subtitles(path), min_silence=0.35)
     assert [line.text for line in lines] == list(SENTENCES)
     for line, cue in zip(lines, cues):
         # VAD pads 50 ms and AAC shifts a little; the speech itself starts at the cue.
@@ -88,9 +83,7 @@ def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
 
 def test_without_subtitles_each_line_carries_a_labelled_placeholder(tmp_path):
     path = samples.narrated_clip(tmp_path / "bare.mp4", SENTENCES, pause=0.7, subtitles=False)
-    lines = transcript.find_lines(
-        decoded(path), 16000, av.extract_subtitles(path), min_silence=0.35
-    )
+    lines = transcript.find_lines(track(path), av.extract_subtitles(path), min_silence=0.35)
     assert len(lines) == len(SENTENCES)
     assert [line.text for line in lines] == [
         transcript.PLACEHOLDER.format(n=i + 1) for i in range(len(SENTENCES))
@@ -101,9 +94,9 @@ def test_without_subtitles_each_line_carries_a_labelled_placeholder(tmp_path):
 @pytest.mark.parametrize("wanted, expected", [(None, 2), (1, 1), (3, 3)])
 def test_speakers_are_told_apart_by_pitch_or_forced_to_a_count(clip, wanted, expected):
     path, _ = clip
-    mono = decoded(path)
-    lines = transcript.find_lines(mono, 16000, av.extract_subtitles(path), min_silence=0.35)
-    count = transcript.assign_speakers(lines, mono, 16000, wanted)
+    mono = track(path)
+    lines = transcript.find_lines(mono, av.extract_subtitles(path), min_silence=0.35)
+    count = transcript.assign_speakers(lines, mono, wanted)
     assert count == expected
     if wanted is None:  # f2, m3, f2: the two female lines belong together
         assert [line.speaker for line in lines] == [0, 1, 0]
@@ -124,8 +117,8 @@ def test_a_long_dub_is_sped_up_a_short_one_slowed_and_an_impossible_one_cut():
         second[: RATE // 2],  # 0.5 s into a 1 s slot
         np.tile(second, 3),
     ]  # 3 s where only 0.9 s is free
-    dubbing.fit(lines, clips, total=5.0, scale=1.0, natural_pace=False)
-    lengths = [len(line.clip) / RATE for line in lines]
+    dubbing.fit(lines, [Track.of(c, RATE) for c in clips], total=5.0, scale=1.0, natural_pace=False)
+    lengths = [line.clip.frames / RATE for line in lines]
     assert lengths[0] == pytest.approx(1.0, abs=0.01)  # 1.2 * (1/1.2)
     assert lengths[1] == pytest.approx(0.5 * dubbing.SLOWEST, abs=0.01)
     assert lines[2].truncated and lengths[2] == pytest.approx(0.95, abs=0.01)
@@ -135,10 +128,11 @@ def test_a_long_dub_is_sped_up_a_short_one_slowed_and_an_impossible_one_cut():
 def test_dynamic_length_stretches_the_timeline_instead_of_the_speech():
     lines = [_line(0.0, 1.0), _line(1.2, 2.0)]
     clips = [np.full(round(1.5 * RATE), 0.1, np.float32), np.full(RATE // 2, 0.1, np.float32)]
+    clips = [Track.of(c, RATE) for c in clips]
     scale = dubbing.timeline_stretch(lines, clips, total=2.0)
     assert scale == pytest.approx(1.5 / (1.2 - dubbing.GAP), abs=0.01)
     dubbing.fit(lines, clips, total=2.0, scale=scale, natural_pace=True)
-    assert len(lines[0].clip) == len(clips[0])  # natural pace, not squeezed
+    assert lines[0].clip.frames == clips[0].frames  # natural pace, not squeezed
     assert lines[1].at == pytest.approx(1.2 * scale, abs=0.001)
 
 
@@ -158,7 +152,9 @@ def test_separation_keeps_the_background_and_treats_speech_as_asked(mode):
     rate = 1000
     original = np.full(3 * rate, 0.5, np.float32)
     lines = [_line(1.0, 2.0)]
-    stems = render.separate(original, rate, lines, settings_for({"separation": {"mode": mode}}))
+    stems = render.separate(
+        Track.of(original, rate), lines, settings_for({"separation": {"mode": mode}})
+    )
     inside, outside = slice(1200, 1800), slice(0, 900)
     assert np.all(stems.whole("speech")[outside] == 0) and np.allclose(
         stems.whole("speech")[inside], 0.5

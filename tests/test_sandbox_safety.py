@@ -349,6 +349,36 @@ def test_tasks_cut_short_by_a_restart_are_refunded(tmp_path):
         restarted.stop()
 
 
+def test_a_restart_removes_the_scratch_files_of_a_dub_the_process_died_in(tmp_path):
+    """A dub keeps its decoded audio in the data dir's scratch folder; when the process dies
+    mid-dub, the next start removes them along with failing the task."""
+    data_dir = tmp_path / "box"
+    script = [f"Line {i} of a dub that will not finish." for i in range(24)]
+    clip = samples.narrated_clip(tmp_path / "long.mp4", script, width=160, height=90)
+    proc = _standalone(data_dir, port := _free_port())
+    try:
+        box = dubkit.SandboxHandle(
+            f"http://127.0.0.1:{port}", admin_token=(data_dir / "admin-token").read_text()
+        )
+        client = dubkit.Client(box.api_key, box.url)
+        task = client.media.translate(clip, target="fr-FR", source="en-US")
+        deadline = time.monotonic() + 120
+        while not list((data_dir / "scratch").glob(f"{task.task_id}-*/original.f32")):
+            assert time.monotonic() < deadline, "the dub never decoded its audio to scratch"
+            assert client.tasks.detail(task.task_id).status == "running", "it ended too soon"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    restarted = start(data_dir)
+    try:
+        ended = dubkit.Client(restarted.api_key, restarted.url).tasks.detail(task.task_id)
+        assert ended.status == "failed" and "restarted" in (ended.error_message or "")
+        assert list((data_dir / "scratch").iterdir()) == []
+    finally:
+        restarted.stop()
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

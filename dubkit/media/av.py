@@ -25,6 +25,7 @@ Choices worth knowing:
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -52,9 +53,11 @@ __all__ = [
     "probe",
     "decode_audio",
     "decode_audios",
+    "decode_to_file",
     "encode_audio",
     "encode_clips",
     "time_stretch",
+    "time_stretch_file",
     "thumbnail",
     "extract_audio",
     "extract_subtitles",
@@ -106,28 +109,40 @@ def decode_audios(
     sources = [existing(path) for path in paths]
     with tempfile.TemporaryDirectory(prefix="dubkit-decode-") as tmp:
         outputs = [Path(tmp) / f"{i}.f32" for i in range(len(sources))]
-        args = [arg for src in sources for arg in ("-i", src)]
-        for i, output in enumerate(outputs):
-            args += ["-map", f"{i}:a:0", "-vn", "-sn", "-dn", "-threads", "1"]
-            args += ["-ac", "1"] if mono else []
-            args += ["-ar", str(sample_rate)] if sample_rate else []
-            args += ["-f", "f32le", "-c:a", "pcm_f32le", out(output)]
-        result = run(args, check=False)
-        if result.returncode != 0:
-            reason = (
-                "no audio track" if "matches no streams" in result.stderr else "cannot decode audio"
-            )
-            raise MediaError(f"{reason} in {', '.join(sources)}", result.stderr)
-        # Rate and channels of what ffmpeg actually wrote, read from its output summaries.
-        summaries = re.split(r"^Output #\d+", result.stderr, flags=re.M)[1:]
         decoded = []
-        for output, summary in zip(outputs, summaries):
-            written = parse_streams(summary)["Audio"][0]
+        for output, (rate, channels) in zip(outputs, _decode(sources, outputs, sample_rate, mono)):
             samples = np.fromfile(output, dtype="<f4")
-            decoded.append(
-                (samples if mono else samples.reshape(-1, written["channels"]), written["rate"])
-            )
+            decoded.append((samples if mono else samples.reshape(-1, channels), rate))
     return decoded
+
+
+def decode_to_file(
+    path: PathLike, dest: PathLike, sample_rate: int | None = None, mono: bool = True
+) -> tuple[int, int]:
+    """:func:`decode_audio`, with the samples left in ``dest`` (raw float32, channels
+    interleaved) rather than read into memory; returns the rate and channels written."""
+    return _decode([existing(path)], [Path(dest)], sample_rate, mono)[0]
+
+
+def _decode(
+    sources: Sequence[str], outputs: Sequence[Path], sample_rate: int | None, mono: bool
+) -> list[tuple[int, int]]:
+    args = [arg for src in sources for arg in ("-i", src)]
+    for i, output in enumerate(outputs):
+        args += ["-map", f"{i}:a:0", "-vn", "-sn", "-dn", "-threads", "1"]
+        args += ["-ac", "1"] if mono else []
+        args += ["-ar", str(sample_rate)] if sample_rate else []
+        args += ["-f", "f32le", "-c:a", "pcm_f32le", out(output)]
+    result = run(args, check=False)
+    if result.returncode != 0:
+        reason = (
+            "no audio track" if "matches no streams" in result.stderr else "cannot decode audio"
+        )
+        raise MediaError(f"{reason} in {', '.join(sources)}", result.stderr)
+    # Rate and channels of what ffmpeg actually wrote, read from its output summaries.
+    summaries = re.split(r"^Output #\d+", result.stderr, flags=re.M)[1:]
+    written = [parse_streams(summary)["Audio"][0] for summary in summaries]
+    return [(stream["rate"], stream["channels"]) for stream in written]
 
 
 def encode_audio(samples: np.ndarray, sample_rate: int, fmt: str, path: PathLike) -> None:
@@ -227,25 +242,42 @@ def time_stretch(samples: np.ndarray, sample_rate: int, factor: float) -> np.nda
 
     >>> slower = time_stretch(speech, 24000, 1.25)  # doctest: +SKIP
     """
-    if not 0.25 <= factor <= 4:
-        raise ValueError(f"factor must be within 0.25..4; got {factor}")
     data = np.asarray(samples, dtype=np.float32)
-    if factor != 1 and len(data):
+    if _stretches(factor) and len(data):
         result = run(
-            [
-                *_raw_input(sample_rate, _channels(data)),
-                "-af",
-                f"rubberband=tempo={1 / factor:.6f}",
-                "-f",
-                "f32le",
-                "pipe:1",
-            ],
+            [*_raw_input(sample_rate, _channels(data)), *_rubberband(factor), "pipe:1"],
             input=data.tobytes(),
         )
         data = np.frombuffer(result.stdout, dtype="<f4").reshape(-1, *data.shape[1:])
     target = round(len(samples) * factor)
     pad = np.zeros((max(0, target - len(data)), *data.shape[1:]), dtype=np.float32)
     return np.concatenate([data[:target], pad])
+
+
+def time_stretch_file(
+    src: PathLike, dest: PathLike, sample_rate: int, channels: int, factor: float
+) -> None:
+    """:func:`time_stretch` of the raw float32 samples in ``src``, written to ``dest`` without
+    holding them: the same samples, cut or padded the same way."""
+    frames = Path(src).stat().st_size // (4 * channels)
+    if _stretches(factor) and frames:
+        args = ["-f", "f32le", "-ar", str(sample_rate), "-ac", str(channels), "-i", out(src)]
+        run([*args, *_rubberband(factor), out(dest)])
+    else:
+        shutil.copyfile(src, dest)
+    target = round(frames * factor) * 4 * channels
+    with open(dest, "r+b") as file:
+        file.truncate(target)  # past the end, truncate pads with zeros: silence
+
+
+def _stretches(factor: float) -> bool:
+    if not 0.25 <= factor <= 4:
+        raise ValueError(f"factor must be within 0.25..4; got {factor}")
+    return factor != 1
+
+
+def _rubberband(factor: float) -> list[str]:
+    return ["-af", f"rubberband=tempo={1 / factor:.6f}", "-f", "f32le"]
 
 
 def thumbnail(video_path: PathLike, out_jpg: PathLike, at: float | None = None) -> None:

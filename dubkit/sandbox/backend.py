@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import secrets
+import shutil
 import sqlite3
 import threading
 import time
@@ -332,6 +333,15 @@ class Backend(Credits):
                     "its credits were refunded' WHERE task_id = ?",
                     (task["task_id"],),
                 )
+        for task in lost:
+            for leftover in self.scratch_dir.glob(f"{task['task_id']}-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+
+    @property
+    def scratch_dir(self) -> Path:
+        """Where running work keeps files it does not serve (``<task_id>-*``, removed when the
+        work ends, or at the next start if the process died first)."""
+        return self.data_dir / "scratch"
 
     # ------------------------------------------------------------------ files served over HTTP
 

@@ -19,9 +19,12 @@ Known limit: a music bed whose loudness swings widely (several dB within a secon
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from ...media.track import Track
 
 __all__ = ["Segment", "activity", "segment_speech"]
 
@@ -50,31 +53,47 @@ class Segment:
         return self.end - self.start
 
 
-def _mono(samples: np.ndarray) -> np.ndarray:
+Reader = Callable[[int, int], np.ndarray]  # mono samples start:stop
+
+
+def _mono(samples: np.ndarray | Track) -> np.ndarray | Track:
+    if isinstance(samples, Track):
+        return samples
     x = np.asarray(samples, dtype=np.float32)  # float32 halves memory on long tracks
     if x.ndim == 2:  # (frames, channels) or (channels, frames): average the short axis
         x = x.mean(axis=1 if x.shape[0] >= x.shape[1] else 0)
     if x.ndim != 1:
         raise ValueError(f"expected mono or 2-D multichannel audio, got shape {np.shape(samples)}")
+    return _finite(x)
+
+
+def _reader(samples: np.ndarray | Track) -> tuple[int, Reader]:
+    """The length of ``samples`` and a reader of its mono samples (finite, float32).
+
+    A :class:`Track` is read a block at a time, so a long clip is never held whole."""
+    x = _mono(samples)
+    if isinstance(x, Track):
+        return x.frames, lambda a, b: _finite(x.read(a, b, mono=True))
+    return x.size, lambda a, b: x[a:b]
+
+
+def _finite(x: np.ndarray) -> np.ndarray:
     return x if np.isfinite(x).all() else np.nan_to_num(x)
 
 
-def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
+def activity(samples: np.ndarray | Track, sample_rate: int) -> tuple[np.ndarray, float]:
     """Per-frame activity in dB above the background, and the hop in seconds.
 
     Frame ``i`` is centred on ``i * hop + FRAME_SECONDS / 2``.
     """
-    if sample_rate <= 0:
-        raise ValueError(f"sample_rate must be positive, got {sample_rate}")
-    x = _mono(samples)
+    if sample_rate <= 0 or (isinstance(samples, Track) and samples.rate != sample_rate):
+        raise ValueError(f"sample_rate must be positive and the track's own, got {sample_rate}")
+    size, read = _reader(samples)
     win = max(16, int(round(FRAME_SECONDS * sample_rate)))
     hop = max(1, int(round(HOP_SECONDS * sample_rate)))
-    if x.size < win:
+    if size < win:
         return np.zeros(0), hop / sample_rate
-    n_frames = 1 + (x.size - win) // hop
-    frames = np.lib.stride_tricks.as_strided(
-        x, shape=(n_frames, win), strides=(x.strides[0] * hop, x.strides[0]), writeable=False
-    )
+    n_frames = 1 + (size - win) // hop
     n_fft = 1 << (win - 1).bit_length()
     freqs = np.fft.rfftfreq(n_fft, 1.0 / sample_rate)
     in_band = np.flatnonzero((freqs >= _BAND_HZ[0]) & (freqs <= _BAND_HZ[1]))
@@ -86,7 +105,12 @@ def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
     audible = np.empty(n_frames, dtype=bool)
     silence_ms = 10 ** (_DIGITAL_SILENCE_DBFS / 10) * float(np.mean(window**2))
     for i in range(0, n_frames, _BLOCK_FRAMES):
-        windowed = frames[i : i + _BLOCK_FRAMES] * window
+        count = min(_BLOCK_FRAMES, n_frames - i)
+        x = read(i * hop, (i + count - 1) * hop + win)
+        frames = np.lib.stride_tricks.as_strided(
+            x, shape=(count, win), strides=(x.strides[0] * hop, x.strides[0]), writeable=False
+        )
+        windowed = frames * window
         audible[i : i + _BLOCK_FRAMES] = np.mean(windowed**2, axis=1) >= silence_ms
         spectrum = np.abs(np.fft.rfft(windowed, n=n_fft, axis=1)) ** 2
         power[i : i + _BLOCK_FRAMES] = np.add.reduceat(
@@ -99,7 +123,11 @@ def activity(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float]:
         return np.zeros(n_frames), hop / sample_rate
     # The floor comes from audible frames only: with a tone under the first minute and zero
     # padding after it, a floor over all frames would be zero and the tone would read as speech.
-    level = _above(power, np.percentile(power[audible], _FLOOR_PERCENTILE, axis=0), loud)
+    # Band by band: the percentile of all audible frames at once would copy ``power`` twice.
+    floor = np.array(
+        [np.percentile(power[audible, b], _FLOOR_PERCENTILE) for b in range(power.shape[1])]
+    )
+    level = _above(power, floor, loud)
     if np.percentile(level[audible], 98) < _STANDS_OUT_DB:
         # Every audible frame is alike (a tone switched on and off between stretches of digital
         # silence): then the audible frames are the activity and the silence is the background.
@@ -112,8 +140,11 @@ def _above(power: np.ndarray, floor: np.ndarray, loud: float) -> np.ndarray:
     # A zero floor (digital silence) is bounded so that the ratio stays meaningful.
     floor_total = max(float(floor.sum()), loud * 10 ** (-_DYNAMIC_RANGE_DB / 10))
     # Twice the floor: a stationary background's power fluctuates around its mean, and
-    # those fluctuations should not read as speech.
-    excess = np.clip(power - 2.0 * floor, 0.0, None).sum(axis=1, dtype=np.float64)
+    # those fluctuations should not read as speech. A block at a time: no copy of ``power``.
+    excess = np.empty(len(power))
+    for i in range(0, len(power), _BLOCK_FRAMES):
+        block = power[i : i + _BLOCK_FRAMES] - 2.0 * floor
+        excess[i : i + _BLOCK_FRAMES] = np.clip(block, 0.0, None).sum(axis=1, dtype=np.float64)
     return 10.0 * np.log10(1.0 + excess / floor_total)
 
 
@@ -124,7 +155,7 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
 
 
 def segment_speech(
-    samples: np.ndarray,
+    samples: np.ndarray | Track,
     sample_rate: int,
     *,
     min_silence: float = 0.35,
@@ -143,7 +174,7 @@ def segment_speech(
     level, hop_s = activity(x, sample_rate)
     if level.size == 0 or not np.any(level > 0):
         return []
-    duration = x.size / sample_rate
+    duration = (x.frames if isinstance(x, Track) else x.size) / sample_rate
     quiet = float(np.percentile(level, 10))
     peak = float(np.percentile(level, 98))
     if peak - quiet < _STANDS_OUT_DB:  # nothing stands out from the background

@@ -8,8 +8,12 @@ Stages (each timed; the seconds land in the result's ``timings``)::
 
 ``compress`` (the x264 variants, the slowest step) runs beside the others: from the start when
 its picture does not depend on the dub (nothing burned, no stretch), else beside ``publish``;
-so ``timings.total`` (wall time) is less than the sum of the stages. The stems and the mix are
-made and encoded a window at a time, never as whole-length copies.
+so ``timings.total`` (wall time) is less than the sum of the stages.
+
+Memory does not grow with the clip's length: the original is decoded into a scratch file
+(:class:`~dubkit.media.track.Track`) that the analyses read one line or block at a time, each
+spoken and fitted line is kept in a file of its own, and the stems and the mix are made and
+encoded a window at a time. The scratch folder is removed when the run ends.
 
 Each stage module states its own choices: :mod:`.settings` (options), :mod:`.transcript`
 (segments, text, speakers), :mod:`.casting` (voices), :mod:`.dubbing` (translation, fitting),
@@ -25,6 +29,7 @@ are 422 (the input cannot be processed), anything else 500. Nothing is left runn
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,11 +38,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...locales import AUTO
-from ...media import av, speech
+from ...media import av
 from ...media.speech import SpeechError
+from ...media.track import Track
 from ..engines import language
 from ..service_error import ServiceError
 from . import dubbing, render
@@ -75,6 +79,7 @@ class Job:
     library: VoiceLibrary
     outputs: Outputs
     source: dict[str, Any]  # the material: materialId, url, category, duration
+    scratch_dir: Path | None = None  # where the run's scratch folder goes (None: system temp)
 
 
 class Stages:
@@ -105,12 +110,19 @@ class Stages:
 def run(job: Job) -> dict[str, Any]:
     """Dub ``job.media_path`` as ``job.settings`` say; returns the task's result (§3.6)."""
     # The compressed variants are the slowest step (x264): they run beside the other stages,
-    # from the start when their picture does not depend on the dub.
-    with ThreadPoolExecutor(1, thread_name_prefix="dub-compress") as pool:
-        return _dub(job, pool)
+    # from the start when their picture does not depend on the dub. The decoded audio lives in
+    # a scratch folder: on disk, not in memory, and never among the served outputs.
+    if job.scratch_dir is not None:
+        job.scratch_dir.mkdir(parents=True, exist_ok=True)
+    # The pool is inside: it finishes with the scratch files before they are removed.
+    with (
+        tempfile.TemporaryDirectory(prefix=f"{job.task_id}-", dir=job.scratch_dir) as scratch,
+        ThreadPoolExecutor(1, thread_name_prefix="dub-compress") as pool,
+    ):
+        return _dub(job, pool, Path(scratch))
 
 
-def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
+def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
     settings, out = job.settings, job.outputs
     started = time.perf_counter()
     stage = Stages()
@@ -129,12 +141,11 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
     if video_task and not settings.text.burn and not settings.dynamic_length:
         early = pool.submit(_pictures, stage, out, str(job.media_path), variants)
     with stage("decode"):
-        original, rate = _decode(job.media_path)
-        mono = original if original.ndim == 1 else original.mean(axis=1)
-        total = len(mono) / rate
+        original = Track.decode(job.media_path, scratch / "original.f32", WORK_RATE)
+        rate, total = original.rate, original.duration
     with stage("transcribe"):
         cues = av.extract_subtitles(job.media_path)
-        lines = find_lines(mono, rate, cues, min_silence=MIN_SILENCE[settings.transcribe_mode])
+        lines = find_lines(original, cues, min_silence=MIN_SILENCE[settings.transcribe_mode])
         if not lines:
             raise ServiceError(
                 422,
@@ -153,7 +164,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
         if settings.source == AUTO:
             settings = _detected_source(settings, lines, notices)
     with stage("speakers"):
-        speakers = assign_speakers(lines, mono, rate, settings.speaker_num)
+        speakers = assign_speakers(lines, original, settings.speaker_num)
     with stage("translate"):
         dubbing.translate(lines, settings)
     with stage("voices"):
@@ -164,14 +175,20 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
             rate,
             lambda name, audio: out.audio(name, audio, rate),
         )
-        casting.cast(lines, speakers, mono)
-        del mono  # the analyses are done; the original stays for the stems
+        casting.cast(lines, speakers, original)
         notices += casting.notices
     with stage("synthesize"):
-        clips = dubbing.synthesize(lines, casting.speaking)
+        clips = dubbing.synthesize(lines, casting.speaking, scratch / "said")
     with stage("fit"):
         scale = dubbing.timeline_stretch(lines, clips, total) if settings.dynamic_length else 1.0
-        dubbing.fit(lines, clips, total, scale, natural_pace=settings.dynamic_length)
+        dubbing.fit(
+            lines,
+            clips,
+            total,
+            scale,
+            natural_pace=settings.dynamic_length,
+            folder=scratch / "fitted",
+        )
         if any(line.truncated for line in lines):
             notices.append(
                 "lines "
@@ -179,15 +196,13 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
                 + " were too long for their place even at double speed and were cut"
             )
         if scale > 1:
-            original = av.time_stretch(original, rate, scale)
-    # Stems and the mix are made and encoded a window at a time, never as whole-length copies.
+            original = original.stretched(scale, scratch / "stretched.f32")
     with stage("separate"):
-        stems = render.separate(original, rate, lines, settings, scale)
+        stems = render.separate(original, lines, settings, scale)
         for stem, name in (("speech", "stems/speech.m4a"), ("background", "stems/background.m4a")):
             files[stem] = out.audio_windows(name, stems.windows(stem), rate, stems.channels)
     with stage("mix"):
         out.audio_windows("dubbed.m4a", render.dub_mix(stems, lines, rate), rate, stems.channels)
-        del original, stems
         files["audio"] = out.media_file("dubbed.m4a")
     with stage("subtitles"):
         files["subtitles"] = render.write_subtitles(out, lines, settings.target)
@@ -206,9 +221,11 @@ def _dub(job: Job, pool: ThreadPoolExecutor) -> dict[str, Any]:
             )
             files["video"] = out.media_file(built)
     soft = subtitle_name if settings.text.soft else None
-    compressing = pool.submit(_compress, stage, out, info, settings, scale, early, variants, soft)
+    compressing = pool.submit(
+        _compress, stage, out, info, settings, scale, early, variants, soft, scratch
+    )
     with stage("publish"):
-        _publish(out, files, job.media_path, lines, video_task)
+        _publish(out, files, job.media_path, lines, video_task, scratch)
     compressing.result()
     files["compress"] = render.compressed_files(out, info.height if video_task else None)
     timings = dict(stage.seconds)
@@ -243,6 +260,7 @@ def _compress(
     early: Future[dict[int, str]] | None,
     variants: dict[int, str],
     soft: str | None,
+    scratch: Path,
 ) -> None:
     """Finish the variants: pictures made early get the dub's sound; burned ones were made by
     the mux; the rest (a stretched picture, or the audio's mp3) are made from the dub."""
@@ -250,19 +268,23 @@ def _compress(
         if early is not None:
             render.dress(out, early.result(), variants, "dubbed.m4a", soft)
         elif settings.task_type != "vt" or not info.has_video:
-            render.compress(out, "dubbed.m4a", None)
+            render.compress(out, "dubbed.m4a", None, scratch)
         elif not (settings.text.burn and scale <= 1):
-            render.compress(out, "dubbed.mp4", info.height)
+            render.compress(out, "dubbed.mp4", info.height, scratch)
 
 
 def _publish(
-    out: Outputs, files: dict[str, Any], source: Path, lines: list[Line], video_task: bool
+    out: Outputs,
+    files: dict[str, Any],
+    source: Path,
+    lines: list[Line],
+    video_task: bool,
+    scratch: Path,
 ) -> None:
     """The ASR input, each dubbed line and a thumbnail, as files with URLs."""
-    asr_input, asr_rate = av.decode_audio(source, sample_rate=ASR_RATE)
-    files["mono"] = out.audio("original-mono.wav", asr_input, asr_rate)
+    files["mono"] = out.transcoded("original-mono.wav", source, scratch, ASR_RATE, mono=True)
     files["lines"] = {
-        line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", clip, speech.SAMPLE_RATE)
+        line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", clip.read(), clip.rate)
         for line in lines
         if (clip := line.clip) is not None  # every line has its fitted dub by now
     }
@@ -275,16 +297,6 @@ def _publish(
                 "resolution": files["video"].get("resolution"),
             }
         ]
-
-
-def _decode(path: Path) -> tuple[np.ndarray, int]:
-    """The audio at ``WORK_RATE``, mono or stereo (more channels are folded to mono)."""
-    samples, rate = av.decode_audio(path, sample_rate=WORK_RATE, mono=False)
-    if samples.shape[1] == 1:
-        return samples[:, 0], rate
-    if samples.shape[1] > 2:
-        return samples.mean(axis=1), rate
-    return samples, rate
 
 
 def _detected_source(settings: Settings, lines: list[Line], notices: list[str]) -> Settings:

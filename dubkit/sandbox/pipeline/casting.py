@@ -33,11 +33,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...media import speech
+from ...media.track import Track
 from ..catalogue import SpeakingVoice, speaking_voice_from_audio
 from ..engines import voiceprint
 from ..engines.voiceprint import Voiceprint
 from .settings import Settings
-from .transcript import Line, measure_speech, slice_of, speaker_audio
+from .transcript import Line, measure_speech, speaker_audio
 
 CONSISTENT_RANGE = 40
 _PITCH_PROBE = "One two three, this is how I sound."
@@ -85,8 +86,8 @@ class Casting:
         self.matches: list[dict[str, Any]] = []
         self.notices: list[str] = []
 
-    def cast(self, lines: list[Line], speakers: int, mono: np.ndarray) -> None:
-        """Voice every line; ``mono`` is the original's audio (at ``sample_rate``), not kept."""
+    def cast(self, lines: list[Line], speakers: int, original: Track) -> None:
+        """Voice every line; ``original`` is the source's audio (at ``sample_rate``)."""
         selected = [
             self._selected(i, voice_id or "")  # every slot was checked to name a voice
             for i, (voice_id, _) in enumerate(self.settings.selected)
@@ -97,7 +98,7 @@ class Casting:
                 self._assign(own, selected[speaker], speaker)
             elif self.settings.mode == "sentence":
                 for line in own:
-                    audio = slice_of(mono, self.rate, line.start, line.end)
+                    audio = original.seconds(line.start, line.end)
                     self._assign(
                         [line],
                         self._voice_from(
@@ -106,7 +107,7 @@ class Casting:
                         speaker,
                     )
             else:
-                audio = speaker_audio(lines, speaker, mono, self.rate)
+                audio = speaker_audio(lines, speaker, original)
                 heard = measure_speech(audio, self.rate)
                 content = " ".join(line.text for line in own if not line.placeholder)
                 self._assign(

@@ -10,16 +10,21 @@ Fitting rules (*choice*; the interface leaves them open):
   and background) is stretched by the one factor that gives every line room, at most 2x; only
   what still does not fit after that is squeezed as above.
 * Each line starts where its source line starts (scaled by that factor).
+
+Given a folder, the spoken and the fitted clips are kept there, one file a line, and read
+back one line at a time: a long dub's speech is never held whole.
 """
 
 from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 from ...media import av, mixing, speech
+from ...media.track import Track
 from ..engines import translate as engine
 from .settings import Settings
 from .transcript import Line
@@ -51,35 +56,45 @@ def translate(lines: list[Line], settings: Settings) -> None:
         line.extras["contextUsed"] = list(outcome.context_used)
 
 
-def synthesize(lines: list[Line], speaking: str) -> list[np.ndarray]:
-    """Each line's translation spoken in its voice, silence trimmed, at ``speech.SAMPLE_RATE``."""
+def synthesize(lines: list[Line], speaking: str, folder: Path | None = None) -> list[Track]:
+    """Each line's translation spoken in its voice, silence trimmed, at ``speech.SAMPLE_RATE``
+    (kept in ``folder`` when given)."""
     clips = []
     for line in lines:
         audio = line.voice.speaking.speak(line.translation, espeak=speaking)
-        clips.append(mixing.trim_silence(audio, speech.SAMPLE_RATE))
+        clips.append(
+            _kept(mixing.trim_silence(audio, speech.SAMPLE_RATE), folder, f"said-{line.id}")
+        )
     return clips
 
 
-def timeline_stretch(lines: list[Line], clips: list[np.ndarray], total: float) -> float:
+def timeline_stretch(lines: list[Line], clips: list[Track], total: float) -> float:
     """The factor ``dynamicVideoLength`` stretches the timeline by so every dub has room."""
     need = 1.0
     for clip, room in zip(clips, _rooms(lines, total)):
-        need = max(need, len(clip) / speech.SAMPLE_RATE / room)
+        need = max(need, clip.duration / room)
     return min(math.ceil(need * 1000) / 1000, MAX_TIMELINE_STRETCH)  # up: never short
 
 
 def fit(
-    lines: list[Line], clips: list[np.ndarray], total: float, scale: float, *, natural_pace: bool
+    lines: list[Line],
+    clips: list[Track],
+    total: float,
+    scale: float,
+    *,
+    natural_pace: bool,
+    folder: Path | None = None,
 ) -> None:
     """Stretch each clip into its slot and set ``clip``, ``at``, ``stretch``, ``truncated``.
 
     ``total`` is the source duration; slots are scaled by ``scale``. With ``natural_pace``
     (dynamic video length) speech is only squeezed when the scaled room is still too short.
+    The fitted clips are kept in ``folder`` when given.
     """
     rate = speech.SAMPLE_RATE
     plans = []
     for line, clip, room in zip(lines, clips, _rooms(lines, total)):
-        length = len(clip) / rate
+        length = clip.duration
         slot, room = line.duration * scale, room * scale
         factor = 1.0
         if length > slot and not natural_pace:
@@ -92,21 +107,31 @@ def fit(
         line.raw_duration = round(length, 3)
         line.at = round(line.start * scale, 3)
 
-    def stretch(item: tuple[np.ndarray, tuple[float, float]]) -> np.ndarray:
-        clip, (factor, _) = item
-        return clip if abs(factor - 1) < 0.01 else av.time_stretch(clip, rate, factor)
-
-    with ThreadPoolExecutor(WORKERS, thread_name_prefix="dub-fit") as pool:
-        fitted = list(pool.map(stretch, zip(clips, plans)))
-    for line, clip, (_factor, room) in zip(lines, fitted, plans):
+    def settle(item: tuple[Line, Track, tuple[float, float]]) -> tuple[Track, bool, float]:
+        # in the worker: only the kept clip comes back, so finished lines do not pile up
+        line, said, (factor, room) = item
+        clip = said.read()
+        clip = clip if abs(factor - 1) < 0.01 else av.time_stretch(clip, rate, factor)
         limit = round(room * rate)
-        line.truncated = len(clip) > limit
-        if line.truncated:
+        truncated = len(clip) > limit
+        if truncated:
             clip = clip[:limit].copy()
             fade = min(len(clip), round(FADE * rate))
             clip[len(clip) - fade :] *= np.linspace(1, 0, fade, dtype=np.float32)
-        line.clip = clip
-        line.stretch = round(len(clip) / max(1, round(line.raw_duration * rate)), 3)
+        stretch = round(len(clip) / max(1, round(line.raw_duration * rate)), 3)
+        return _kept(clip, folder, f"line-{line.id}"), truncated, stretch
+
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix="dub-fit") as pool:
+        settled = pool.map(settle, zip(lines, clips, plans))
+        for line, (clip, truncated, stretch) in zip(lines, settled):
+            line.clip, line.truncated, line.stretch = clip, truncated, stretch
+
+
+def _kept(samples: np.ndarray, folder: Path | None, name: str) -> Track:
+    if folder is None:
+        return Track.of(samples, speech.SAMPLE_RATE)
+    folder.mkdir(parents=True, exist_ok=True)
+    return Track.write(samples, speech.SAMPLE_RATE, folder / f"{name}.f32")
 
 
 def _rooms(lines: list[Line], total: float) -> list[float]:

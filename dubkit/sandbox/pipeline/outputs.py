@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 
 from ...media import av
+from ...media.track import Track
+
+WINDOW = 1 << 20  # frames of a transcoded track held at a time
 
 
 class Outputs:
@@ -43,6 +46,14 @@ class Outputs:
         """:meth:`audio` of the samples ``windows`` make end to end, encoded as they come."""
         av.encode_stream(windows, sample_rate, channels, name.rsplit(".", 1)[-1], self.path(name))
         return self.url(name)
+
+    def transcoded(
+        self, name: str, source: Path, scratch: Path, rate: int | None = None, mono: bool = False
+    ) -> str:
+        """``source``'s audio encoded as ``name`` (:meth:`audio`), through a decode into the
+        folder ``scratch``: a window at a time, never whole."""
+        track = Track.decode(source, scratch / f"{Path(name).name}.f32", rate, mono=mono)
+        return self.audio_windows(name, track.windows(WINDOW), track.rate, track.channels)
 
     def text(self, name: str, content: str) -> str:
         self.path(name).write_text(content, encoding="utf-8")

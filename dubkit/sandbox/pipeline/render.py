@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...media import av, mixing, mp4, speech
+from ...media import mixing, mp4
 from ...media.subtitles import Cue, to_srt, to_vtt
+from ...media.track import Track
 from .outputs import Outputs
 from .settings import Settings
 from .transcript import Line
@@ -38,59 +40,63 @@ class Stems:
     """The stems of ``original`` (already on the output timeline, stretched by ``scale``),
     made a window at a time (:meth:`windows`), so no whole-length copy is ever held."""
 
-    original: np.ndarray
-    rate: int
+    original: Track
     spans: list[tuple[float, float]]  # the speech lines
     separation: str  # settings.separation: duck, remove or keep
 
     @property
     def channels(self) -> int:
-        return 1 if self.original.ndim == 1 else self.original.shape[1]
+        return self.original.channels
+
+    @property
+    def rate(self) -> int:
+        return self.original.rate
 
     def part(self, stem: str, start: int, stop: int) -> np.ndarray:
         """Samples ``start:stop`` of ``stem``: ``speech`` (the original inside the lines),
         ``background`` (the original with them removed) or ``bed`` (what the dub is mixed over,
         per ``separation``)."""
-        length, rate = len(self.original), self.rate
+        length, rate = self.original.frames, self.rate
         if stem == "speech":
             gaps = _complement(self.spans, length / rate)
             gain = mixing.envelope(length, rate, gaps, remove=True, start=start, stop=stop)
         elif stem == "background" or self.separation == "remove":
             gain = mixing.envelope(length, rate, self.spans, remove=True, start=start, stop=stop)
         elif self.separation == "keep":
-            return self.original[start:stop]
+            return self.original.read(start, stop)
         else:
             gain = mixing.envelope(length, rate, self.spans, DUCK_DB, start=start, stop=stop)
-        part = self.original[start:stop]
+        part = self.original.read(start, stop)
         return part * (gain if part.ndim == 1 else gain[:, None])
 
     def whole(self, stem: str) -> np.ndarray:
-        return self.part(stem, 0, len(self.original))
+        return self.part(stem, 0, self.original.frames)
 
     def windows(self, stem: str) -> Iterator[np.ndarray]:
-        for start in range(0, len(self.original), WINDOW):
-            yield self.part(stem, start, min(len(self.original), start + WINDOW))
+        length = self.original.frames
+        for start in range(0, length, WINDOW):
+            yield self.part(stem, start, min(length, start + WINDOW))
 
 
-def separate(
-    original: np.ndarray, rate: int, lines: list[Line], settings: Settings, scale: float = 1.0
-) -> Stems:
+def separate(original: Track, lines: list[Line], settings: Settings, scale: float = 1.0) -> Stems:
     """Stems of ``original`` (already on the output timeline, stretched by ``scale``)."""
     spans = [(line.start * scale, line.end * scale) for line in lines]
-    return Stems(original, rate, spans, settings.separation)
+    return Stems(original, spans, settings.separation)
 
 
 def dub_mix(stems: Stems, lines: list[Line], rate: int) -> Iterator[np.ndarray]:
     """The dubbed lines mixed over the bed, a window at a time (:func:`mixing.mixed_windows`):
     the same samples :func:`mixing.mix` of the whole bed and :func:`mixing.lay_lines` makes."""
-    clips = [(line.at, line.clip, speech.SAMPLE_RATE) for line in lines if line.clip is not None]
-    length = len(stems.original)
+    clips = [(line.at, line.clip) for line in lines if line.clip is not None]
+    length = stems.original.frames
 
     def window(start: int, stop: int) -> list[np.ndarray]:
-        # only the lines heard in this window are resampled: all of them would be the length
-        # of the speech at the mix's rate
+        # only the lines heard in this window are read and resampled: all of them would be the
+        # length of the speech
         heard = [
-            c for c in clips if c[0] * rate < stop and (c[0] + len(c[1]) / c[2]) * rate > start
+            (at, clip.read(), clip.rate)
+            for at, clip in clips
+            if at * rate < stop and (at + clip.duration) * rate > start
         ]
         placed = mixing.resampled(heard, rate)
         track = mixing.place(placed, rate, length / rate, start=start, stop=stop)
@@ -103,7 +109,7 @@ def cues(lines: list[Line]) -> list[Cue]:
     """Subtitle cues of the dub: each translation while its dubbed line is heard."""
     out = []
     for line in lines:
-        heard = len(line.clip) / speech.SAMPLE_RATE if line.clip is not None else 0.0
+        heard = line.clip.duration if line.clip is not None else 0.0
         out.append(Cue(line.at, round(line.at + max(heard, 0.5), 3), line.translation))
     return out
 
@@ -174,11 +180,11 @@ def dress(
     )
 
 
-def compress(out: Outputs, built: str, height: int | None) -> None:
-    """Make the ``compress`` variants of a built video (``height`` given) or audio (``None``)."""
+def compress(out: Outputs, built: str, height: int | None, scratch: Path) -> None:
+    """Make the ``compress`` variants of a built video (``height`` given) or audio (``None``);
+    an audio is decoded into ``scratch`` and encoded a window at a time."""
     if height is None:
-        samples, rate = av.decode_audio(out.path(built), mono=False)
-        out.audio("dubbed.mp3", samples, rate)
+        out.transcoded("dubbed.mp3", out.path(built), scratch)
         return
     names = variant_names(height)
     # One run, one decode of the built video for all variants; mp4.compress says why veryfast.

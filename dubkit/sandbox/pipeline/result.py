@@ -193,7 +193,7 @@ def _speech_level(settings: Settings) -> float:
 
 
 def _heard(line: Line) -> float:
-    return len(line.clip) / speech.SAMPLE_RATE if line.clip is not None else 0.0
+    return line.clip.duration if line.clip is not None else 0.0
 
 
 def _track(

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...media.subtitles import Cue
+from ...media.track import Track
 from ..engines import vad, voiceprint
 from ..engines.voiceprint import Voiceprint
 
@@ -42,7 +43,7 @@ class Line:
     measured: Voiceprint | None = None  # pitch and pace of the source line
     translation: str = ""
     voice: Any = None  # casting.Voice
-    clip: np.ndarray | None = None  # fitted dub at the work rate
+    clip: Track | None = None  # the fitted dub, at speech.SAMPLE_RATE
     at: float = 0.0  # where the clip starts on the output timeline
     raw_duration: float = 0.0  # synthesized length before fitting
     stretch: float = 1.0  # fitted length / synthesized length
@@ -61,11 +62,9 @@ class Line:
         return f"Speaker {self.speaker + 1}"
 
 
-def find_lines(
-    mono: np.ndarray, sample_rate: int, cues: list[Cue], *, min_silence: float
-) -> list[Line]:
-    """Segment the speech in ``mono`` and give every segment its text."""
-    segments = vad.segment_speech(mono, sample_rate, min_silence=min_silence)
+def find_lines(audio: Track, cues: list[Cue], *, min_silence: float) -> list[Line]:
+    """Segment the speech in ``audio`` and give every segment its text."""
+    segments = vad.segment_speech(audio, audio.rate, min_silence=min_silence)
     texts: list[list[str]] = [[] for _ in segments]
     for cue in cues:
         target = _segment_for(cue, segments)
@@ -94,18 +93,10 @@ def _segment_for(cue: Cue, segments: list[vad.Segment]) -> int | None:
     return best
 
 
-def slice_of(audio: np.ndarray, sample_rate: int, start: float, end: float) -> np.ndarray:
-    return audio[max(0, round(start * sample_rate)) : round(end * sample_rate)]
-
-
-def assign_speakers(
-    lines: list[Line], mono: np.ndarray, sample_rate: int, speaker_num: int | None
-) -> int:
+def assign_speakers(lines: list[Line], audio: Track, speaker_num: int | None) -> int:
     """Label each line with a speaker; returns the number of speakers."""
     for line in lines:
-        line.measured = measure_speech(
-            slice_of(mono, sample_rate, line.start, line.end), sample_rate
-        )
+        line.measured = measure_speech(audio.seconds(line.start, line.end), audio.rate)
     measured = [i for i, line in enumerate(lines) if line.measured is not None]
     if not measured:
         for line in lines:
@@ -159,17 +150,16 @@ def cluster(values: list[float], count: int | None) -> list[int]:
     return labels
 
 
-def speaker_audio(
-    lines: list[Line], speaker: int, mono: np.ndarray, sample_rate: int, limit: float = 30.0
-) -> np.ndarray:
+def speaker_audio(lines: list[Line], speaker: int, audio: Track, limit: float = 30.0) -> np.ndarray:
     """A speaker's own speech, lines joined with short pauses, at most ``limit`` seconds."""
+    sample_rate = audio.rate
     gap = np.zeros(round(0.2 * sample_rate), dtype=np.float32)
     parts: list[np.ndarray] = []
     total = 0
     for line in lines:
         if line.speaker != speaker:
             continue
-        part = slice_of(mono, sample_rate, line.start, line.end)
+        part = audio.seconds(line.start, line.end)
         parts += [part, gap]
         total += len(part) + len(gap)
         if total >= limit * sample_rate:

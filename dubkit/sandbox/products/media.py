@@ -181,7 +181,15 @@ def _plan(
         )
         try:
             return pipeline.run(
-                pipeline.Job(task_id, Path(path), settings, library, outputs, source)
+                pipeline.Job(
+                    task_id,
+                    Path(path),
+                    settings,
+                    library,
+                    outputs,
+                    source,
+                    scratch_dir=backend.scratch_dir,
+                )
             )
         except BaseException:
             backend.refund(api_key, seconds)
