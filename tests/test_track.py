@@ -36,7 +36,7 @@ def test_a_decoded_track_reads_what_the_whole_decode_holds(stereo, tmp_path):
     assert np.array_equal(np.concatenate(list(track.windows(10_000))), whole)
     assert np.array_equal(track.read(5_000, 17_000, mono=True), whole[5_000:17_000].mean(axis=1))
     assert np.array_equal(track.seconds(0.5, 1.25), whole.mean(axis=1)[22050:55125])
-    # reads past either end are clipped to the track, as slicing an array is
+    # each end is clipped to the track first (a negative start is 0, not counted from the end)
     assert track.read(-10, 5).shape == (5, 2) and track.read(len(whole) - 3, 10**9).shape == (3, 2)
 
 
@@ -45,8 +45,12 @@ def test_a_source_of_more_than_two_channels_reads_as_their_mean(tmp_path):
     source = tmp_path / "six.wav"
     soundfile.write(source, six, RATE, subtype="FLOAT")
     track = Track.decode(source, tmp_path / "six.f32", RATE)
-    assert track.channels == 1
-    assert np.array_equal(track.read(100, 200), six[100:200].mean(axis=1))
+    assert track.channels == 1 and track.frames == RATE
+    assert np.array_equal(track.read(), six.mean(axis=1))
+    # folded before anything else: a stretch works on the mean, as a stretch of it in memory
+    stretched = track.stretched(1.3, tmp_path / "six-stretched.f32")
+    assert np.array_equal(stretched.read(), av.time_stretch(six.mean(axis=1), RATE, 1.3))
+    assert np.array_equal(Track.of(six, RATE).read(), six.mean(axis=1))
 
 
 def test_written_tracks_and_stretched_files_match_their_in_memory_forms(stereo, tmp_path):

@@ -25,32 +25,35 @@ __all__ = ["Track"]
 
 
 class Track:
-    """Float32 samples at ``rate``: mono, or stereo as ``(frames, 2)``; a source of more
-    channels reads as their mean (mono)."""
+    """Float32 samples at ``rate``, mono ``(n,)`` or stereo ``(n, 2)``: a source of more
+    channels becomes their mean (mono) when it is made, so every later step sees one or two."""
 
     def __init__(
-        self, rate: int, stored: int, *, path: Path | None = None, samples: np.ndarray | None = None
+        self,
+        rate: int,
+        channels: int,
+        *,
+        path: Path | None = None,
+        samples: np.ndarray | None = None,
     ) -> None:
-        self.rate, self._stored = rate, stored
+        self.rate, self.channels = rate, channels
         self._path, self._samples = path, samples
         if samples is not None:
             self.frames = len(samples)
         else:
             assert path is not None
-            self.frames = path.stat().st_size // (4 * stored)
+            self.frames = path.stat().st_size // (4 * channels)
 
     @classmethod
     def of(cls, samples: np.ndarray, rate: int) -> Track:
         """The samples already in memory, ``(n,)`` or ``(n, channels)``."""
-        data = np.asarray(samples, dtype=np.float32)
-        if data.ndim == 2 and data.shape[1] == 1:
-            data = data[:, 0]
+        data = _folded(np.asarray(samples, dtype=np.float32))
         return cls(rate, 1 if data.ndim == 1 else data.shape[1], samples=data)
 
     @classmethod
     def write(cls, samples: np.ndarray, rate: int, dest: PathLike) -> Track:
         """The samples, ``(n,)`` or ``(n, channels)``, kept in the file ``dest`` instead."""
-        data = np.ascontiguousarray(samples, dtype="<f4")
+        data = np.ascontiguousarray(_folded(np.asarray(samples, dtype="<f4")))
         data.tofile(dest)
         return cls(rate, 1 if data.ndim == 1 else data.shape[1], path=Path(dest))
 
@@ -60,20 +63,31 @@ class Track:
     ) -> Track:
         """The first audio track of ``source`` at ``rate`` (None: its own), decoded into the
         file ``dest``; ``mono`` has ffmpeg mix the channels down."""
+        dest = Path(dest)
         written, stored = av.decode_to_file(source, dest, sample_rate=rate, mono=mono)
-        return cls(written, stored, path=Path(dest))
-
-    @property
-    def channels(self) -> int:
-        return self._stored if self._stored <= 2 else 1
+        if stored <= 2:
+            return cls(written, stored, path=dest)
+        # More channels: their plain mean, a window at a time (ffmpeg's downmix weighs them).
+        wide = dest.with_name(dest.name + ".wide")
+        dest.replace(wide)
+        try:
+            with open(dest, "wb") as out:
+                for at in range(0, wide.stat().st_size // (4 * stored), _FOLD_WINDOW):
+                    frames = np.fromfile(
+                        wide, "<f4", count=_FOLD_WINDOW * stored, offset=at * stored * 4
+                    )
+                    _folded(frames.reshape(-1, stored)).tofile(out)
+        finally:
+            wide.unlink()
+        return cls(written, 1, path=dest)
 
     @property
     def duration(self) -> float:
         return self.frames / self.rate
 
     def read(self, start: int = 0, stop: int | None = None, *, mono: bool = False) -> np.ndarray:
-        """Frames ``start:stop`` (clipped to the track), ``(n,)`` or ``(n, 2)``; ``mono``
-        averages the channels."""
+        """Frames ``start:stop``, each end first clipped to ``0..frames`` (a negative one does
+        not count from the end); ``(n,)`` or ``(n, 2)``; ``mono`` averages the channels."""
         start = min(max(0, start), self.frames)
         stop = self.frames if stop is None else min(max(start, stop), self.frames)
         if self._samples is not None:
@@ -83,13 +97,11 @@ class Track:
             data = np.fromfile(
                 self._path,
                 dtype="<f4",
-                count=(stop - start) * self._stored,
-                offset=start * self._stored * 4,
+                count=(stop - start) * self.channels,
+                offset=start * self.channels * 4,
             )
-            data = data if self._stored == 1 else data.reshape(-1, self._stored)
-        if data.ndim == 2 and (mono or self._stored > 2):
-            return data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
-        return data
+            data = data if self.channels == 1 else data.reshape(-1, self.channels)
+        return data.mean(axis=1) if mono and data.ndim == 2 else data
 
     def windows(self, size: int) -> Iterator[np.ndarray]:
         """The whole track, ``size`` frames at a time."""
@@ -101,9 +113,25 @@ class Track:
         return self.read(round(start * self.rate), round(end * self.rate), mono=True)
 
     def stretched(self, factor: float, dest: PathLike) -> Track:
-        """This track ``factor`` times as long (:func:`av.time_stretch`), in the file ``dest``."""
+        """This track ``factor`` times as long (:func:`av.time_stretch`), in the file ``dest``
+        (a track held in memory stays in memory)."""
         if self._samples is not None:
             return Track.of(av.time_stretch(self._samples, self.rate, factor), self.rate)
         assert self._path is not None
-        av.time_stretch_file(self._path, dest, self.rate, self._stored, factor)
-        return Track(self.rate, self._stored, path=Path(dest))
+        av.time_stretch_file(self._path, dest, self.rate, self.channels, factor)
+        return Track(self.rate, self.channels, path=Path(dest))
+
+    def remove(self) -> None:
+        """Delete the file behind the track (scratch no longer needed); it cannot be read after."""
+        if self._path is not None:
+            self._path.unlink(missing_ok=True)
+
+
+_FOLD_WINDOW = 1 << 18  # frames of a many-channel decode folded at a time
+
+
+def _folded(data: np.ndarray) -> np.ndarray:
+    """Mono for more than two channels (their mean), as it is for one; stereo stays."""
+    if data.ndim == 2 and data.shape[1] == 1:
+        return data[:, 0]
+    return data.mean(axis=1) if data.ndim == 2 and data.shape[1] > 2 else data

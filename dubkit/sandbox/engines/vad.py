@@ -1,4 +1,4 @@
-"""Speech segmentation from the signal alone (numpy only).
+"""Speech segmentation from the signal alone (numpy; a long track is read a block at a time).
 
 Energy based, but measured against a per-frequency noise floor: each STFT bin's floor is a
 low percentile of its power over the whole clip, and a frame's activity is the power it has

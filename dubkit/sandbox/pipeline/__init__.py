@@ -195,8 +195,12 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
                 + ", ".join(line.id for line in lines if line.truncated)
                 + " were too long for their place even at double speed and were cut"
             )
+        for said in clips:  # scratch is removed as soon as it is used: a long dub's is large
+            said.remove()
         if scale > 1:
-            original = original.stretched(scale, scratch / "stretched.f32")
+            stretched = original.stretched(scale, scratch / "stretched.f32")
+            original.remove()
+            original = stretched
     with stage("separate"):
         stems = render.separate(original, lines, settings, scale)
         for stem, name in (("speech", "stems/speech.m4a"), ("background", "stems/background.m4a")):

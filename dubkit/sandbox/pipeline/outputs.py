@@ -53,7 +53,10 @@ class Outputs:
         """``source``'s audio encoded as ``name`` (:meth:`audio`), through a decode into the
         folder ``scratch``: a window at a time, never whole."""
         track = Track.decode(source, scratch / f"{Path(name).name}.f32", rate, mono=mono)
-        return self.audio_windows(name, track.windows(WINDOW), track.rate, track.channels)
+        try:
+            return self.audio_windows(name, track.windows(WINDOW), track.rate, track.channels)
+        finally:
+            track.remove()
 
     def text(self, name: str, content: str) -> str:
         self.path(name).write_text(content, encoding="utf-8")

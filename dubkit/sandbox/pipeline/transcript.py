@@ -155,14 +155,17 @@ def speaker_audio(lines: list[Line], speaker: int, audio: Track, limit: float = 
     sample_rate = audio.rate
     gap = np.zeros(round(0.2 * sample_rate), dtype=np.float32)
     parts: list[np.ndarray] = []
-    total = 0
+    total, wanted = 0, round(limit * sample_rate)
     for line in lines:
         if line.speaker != speaker:
             continue
-        part = audio.seconds(line.start, line.end)
+        start = round(line.start * sample_rate)  # never more of a long line than is kept
+        part = audio.read(
+            start, min(round(line.end * sample_rate), start + wanted - total), mono=True
+        )
         parts += [part, gap]
         total += len(part) + len(gap)
         if total >= limit * sample_rate:
             break
     joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
-    return joined[: round(limit * sample_rate)]
+    return joined[:wanted]
