@@ -1,5 +1,5 @@
-"""First use on a new machine: connect() to the first TTS answer, and the first catalogue
-listing (issue 15, item 3; ``bench_import.py`` measures ``import dubkit``).
+"""First use on a new machine: connect() to the first TTS answer, the first catalogue listing
+and the first clone (issue 15, item 3; ``bench_import.py`` measures ``import dubkit``).
 
     python bench/bench_first_use.py [--runs 5]
 
@@ -12,6 +12,9 @@ and no API key, so ``dubkit.connect()`` starts the embedded sandbox; the disk ca
   after in the same process. Target: <= 1 s.
 * ``first catalogue listing``: ``voices.presets()`` (all of them) on that new sandbox.
   Baseline: the same listing again. Target: <= 0.5 s.
+* ``first clone``: ``clones.create`` of a local recording (its upload included), the process's
+  first. Baseline: a second clone, of another recording of the same gender, right after (no
+  target in the issue; the first used to measure espeak for about a second).
 
 It runs whatever ``dubkit`` is importable (PYTHONPATH picks an older checkout to compare).
 """
@@ -27,8 +30,9 @@ import sys
 import tempfile
 
 PROBE = """
-import json, time
+import json, pathlib, sys, time
 import dubkit
+from dubkit import samples
 started = time.perf_counter()
 client = dubkit.connect()
 voice = client.voices.presets(limit=1)[0].voice_id
@@ -43,7 +47,17 @@ first_listing = time.perf_counter() - started
 started = time.perf_counter()
 client.voices.presets()
 second_listing = time.perf_counter() - started
-print(json.dumps([first_answer, second_answer, first_listing, second_listing, count]))
+folder = pathlib.Path(sys.argv[1])
+recordings = [
+    samples.speech_recording(folder / f"ref{i}.wav", text, variant="m3")
+    for i, text in enumerate(["I read this so that my voice can be copied.", "And one more."])
+]
+clones = []
+for recording in recordings:
+    started = time.perf_counter()
+    client.clones.create(recording, language="en-US")
+    clones.append(time.perf_counter() - started)
+print(json.dumps([first_answer, second_answer, first_listing, second_listing, count, *clones]))
 """
 
 
@@ -57,11 +71,15 @@ def main() -> None:
             env = {k: v for k, v in os.environ.items() if not k.startswith("DUBKIT_")}
             env["DUBKIT_SANDBOX_DIR"] = data_dir
             done = subprocess.run(
-                [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+                [sys.executable, "-c", PROBE, data_dir],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
             )
             figures.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    first, second, listing, again, count = (
-        statistics.median(f[i] for f in figures) for i in range(5)
+    first, second, listing, again, count, clone, reclone = (
+        statistics.median(f[i] for f in figures) for i in range(7)
     )
     print(
         f"connect() -> first TTS answer: {first:.2f} s (target <= 1 s); a second line "
@@ -71,6 +89,7 @@ def main() -> None:
         f"first catalogue listing ({count:.0f} voices): {listing:.2f} s (target <= 0.5 s); "
         f"again {again:.3f} s ({listing / again:.1f}x)"
     )
+    print(f"first clone: {clone:.2f} s; a second clone {reclone:.2f} s ({clone / reclone:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -101,8 +101,23 @@ def speaking_voice_from_audio(
     from .engines import voiceprint
 
     measured = voiceprint.measure(samples, sample_rate)
-    variant = "f2" if measured.gender == "female" else "m3"
+    variant = CLONE_VARIANTS[measured.gender]
     return SpeakingVoice(espeak, variant, voiceprint.derive_prosody(measured, espeak, variant))
+
+
+CLONE_VARIANTS = {"female": "f2", "male": "m3"}  # the espeak variant a clone of each gender uses
+
+
+def clone_calibrations() -> list[tuple[str, str]]:
+    """Every (espeak voice, clone variant) a clone or a dub's cloned speaker can speak with:
+    the voices of all the interface's locales (the shipped calibration table holds these)."""
+    voices = set()
+    for locale in locales.TARGET | locales.SOURCE:
+        try:
+            voices.add(speech.voice_for_locale(locale))
+        except speech.SpeechError:
+            continue  # a locale espeak cannot speak is refused before any cloning
+    return [(voice, variant) for voice in sorted(voices) for variant in CLONE_VARIANTS.values()]
 
 
 # --------------------------------------------------------------------------- personas and tiers

@@ -14,8 +14,13 @@ True
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import threading
 from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 
@@ -238,47 +243,89 @@ _RANGE_GRID = (0, 100)  # measured median and spread are both close to linear in
 _RATE_GRID = (80, 120, 160, 200, 250)
 _calibrations: dict[tuple[str, str | None], dict[str, np.ndarray]] = {}
 _calibration_lock = threading.Lock()
+# Measured tables for the voices clones are made from, shipped so that a process's first clone
+# or dub does not spend a second of CPU measuring espeak (issue 15), and so that their
+# prosodies no longer depend on what the process measured before (espeak's variants breathe at
+# random). Used only while its fingerprint matches; after an espeak update, rewrite it with
+# ``write_calibration_table(catalogue.clone_calibrations())`` (about 2.5 minutes).
+_TABLE = Path(__file__).parent.parent / "data" / "voice_calibration.json"
 
 
 def _calibrate(voice: str, variant: str | None) -> dict[str, np.ndarray]:
-    """Measure espeak over a grid of its own settings, once per (voice, variant)."""
+    """The calibration of (voice, variant): kept in memory, shipped, or measured once."""
     key = (voice, variant)
     with _calibration_lock:
-        if key in _calibrations:
-            return _calibrations[key]
+        if key not in _calibrations:
+            shipped = _shipped().get(f"{voice}+{variant}")
+            _calibrations[key] = (
+                {name: np.asarray(value) for name, value in shipped.items()}
+                if shipped is not None
+                else _measure_calibration(voice, variant)
+            )
+        return _calibrations[key]
 
-        def hear(prosody: speech.Prosody) -> Voiceprint:
-            audio = speech.synthesize(_CALIBRATION_TEXT, voice, variant=variant, prosody=prosody)
-            return measure(audio, speech.SAMPLE_RATE)
 
-        pitches, median, spread = [], [], []
-        for p in _PITCH_GRID:
-            try:
-                heard = [hear(speech.Prosody(pitch=p, pitch_range=r)) for r in _RANGE_GRID]
-            except ValueError:  # whispered, or pitched under the tracker's 50 Hz floor
-                continue
-            pitches.append(p)
-            median.append([vp.median_pitch_hz for vp in heard])
-            spread.append([vp.pitch_range_hz for vp in heard])
+def _measure_calibration(voice: str, variant: str | None) -> dict[str, np.ndarray]:
+    """Measure espeak over a grid of its own settings."""
+
+    def hear(prosody: speech.Prosody) -> Voiceprint:
+        audio = speech.synthesize(_CALIBRATION_TEXT, voice, variant=variant, prosody=prosody)
+        return measure(audio, speech.SAMPLE_RATE)
+
+    pitches, median, spread = [], [], []
+    for p in _PITCH_GRID:
         try:
-            if len(pitches) < 2:
-                raise ValueError("no measurable pitch")
-            rates = [hear(speech.Prosody(rate_wpm=r)).speaking_rate for r in _RATE_GRID]
-        except ValueError as exc:
-            name = f"{voice}+{variant}" if variant else voice
-            raise speech.SpeechError(
-                f"cannot clone with voice {name!r}: its pitch cannot be measured"
-            ) from exc
-        slope, intercept = np.polyfit(np.asarray(_RATE_GRID, dtype=float), rates, 1)
-        # np.interp needs increasing x; the pitch mapping is monotonic up to measurement noise.
-        table = {
-            "pitches": np.asarray(pitches, dtype=float),
-            "median": np.maximum.accumulate(np.asarray(median), axis=0),
-            "spread": np.asarray(spread),
-            "rate_fit": np.array([max(slope, 1e-4), intercept]),
+            heard = [hear(speech.Prosody(pitch=p, pitch_range=r)) for r in _RANGE_GRID]
+        except ValueError:  # whispered, or pitched under the tracker's 50 Hz floor
+            continue
+        pitches.append(p)
+        median.append([vp.median_pitch_hz for vp in heard])
+        spread.append([vp.pitch_range_hz for vp in heard])
+    try:
+        if len(pitches) < 2:
+            raise ValueError("no measurable pitch")
+        rates = [hear(speech.Prosody(rate_wpm=r)).speaking_rate for r in _RATE_GRID]
+    except ValueError as exc:
+        name = f"{voice}+{variant}" if variant else voice
+        raise speech.SpeechError(
+            f"cannot clone with voice {name!r}: its pitch cannot be measured"
+        ) from exc
+    slope, intercept = np.polyfit(np.asarray(_RATE_GRID, dtype=float), rates, 1)
+    # np.interp needs increasing x; the pitch mapping is monotonic up to measurement noise.
+    return {
+        "pitches": np.asarray(pitches, dtype=float),
+        "median": np.maximum.accumulate(np.asarray(median), axis=0),
+        "spread": np.asarray(spread),
+        "rate_fit": np.array([max(slope, 1e-4), intercept]),
+    }
+
+
+def _fingerprint() -> str:
+    """What a calibration depends on: espeak (its wheel's version) and how it is measured."""
+    grid = [version("espeakng-loader"), _CALIBRATION_TEXT, _PITCH_GRID, _RANGE_GRID, _RATE_GRID]
+    return hashlib.sha256(json.dumps(grid).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict[str, dict[str, list]]:
+    try:
+        table = json.loads(_TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return table["voices"] if table.get("fingerprint") == _fingerprint() else {}
+
+
+def write_calibration_table(pairs: list[tuple[str, str]]) -> None:
+    """Measure each (voice, variant) afresh and write the shipped table."""
+    voices = {
+        f"{voice}+{variant}": {
+            name: value.tolist() for name, value in _measure_calibration(voice, variant).items()
         }
-        _calibrations[key] = table
-        return table
+        for voice, variant in sorted(set(pairs))
+    }
+    text = json.dumps({"fingerprint": _fingerprint(), "voices": voices}, separators=(",", ":"))
+    _TABLE.write_text(text + "\n", encoding="utf-8")
+    _shipped.cache_clear()
 
 
 def _solve_pitch(
