@@ -19,7 +19,7 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -310,9 +310,10 @@ def _fingerprint() -> str:
 def _shipped() -> dict[str, dict[str, list]]:
     try:
         table = json.loads(_TABLE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        current = _fingerprint()
+    except (OSError, ValueError, PackageNotFoundError):  # no table, or espeak of unknown version
         return {}
-    return table["voices"] if table.get("fingerprint") == _fingerprint() else {}
+    return table["voices"] if table.get("fingerprint") == current else {}
 
 
 def write_calibration_table(pairs: list[tuple[str, str]]) -> None:
