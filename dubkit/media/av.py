@@ -261,8 +261,7 @@ def time_stretch_file(
     holding them: the same samples, cut or padded the same way."""
     frames = Path(src).stat().st_size // (4 * channels)
     if _stretches(factor) and frames:
-        args = ["-f", "f32le", "-ar", str(sample_rate), "-ac", str(channels), "-i", out(src)]
-        run([*args, *_rubberband(factor), out(dest)])
+        run([*_raw_input(sample_rate, channels, out(src)), *_rubberband(factor), out(dest)])
     else:
         shutil.copyfile(src, dest)
     target = round(frames * factor) * 4 * channels
@@ -356,8 +355,8 @@ def extract_subtitles(path: PathLike) -> list[Cue]:
 # --- helpers (the track ones are shared with :mod:`.mp4`) --------------------------------------
 
 
-def _raw_input(sample_rate: int, channels: int) -> list[str]:
-    return ["-f", "f32le", "-ar", str(sample_rate), "-ac", str(channels), "-i", "pipe:0"]
+def _raw_input(sample_rate: int, channels: int, source: str = "pipe:0") -> list[str]:
+    return ["-f", "f32le", "-ar", str(sample_rate), "-ac", str(channels), "-i", source]
 
 
 def _aac(info: MediaInfo, bitrate: str) -> list[str]:

@@ -11,7 +11,8 @@ import numpy as np
 from ...media import av
 from ...media.track import Track
 
-WINDOW = 1 << 20  # frames of a transcoded track held at a time
+# Frames of audio made, read or encoded at a time (20 s at 44.1 kHz): stems, the mix, transcodes.
+WINDOW = 441 * 2000
 
 
 class Outputs:

@@ -24,15 +24,12 @@ import numpy as np
 from ...media import mixing, mp4
 from ...media.subtitles import Cue, to_srt, to_vtt
 from ...media.track import Track
-from .outputs import Outputs
+from .outputs import WINDOW, Outputs
 from .settings import Settings
 from .transcript import Line
 
 DUCK_DB = -18.0
 COMPRESS_HEIGHTS = (480, 360)
-
-
-WINDOW = 441 * 2000  # samples of a stem or the mix made at a time (20 s at 44.1 kHz)
 
 
 @dataclass
