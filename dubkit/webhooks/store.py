@@ -152,9 +152,18 @@ class EventStore:
             self._pid = os.getpid()
         return self._db
 
-    def _run(self, sql: str, args: Iterable[Any] = ()) -> sqlite3.Cursor:
+    def _run(self, sql: str, args: Iterable[Any] = ()) -> int:
+        """Run a write; the number of rows it changed."""
         with self._lock:
-            return self._connection().execute(sql, tuple(args))
+            return self._connection().execute(sql, tuple(args)).rowcount
+
+    def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        # Fetched whole under the lock: a query still stepping holds a read transaction open on
+        # the connection, and another thread's write through it then fails at once with
+        # "database is locked" (a stale snapshot, which SQLite does not wait out) whenever
+        # another process wrote in between.
+        with self._lock:
+            return self._connection().execute(sql, tuple(args)).fetchall()
 
     # ------------------------------------------------------------------ the delivery path
 
@@ -169,13 +178,13 @@ class EventStore:
     ) -> bool:
         """Record a delivery; False if its key was seen before (a duplicate)."""
         now = time.time()
-        cursor = self._run(
+        inserted = self._run(
             "INSERT OR IGNORE INTO webhook_events (pipeline_key, event, task_id, body, "
             "received_at, state, next_at, lease_until, owner_pid, owner_host) "
             "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
             (pipeline_key, event, task_id, body, now, now, now + lease, os.getpid(), host_id()),
         )
-        return cursor.rowcount == 1
+        return inserted == 1
 
     def extend(self, pipeline_key: str, lease: float) -> None:
         """Keep a row this process is handling from being taken over."""
@@ -209,10 +218,10 @@ class EventStore:
                 "next_at = ?, lease_until = ? WHERE pipeline_key = ?",
                 (error, retry_at, retry_at + lease, pipeline_key),
             )
-        row = self._run(
+        rows = self._rows(
             "SELECT attempts FROM webhook_events WHERE pipeline_key = ?", (pipeline_key,)
-        ).fetchone()
-        return row["attempts"] if row else 0
+        )
+        return rows[0]["attempts"] if rows else 0
 
     def release(self, pipeline_keys: Iterable[str]) -> None:
         """Give up the lease of rows this process will not handle (clean shutdown)."""
@@ -233,48 +242,46 @@ class EventStore:
         owners = (
             []
             if host is None
-            else self._run(
+            else self._rows(
                 "SELECT DISTINCT owner_pid FROM webhook_events WHERE state = 'pending' AND "
                 "lease_until >= ? AND owner_host = ? AND owner_pid != ?",
                 (now, host, me),
-            ).fetchall()
+            )
         )
         dead = [r["owner_pid"] for r in owners if not process_alive(r["owner_pid"])][:500]
         crashed = (
             f" OR (owner_host = ? AND owner_pid IN ({', '.join('?' * len(dead))}))" if dead else ""
         )
-        rows = self._run(
+        rows = self._rows(
             f"SELECT * FROM webhook_events WHERE state = 'pending' AND "
             f"(lease_until < ?{crashed}) ORDER BY received_at LIMIT ?",
             (now, *((host, *dead) if dead else ()), limit),
-        ).fetchall()
+        )
         taken = []
         for row in rows:  # compare-and-set: with several processes only one wins each row
-            cursor = self._run(
+            changed = self._run(
                 "UPDATE webhook_events SET lease_until = ?, owner_pid = ?, "
                 "owner_host = ? WHERE pipeline_key = ? AND lease_until = ? AND "
                 "state = 'pending'",
                 (now + lease, me, host, row["pipeline_key"], row["lease_until"]),
             )
-            if cursor.rowcount == 1:
+            if changed == 1:
                 taken.append(dict(row))
         return taken
 
     # ------------------------------------------------------------------ inspection and upkeep
 
     def get(self, pipeline_key: str) -> dict[str, Any] | None:
-        row = self._run(
-            "SELECT * FROM webhook_events WHERE pipeline_key = ?", (pipeline_key,)
-        ).fetchone()
-        return dict(row) if row else None
+        rows = self._rows("SELECT * FROM webhook_events WHERE pipeline_key = ?", (pipeline_key,))
+        return dict(rows[0]) if rows else None
 
     def dead_letters(self) -> list[dict[str, Any]]:
         """Events whose handler kept failing: key, event, task, attempts, last error, body."""
         return [
             dict(r)
-            for r in self._run(
+            for r in self._rows(
                 "SELECT * FROM webhook_events WHERE state = 'dead' ORDER BY received_at"
-            ).fetchall()
+            )
         ]
 
     def revive(self, pipeline_key: str | None = None) -> int:
@@ -284,19 +291,19 @@ class EventStore:
             "next_at = 0, finished_at = NULL WHERE state = 'dead'"
         )
         if pipeline_key is None:
-            return self._run(sql).rowcount
-        return self._run(sql + " AND pipeline_key = ?", (pipeline_key,)).rowcount
+            return self._run(sql)
+        return self._run(sql + " AND pipeline_key = ?", (pipeline_key,))
 
     def counts(self) -> dict[str, int]:
-        rows = self._run("SELECT state, COUNT(*) AS n FROM webhook_events GROUP BY state")
-        return {r["state"]: r["n"] for r in rows.fetchall()}
+        rows = self._rows("SELECT state, COUNT(*) AS n FROM webhook_events GROUP BY state")
+        return {r["state"]: r["n"] for r in rows}
 
     def forget(self, older_than: float = DEFAULT_RETENTION) -> int:
         """Drop handled rows older than ``older_than`` seconds (their keys stop deduping)."""
         return self._run(
             "DELETE FROM webhook_events WHERE state = 'done' AND finished_at < ?",
             (time.time() - older_than,),
-        ).rowcount
+        )
 
     def close(self) -> None:
         with self._lock:
