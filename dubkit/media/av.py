@@ -51,6 +51,7 @@ __all__ = [
     "MediaError",
     "MediaInfo",
     "probe",
+    "header",
     "decode_audio",
     "decode_audios",
     "decode_to_file",
