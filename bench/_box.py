@@ -58,9 +58,12 @@ class Box:
             self.proc.wait(30)
             self.proc = None
 
-    def cpu_seconds(self) -> float:
+    def cpu_seconds(self, children: bool = False) -> float:
+        """CPU the process used; ``children`` adds that of the programs it ran and waited for
+        (ffmpeg)."""
         stat = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(stat[11]) + int(stat[12])) / TICKS
+        fields = stat[11:15] if children else stat[11:13]  # utime stime (cutime cstime)
+        return sum(int(field) for field in fields) / TICKS
 
     def memory_kb(self) -> dict[str, int]:
         """The process's /proc status sizes in kB (``VmHWM`` is its peak resident memory)."""

@@ -20,7 +20,10 @@ script could:
   720p dub and both variants, beside the stems and mono track; then the thumbnail.
 
 Each warm setting runs ``--repeats`` times (dub, then its floor, alternating) and the median
-ratio is printed with every pair. Targets: dubkit <= 1.15x its floor, <= 1.25x with burned subtitles. The sandbox is a separate
+ratio is printed with every pair; beside it, the CPU seconds of each side (the sandbox process
+with its ffmpeg runs; the floor's ffmpeg runs): both sides keep the two cores busy, so the
+CPU they spend is what their wall times come from.
+Targets: dubkit <= 1.15x its floor, <= 1.25x with burned subtitles. The sandbox is a separate
 process (``dubkit sandbox``): for ``--memory`` lengths, a fresh one dubs a clip of each length
 and its peak resident memory (VmHWM) is printed (target: flat in clip length).
 
@@ -33,11 +36,13 @@ picks an older checkout to compare).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import imageio_ffmpeg
@@ -73,17 +78,28 @@ def make_clip(path: Path, seconds: float) -> tuple[Path, int]:
     return clip, count
 
 
-def dub(client: dubkit.Client, material, **options) -> tuple[float, dict, str]:
-    started = time.perf_counter()
+@dataclass
+class Run:
+    wall: float  # seconds
+    cpu: float  # CPU seconds: the sandbox process and its ffmpeg runs, or the floor's ffmpeg runs
+
+
+def dub(box: Box, material, **options) -> tuple[Run, dict, str]:
+    client = dubkit.Client(box.handle.api_key, box.handle.url)
+    cpu, started = box.cpu_seconds(children=True), time.perf_counter()
     task = client.media.translate(material, target="fr-FR", source="en-US", **options)
     task.wait(timeout=900, poll_interval=0.1, max_interval=0.25)
-    return time.perf_counter() - started, task.result.raw, task.task_id
+    wall = time.perf_counter() - started
+    return Run(wall, box.cpu_seconds(children=True) - cpu), task.result.raw, task.task_id
 
 
-def report(name: str, pairs: list[tuple[float, float, dict]], seconds: float) -> None:
+def report(name: str, pairs: list[tuple[Run, Run, dict]], seconds: float) -> None:
     """Median over the (dubkit, floor) pairs of their ratio; the stages of the median run."""
-    ratios = [wall / bare for wall, bare, _ in pairs]
-    wall, bare, raw = sorted(pairs, key=lambda p: p[0] / p[1])[len(pairs) // 2]
+    ratios = [made.wall / bare.wall for made, bare, _ in pairs]
+    median_run, median_bare, raw = sorted(pairs, key=lambda p: p[0].wall / p[1].wall)[
+        len(pairs) // 2
+    ]
+    wall, bare = median_run.wall, median_bare.wall
     timings = raw["timings"]
     print(
         f"\n{name}: {wall:.1f} s submit->finished for {seconds:.1f} s of 720p video "
@@ -93,8 +109,12 @@ def report(name: str, pairs: list[tuple[float, float, dict]], seconds: float) ->
     print(
         f"  bare-ffmpeg floor for the same outputs: {bare:.1f} s -> dubkit "
         f"{statistics.median(ratios):.2f}x (median of {len(pairs)}: "
-        + ", ".join(f"{w:.1f}/{b:.1f} s" for w, b, _ in pairs)
+        + ", ".join(f"{m.wall:.1f}/{b.wall:.1f} s" for m, b, _ in pairs)
         + ")"
+    )
+    print(
+        f"  CPU seconds, dubkit/floor: {statistics.median(m.cpu / b.cpu for m, b, _ in pairs):.2f}x"
+        " (median of " + ", ".join(f"{m.cpu:.1f}/{b.cpu:.1f}" for m, b, _ in pairs) + ")"
     )
     for stage, spent in timings.items():
         if stage != "total":
@@ -116,8 +136,14 @@ def ffmpeg(*args: str) -> float:
     return time.perf_counter() - started
 
 
-def floor(task_dir: Path, clip: Path, work: Path, burn: bool) -> float:
-    """The bare-ffmpeg wall time for this task's deliverables (see the module docstring)."""
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def floor(task_dir: Path, clip: Path, work: Path, burn: bool) -> Run:
+    """The bare-ffmpeg wall time for this task's deliverables (see the module docstring), and
+    the CPU its ffmpeg runs took."""
     srt = next(task_dir.glob("subtitles.*.srt"))
     inputs = {}
     for name in ("dubbed.m4a", "stems/speech.m4a", "stems/background.m4a"):  # untimed
@@ -125,6 +151,7 @@ def floor(task_dir: Path, clip: Path, work: Path, burn: bool) -> float:
         inputs[name] = work / (Path(name).stem + ".wav")
         av.encode_audio(samples_, rate, "wav", inputs[name])
     duration = f"{av.probe(clip).duration:.3f}"
+    cpu = children_cpu()  # from here on, only the floor's own runs
     m4a, dubbed = work / "dub.m4a", work / "dubbed.mp4"
     soft = ["-map", "2:s:0", "-c:s", "mov_text", "-disposition:s:0"]
 
@@ -159,7 +186,8 @@ def floor(task_dir: Path, clip: Path, work: Path, burn: bool) -> float:
                     *soft, "0", "-t", duration, *MP4, str(work / f"v{h}.mp4"))),
             )  # fmt: skip
             rest = beside.result()
-        return encode_mix + max(one_pass, rest) + thumbnail()
+        wall = encode_mix + max(one_pass, rest) + thumbnail()
+        return Run(wall, children_cpu() - cpu)
 
     def pictures() -> float:
         return ffmpeg(
@@ -201,7 +229,7 @@ def floor(task_dir: Path, clip: Path, work: Path, burn: bool) -> float:
         )  # fmt: skip
         for h in (480, 360)
     )
-    return max(picture_time, audio_branch) + dress
+    return Run(max(picture_time, audio_branch) + dress, children_cpu() - cpu)
 
 
 # --------------------------------------------------------------------------- runs
@@ -211,8 +239,7 @@ def speed(tmp: Path, seconds: float, burn: bool, repeats: int) -> None:
     clip, lines = make_clip(tmp / "harbour-720p.mp4", seconds)
     box = Box(tmp / "box")
     try:
-        client = box.start()
-        material = client.materials.upload(clip, progress=False)
+        material = box.start().materials.upload(clip, progress=False)
         length = material.duration / 1000
         print(
             f"clip: {length:.1f} s, {material.resolution}, {lines} narrated "
@@ -227,11 +254,11 @@ def speed(tmp: Path, seconds: float, burn: bool, repeats: int) -> None:
         for index, (name, options, times) in enumerate(runs):
             pairs = []  # dub, then its floor, alternating: a busy spell of the machine hits both
             for attempt in range(times):
-                wall, raw, task_id = dub(client, material, **options)
+                made, raw, task_id = dub(box, material, **options)
                 work = tmp / f"floor-{index}-{attempt}"
                 work.mkdir()
                 media = box.data_dir / "files" / "media" / task_id
-                pairs.append((wall, floor(media, clip, work, bool(options)), raw))
+                pairs.append((made, floor(media, clip, work, bool(options)), raw))
             report(name, pairs, length)
     finally:
         box.stop()
@@ -243,10 +270,9 @@ def memory(tmp: Path, lengths: list[float]) -> None:
         clip, _ = make_clip(tmp / f"memory-{seconds:g}.mp4", seconds)
         box = Box(tmp / f"memory-box-{seconds:g}")
         try:
-            client = box.start()
-            material = client.materials.upload(clip, progress=False)
+            material = box.start().materials.upload(clip, progress=False)
             idle = box.memory_kb()["VmHWM"] / 1024
-            dub(client, material)
+            dub(box, material)
             peak = box.memory_kb()["VmHWM"] / 1024
             print(
                 f"  {material.duration / 1000:6.1f} s clip: peak {peak:6.0f} MB "
