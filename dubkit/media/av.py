@@ -174,20 +174,20 @@ def encode_clips(
         for clip, path in zip(clips, paths):
             encode_stream(_blocks(clip), sample_rate, _channels(clip), fmt, path)
         return
-    # One input, all clips end to end; each output trims its clip back out by sample count.
-    ends = np.cumsum([len(c) for c in clips])
-    split = f"[0:a]asplit={len(clips)}" + "".join(f"[c{i}]" for i in range(len(clips)))
-    cuts = [
-        f"[c{i}]atrim=start_sample={end - len(c)}:end_sample={end},asetpts=PTS-STARTPTS[o{i}]"
-        for i, (c, end) in enumerate(zip(clips, ends))
-    ]
+    # One input, all clips end to end, cut back apart at their sample counts: each frame goes
+    # to one output (asplit and a trim per output passed every frame through every trim).
+    ends = np.cumsum([len(c) for c in clips])[:-1]
+    cut = f"[0:a]asegment=samples={'|'.join(map(str, ends))}" + "".join(
+        f"[s{i}]" for i in range(len(clips))
+    )
+    starts = ";".join(f"[s{i}]asetpts=PTS-STARTPTS[o{i}]" for i in range(len(clips)))
     outputs = [
         arg
         for i, path in enumerate(paths)
         for arg in ("-map", f"[o{i}]", "-threads", "1", *_codec(fmt), out(path))
     ]
     run(
-        [*_raw_input(sample_rate, _channels(clips[0])), "-filter_complex", ";".join([split, *cuts])]
+        [*_raw_input(sample_rate, _channels(clips[0])), "-filter_complex", f"{cut};{starts}"]
         + outputs,
         input=_pcm(block for clip in clips for block in _blocks(clip)),
     )
