@@ -22,7 +22,8 @@ script could:
 Each warm setting runs ``--repeats`` times (dub, then its floor, alternating) and the median
 ratio is printed with every pair; beside it, the CPU seconds of each side (the sandbox process
 with its ffmpeg runs; the floor's ffmpeg runs): both sides keep the two cores busy, so the
-CPU they spend is what their wall times come from.
+CPU they spend is what their wall times come from. The sandbox's figure also holds its answers
+to the client's polls and its idle loops: a little, and against dubkit.
 Targets: dubkit <= 1.15x its floor, <= 1.25x with burned subtitles. The sandbox is a separate
 process (``dubkit sandbox``): for ``--memory`` lengths, a fresh one dubs a clip of each length
 and its peak resident memory (VmHWM) is printed (target: flat in clip length).

@@ -12,8 +12,10 @@
    wav's own work (wall time, and CPU seconds of this process, the sandbox's included) plus
    bare ffmpeg encoding the same audio, taken from the wav lines, as one stream with the
    sandbox's encoder settings; on this machine's cores the floor takes
-   max(wav's wall, (wav's CPU + the encode's CPU) / cores). No batching of lines into ffmpeg
-   runs can beat it without a cheaper encoder setting.
+   max(wav's wall, (wav's CPU + the encode's CPU) / cores). It is a little generous (wav's work
+   includes writing 16-bit files and bigger downloads, which a lossy format does not need), but
+   it leaves out what every file costs its own encoder (set-up, priming, flush): batching lines
+   into ffmpeg runs cannot beat it by much without a cheaper encoder setting.
 2. The client drawing a 20-row speech table (``Speech._repr_html_``: waveform and player per
    row) from m4a and from wav lines it already holds, median of 5; the baseline is wav.
 
@@ -55,9 +57,11 @@ def cpu_seconds() -> float:
 
 
 def encode_cpu(audio: np.ndarray, rate: int, fmt: str) -> float:
-    """CPU seconds bare ffmpeg takes to encode ``audio`` as one stream in ``fmt``."""
+    """CPU seconds bare ffmpeg takes to encode ``audio`` (frames, or frames x channels) as one
+    stream in ``fmt``."""
+    channels = 1 if audio.ndim == 1 else audio.shape[1]
     cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-nostdin", "-y", "-f", "f32le"]
-    cmd += ["-ar", str(rate), "-ac", "1", "-i", "pipe:0", *CODECS[fmt], os.devnull]
+    cmd += ["-ar", str(rate), "-ac", str(channels), "-i", "pipe:0", *CODECS[fmt], os.devnull]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, input=audio.astype("<f4").tobytes(), check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -69,7 +73,7 @@ def report_floor(fmt: str, count: int, speed: float, wav_work: tuple) -> None:
     clips = [sf.read(io.BytesIO(line.data), dtype="float32") for line in speech.lines]  # untimed
     rate = clips[0][1]
     encode = encode_cpu(np.concatenate([samples for samples, _ in clips]), rate, fmt)
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0))  # the cores this process may use
     floor = count / max(wall, (cpu + encode) / cores)
     print(
         f"      its floor: {floor:6.1f} lines/s ({floor / (count / wall):.0%} of wav): wav's "

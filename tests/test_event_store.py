@@ -44,3 +44,5 @@ def test_reads_and_writes_from_many_threads_beside_another_writer_never_fail(tmp
     assert errors == []
     assert here.counts() == {"pending": 8001}
     assert here.get("seed")["task_id"] == "t-seed"
+    here.close()
+    there.close()
