@@ -188,7 +188,8 @@ def filter_value(value: str) -> str:
 
 
 def header(path: PathLike) -> MediaInfo:
-    """``probe`` without the trial decode, for steps that are about to read the file anyway."""
+    """``probe`` without the trial decode: for steps about to read the file anyway, and for files
+    this process has just written."""
     src = existing(path)
     return parse_input(run(["-i", src], check=False).stderr, src)
 
