@@ -167,6 +167,25 @@ def test_separation_keeps_the_background_and_treats_speech_as_asked(mode):
     assert np.allclose(stems.whole("bed")[outside], 0.5)
 
 
+def test_the_dub_mixed_a_window_at_a_time_equals_the_whole_mix_with_lines_across_windows():
+    # 50 s at 44.1 kHz: three mix windows; lines across both window edges, one straddling the
+    # 20 s edge and overlapping the next line, each resampled from speech's rate.
+    rate, seconds = 44100, 50.0
+    noise = np.random.default_rng(3).standard_normal(int(rate * seconds)).astype(np.float32)
+    stems = render.separate(Track.of(0.2 * noise, rate), [], settings_for({}))
+    lines = []
+    for at, length in ((1.0, 2.0), (18.5, 3.0), (20.8, 1.5), (39.0, 2.5), (48.9, 3.0)):
+        line = _line(at, at + length)
+        tone = np.sin(np.arange(int(length * speech.SAMPLE_RATE)) * 0.05).astype(np.float32)
+        line.clip, line.at = Track.of(0.6 * tone, speech.SAMPLE_RATE), at
+        lines.append(line)
+    windowed = np.concatenate(list(render.dub_mix(stems, lines, rate)))
+    laid = mixing.lay_lines(
+        [(line.at, line.clip.read(), line.clip.rate) for line in lines], rate, seconds, 1
+    )
+    assert np.array_equal(windowed, mixing.mix(stems.whole("bed"), laid))
+
+
 # --------------------------------------------------------------------------- whole runs
 
 

@@ -86,16 +86,25 @@ def dub_mix(stems: Stems, lines: list[Line], rate: int) -> Iterator[np.ndarray]:
     the same samples :func:`mixing.mix` of the whole bed and :func:`mixing.lay_lines` makes."""
     clips = [(line.at, line.clip) for line in lines if line.clip is not None]
     length = stems.original.frames
+    ready: dict[int, np.ndarray] = {}  # lines resampled for a window, kept for the next one
 
     def window(start: int, stop: int) -> list[np.ndarray]:
-        # only the lines heard in this window are read and resampled: all of them would be the
-        # length of the speech
+        # Only the lines heard in this window are read and resampled (all of them would be the
+        # length of the speech); a line across two windows is resampled once. Windows move
+        # forward, so a line that ends before this one starts is not heard again.
         heard = [
-            (at, clip.read(), clip.rate)
-            for at, clip in clips
+            i
+            for i, (at, clip) in enumerate(clips)
             if at * rate < stop and (at + clip.duration) * rate > start
         ]
-        placed = mixing.resampled(heard, rate)
+        for i in list(ready):
+            if i not in heard:
+                del ready[i]
+        for i in heard:
+            if i not in ready:
+                clip = clips[i][1]
+                ready[i] = mixing.resample(clip.read(), clip.rate, rate)
+        placed = [(clips[i][0], ready[i]) for i in heard if len(ready[i])]
         track = mixing.place(placed, rate, length / rate, start=start, stop=stop)
         return [stems.part("bed", start, stop), mixing.on_channels(track, stems.channels)]
 
