@@ -5,7 +5,7 @@ Every error raised by a request carries what a person needs to report or debug i
 and the ``req_id`` dubkit sent. None of them ever contains the API key.
 
 A call that changes something (a create, a delete, an upload step) can end in an error after
-the service may already have done the work: an attempt got a 500/502, no answer in time, or a
+the service may already have done the work: an attempt got a 500/502/504, no answer in time, or a
 dropped connection. Such an error has ``maybe_committed`` True, carries the call's
 ``idempotency_key``, and its text says how to find out. Reads never claim that.
 
@@ -136,7 +136,8 @@ class ServerError(APIError):
 
 
 class UpstreamError(APIError):
-    """502: upstream processing failed or timed out; an async task may still finish."""
+    """502 (and a gateway's 504): upstream processing failed or timed out; an async task may
+    still finish."""
 
     code = 502
 
@@ -222,6 +223,9 @@ def possibly_committed(error: DubkitError, idempotency_key: str, why: str) -> Du
     )
     error.args = (error.message,)
     return error
+
+
+_BY_CODE[504] = UpstreamError  # a gateway that timed out waiting for the service
 
 
 def error_class_for(code: int) -> type[APIError]:

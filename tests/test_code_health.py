@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 800  # a size alarm: a module this long should still be one concept
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
@@ -38,10 +38,10 @@ def test_the_tool_finds_nothing(command):
     assert done.returncode == 0, f"{' '.join(command)}:\n{done.stdout}\n{done.stderr}"
 
 
-def test_no_module_is_over_400_lines():
+def test_no_module_is_over_800_lines():
     long = {
         str(path.relative_to(ROOT)): lines
         for path in (ROOT / "dubkit").rglob("*.py")
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
-    assert not long, f"split these by what they do: {long}"
+    assert not long, f"is each of these one concept? split by concept, not by size: {long}"

@@ -17,7 +17,6 @@ from test_pipeline import NARRATION, SCRIPT, SENTENCES
 
 import dubkit
 from dubkit import samples
-from dubkit._transport import new_idempotency_key
 from dubkit.errors import (
     BadRequestError,
     InsufficientCreditsError,
@@ -356,12 +355,7 @@ def test_bad_requests_are_400s_naming_the_field_and_cost_nothing(sandbox, accoun
     before = credits(sandbox, key)
     tasks_before = len(client.tasks.list(task_type="vt"))
     with pytest.raises(BadRequestError, match=field.replace("[", r"\[").replace("]", r"\]")):
-        client.request(
-            "POST",
-            PATH,
-            json=wire(materials["video"].material_id, **changes),
-            idempotency_key=new_idempotency_key(),
-        )
+        client.request("POST", PATH, json=wire(materials["video"].material_id, **changes))
     assert credits(sandbox, key) == before
     assert len(client.tasks.list(task_type="vt")) == tasks_before
 

@@ -27,18 +27,9 @@ from ..errors import (
     origin_of,
 )
 from ..schema import OPERATIONS, Operation
-from .calls import Call, conflict, final_error, never_connected, redirect_refused
-from .keys import SecretHeader, check_api_key, check_idempotency_key, new_idempotency_key
-from .policy import (
-    AMBIGUOUS,
-    CONFLICT_CHECKS,
-    REPEATABLE,
-    THROTTLED,
-    RetryPolicy,
-    Timeout,
-    is_read,
-    retry_after,
-)
+from .exchange import Exchange, never_connected, redirect_refused
+from .keys import SecretHeader, check_api_key
+from .policy import REPEATABLE, Outcome, RetryPolicy, Timeout, is_read, retry_after
 
 log = logging.getLogger("dubkit")
 API_PREFIX = "/openapi/v1"
@@ -113,19 +104,42 @@ class Transport:
         Validation happens before the network, so bad input costs nothing and the error names
         the field. ``payload`` may be a model, a snake_case dict or the raw camelCase wire dict.
         """
+        data, _key = self.call_with_key(
+            name, payload, idempotency_key=idempotency_key, deadline=deadline
+        )
+        return data
+
+    def call_with_key(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> tuple[Any, str | None]:
+        """:meth:`call`, and the idempotency key the call carried (None for a GET).
+
+        An asynchronous create carries its key in ``extraData.dubkitIdempotencyKey`` too, so
+        its webhook can be matched to the call even when the acceptance answer is lost.
+        """
         op = _OPS[name]
         model = op.body or op.query
         wire = parse(model, payload if payload is not None else {}).to_wire() if model else None
-        if op.method == "GET":
-            return self.request("GET", op.path, params=wire, deadline=deadline)
-        return self.request(
-            "POST",
+        get = op.method == "GET"
+        exchange = self._exchange(
+            op.method,
             op.path,
-            body=wire,
+            params=wire if get else None,
+            body=None if get else wire,
             read=is_read(op),
             idempotency_key=idempotency_key,
-            deadline=deadline,
         )
+        if op.asynchronous and exchange.key and isinstance(wire, dict):
+            wire["extraData"] = {
+                "dubkitIdempotencyKey": exchange.key,
+                **(wire.get("extraData") or {}),
+            }
+        return self._run(exchange, deadline), exchange.key
 
     def request(
         self,
@@ -146,25 +160,46 @@ class Transport:
         every retry, a read POST gets a fresh one per retry. ``deadline`` (a
         ``time.monotonic()`` value) bounds the whole call, retries included.
         """
+        exchange = self._exchange(
+            method,
+            path,
+            params=params,
+            body=body,
+            read=read,
+            idempotency_key=idempotency_key,
+            req_id=req_id,
+        )
+        return self._run(exchange, deadline)
+
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None,
+        body: Any,
+        read: bool | None,
+        idempotency_key: str | None,
+        req_id: str | None = None,
+    ) -> Exchange:
         method = method.upper()
         url = self.url(path)
         req_id = req_id or uuid.uuid4().hex
-        key = (
-            check_idempotency_key(idempotency_key or new_idempotency_key())
-            if method == "POST"
-            else None
-        )
-        call = Call(
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        query["req_id"] = req_id
+        return Exchange.api(
             method,
             url,
-            {k: v for k, v in (params or {}).items() if v is not None},
-            body,
-            key,
-            method == "GET" if read is None else read,
-            {"method": method, "path": url[len(self.base_url) :].split("?")[0], "req_id": req_id},
+            query=query,
+            body=body,
+            read=method == "GET" if read is None else read,
+            context={
+                "method": method,
+                "path": url[len(self.base_url) :].split("?")[0],
+                "req_id": req_id,
+            },
+            idempotency_key=idempotency_key,
         )
-        call.query["req_id"] = req_id
-        return self._run(call, deadline)
 
     # ------------------------------------------------------------------ plain HTTP
 
@@ -182,20 +217,18 @@ class Transport:
         and errors as API calls; the 2xx response. ``data`` may be a callable that makes a
         fresh body for each attempt (a file slice is read once per attempt)."""
         method = method.upper()
-        body = data if callable(data) or data is None else (lambda: data)
-        call = Call(
+        exchange = Exchange(
             method,
             url,
             dict(params or {}),
             json,
-            None,
             method in REPEATABLE,
             {"method": method, "path": urlsplit(url).path},
             raw=True,
-            data=body,
+            data=data if callable(data) or data is None else (lambda: data),
             headers=dict(headers or {}),
         )
-        response: requests.Response = self._run(call, None)
+        response: requests.Response = self._run(exchange, None)
         return response
 
     def download(self, url: str) -> bytes:
@@ -232,99 +265,98 @@ class Transport:
 
     # ------------------------------------------------------------------ the one retry loop
 
-    def _run(self, call: Call, deadline: float | None) -> Any:
+    def _run(self, exchange: Exchange, deadline: float | None) -> Any:
         retries = 0
         while True:
-            data, error = self._attempt(call, deadline)
+            data, error, outcome, why = self._attempt(exchange, deadline)
             if error is None:
                 return data
-            if isinstance(error, IdempotencyConflictError) and not call.read:
-                # A 409 after an ambiguous attempt: an attempt of this call holds the key, it
-                # either committed (the key stays used) or is still running (it may yet fail
-                # and free the key). Ask again a couple of times before concluding it was
-                # accepted. Never reset: no later answer shows the key was free.
-                call.refusals += 1
-                if not call.maybe_committed or call.refusals > CONFLICT_CHECKS:
-                    raise conflict(error, call.maybe_committed)
-            elif not call.retryable or retries >= self.retry.max_retries:
-                raise final_error(call, error)
-            else:
+            judged = exchange.judge(self.retry, outcome, why)
+            if not judged.retry:
+                raise exchange.final_error(error, self.retry)
+            if not (outcome.conflict and not exchange.read):  # asking after a lost answer
+                if retries >= self.retry.max_retries:
+                    raise exchange.final_error(error, self.retry)
                 retries += 1
-            delay = self.retry.delay(retries - 1, error.retry_after)
+            delay = self.retry.delay(max(retries - 1, 0), error.retry_after)
             if deadline is not None and time.monotonic() + delay >= deadline:
-                raise final_error(call, error)
+                raise exchange.final_error(error, self.retry)
             log.info(
                 "retrying %s %s in %.2fs (req_id %s): %s",
-                call.method,
-                call.context["path"],
+                exchange.method,
+                exchange.context["path"],
                 delay,
-                call.context.get("req_id"),
+                exchange.context.get("req_id"),
                 error.message,
             )
             time.sleep(delay)
-            if call.read and call.key:
-                call.key = new_idempotency_key()
+            exchange.next_attempt()
 
-    def _attempt(self, call: Call, deadline: float | None) -> tuple[Any, DubkitError | None]:
-        """One HTTP exchange: ``(data, None)`` on success, else ``(None, error)``; notes on
-        ``call`` whether to retry and whether the service may have committed it."""
+    def _attempt(
+        self, exchange: Exchange, deadline: float | None
+    ) -> tuple[Any, DubkitError | None, Outcome, str]:
+        """One HTTP exchange: ``(data, None, …)`` on success, else ``(None, error, outcome,
+        why)``: what the attempt came to, for the verdict, and why it may have committed."""
         read = self.timeout.read
+        context = exchange.context
         if deadline is not None:
             read = min(read, deadline - time.monotonic())
             if read <= 0:
-                return None, APITimeoutError("the call's deadline passed", **call.context)
-        call.retryable = True
+                expired = APITimeoutError("the call's deadline passed", **context)
+                return None, expired, Outcome("not_sent"), ""
+        origin = origin_of(exchange.url)
         try:
-            # Redirects are not followed: see calls.redirect_refused.
+            # Redirects are not followed: see exchange.redirect_refused.
             response = self.session.request(
-                call.method,
-                call.url,
-                params=call.query,
-                json=call.body,
-                data=call.data() if call.data else None,
-                headers=call.request_headers(),
+                exchange.method,
+                exchange.url,
+                params=exchange.query,
+                json=exchange.body,
+                data=exchange.data() if exchange.data else None,
+                headers=exchange.request_headers(),
                 timeout=(self.timeout.connect, read),
                 allow_redirects=False,
             )
         except requests.exceptions.ConnectTimeout:
-            return None, APITimeoutError(
-                f"could not connect to {origin_of(call.url)} within {self.timeout.connect}s",
-                **call.context,
-            )
+            message = f"could not connect to {origin} within {self.timeout.connect}s"
+            return None, APITimeoutError(message, **context), Outcome("not_sent"), ""
         except requests.exceptions.ReadTimeout:
-            call.sent_without_answer(
-                f"an attempt got no answer within the read timeout of {read:.3g}s"
-            )
-            call.retryable = call.read or not call.raw
-            return None, APITimeoutError(
-                f"no answer within the read timeout of {read:.3g}s", **call.context
+            return (
+                None,
+                APITimeoutError(f"no answer within the read timeout of {read:.3g}s", **context),
+                Outcome("no_answer"),
+                f"an attempt got no answer within the read timeout of {read:.3g}s",
             )
         except requests.exceptions.ChunkedEncodingError:
-            call.sent_without_answer("an attempt's connection dropped mid-answer")
-            call.retryable = call.read or not call.raw
-            return None, APIConnectionError(
-                f"the connection to {origin_of(call.url)} dropped mid-answer", **call.context
+            return (
+                None,
+                APIConnectionError(f"the connection to {origin} dropped mid-answer", **context),
+                Outcome("no_answer"),
+                "an attempt's connection dropped mid-answer",
             )
         except requests.exceptions.ConnectionError as exc:
             if never_connected(exc):
-                return None, APIConnectionError(
-                    f"could not connect to {origin_of(call.url)}", **call.context
-                )
-            call.sent_without_answer("an attempt's connection dropped before the answer arrived")
-            call.retryable = call.read or not call.raw
-            return None, APIConnectionError(
-                f"the connection to {origin_of(call.url)} dropped before the answer arrived",
-                **call.context,
+                refused = APIConnectionError(f"could not connect to {origin}", **context)
+                return None, refused, Outcome("not_sent"), ""
+            return (
+                None,
+                APIConnectionError(
+                    f"the connection to {origin} dropped before the answer arrived", **context
+                ),
+                Outcome("no_answer"),
+                "an attempt's connection dropped before the answer arrived",
             )
         if response.is_redirect:
-            call.retryable = False
-            target = urljoin(call.url, response.headers["Location"])
-            return None, redirect_refused(call, response, self.base_url, self._under_base(target))
-        return self._raw_answer(call, response) if call.raw else self._api_answer(call, response)
+            target = urljoin(exchange.url, response.headers["Location"])
+            redirect = redirect_refused(exchange, response, self.base_url, self._under_base(target))
+            return None, redirect, Outcome("redirected", response.status_code), ""
+        if exchange.raw:
+            return self._raw_answer(exchange, response)
+        return self._api_answer(exchange, response)
 
     def _api_answer(
-        self, call: Call, response: requests.Response
-    ) -> tuple[Any, DubkitError | None]:
+        self, exchange: Exchange, response: requests.Response
+    ) -> tuple[Any, DubkitError | None, Outcome, str]:
         status = response.status_code
         try:
             payload = response.json()
@@ -332,36 +364,36 @@ class Transport:
             payload = None
         code = payload.get("code") if isinstance(payload, dict) else None
         if code == 200:
-            return payload.get("data"), None
+            return payload.get("data"), None, Outcome("answered", status, code), ""
         code = code if isinstance(code, int) else status
         message = (payload.get("message") if isinstance(payload, dict) else None) or (
             f"the service answered HTTP {status} without a JSON envelope"
             if payload is None
             else f"the service answered code {code}"
         )
-        context = {**call.context, "code": code, "http_status": status}
-        if code == 409 or status == 409:
-            call.retryable = call.read  # a read's key means nothing: retry with a new one
-            return None, IdempotencyConflictError(
+        context = {**exchange.context, "code": code, "http_status": status}
+        outcome = Outcome("answered", status, code)
+        error: DubkitError
+        if outcome.conflict:
+            error = IdempotencyConflictError(
                 message,
-                idempotency_key=call.key or "",
+                idempotency_key=exchange.key or "",
                 first_attempt_accepted=False,
                 retry_after=retry_after(response),
                 **context,
             )
-        error = error_class_for(code)(message, **context)
-        error.retry_after = retry_after(response)
-        if code in AMBIGUOUS or status in AMBIGUOUS:
-            call.sent_without_answer(f"an attempt was answered {code} ({message})")
-        call.retryable = code in AMBIGUOUS | THROTTLED or status in AMBIGUOUS | THROTTLED
-        return None, error
+        else:
+            error = error_class_for(code)(message, **context)
+            error.retry_after = retry_after(response)
+        return None, error, outcome, f"an attempt was answered {code} ({message})"
 
     def _raw_answer(
-        self, call: Call, response: requests.Response
-    ) -> tuple[Any, DubkitError | None]:
+        self, exchange: Exchange, response: requests.Response
+    ) -> tuple[Any, DubkitError | None, Outcome, str]:
         status = response.status_code
+        outcome = Outcome("answered", status)
         if 200 <= status < 300:
-            return response, None
+            return response, None, outcome, ""
         try:
             body = response.json()
             message = body.get("message") if isinstance(body, dict) else None
@@ -371,11 +403,10 @@ class Transport:
             f"HTTP {status}: {message or response.text[:200] or response.reason}",
             code=status,
             http_status=status,
-            **call.context,
+            **exchange.context,
         )
         error.retry_after = retry_after(response)
-        call.retryable = call.read and status in AMBIGUOUS | THROTTLED | {503, 504}
-        return None, error
+        return None, error, outcome, ""
 
     def close(self) -> None:
         self.session.close()

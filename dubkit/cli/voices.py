@@ -90,7 +90,7 @@ def make_clone(args: argparse.Namespace) -> int:
             "voiceId": made.voice_id,
             "name": made.name,
             "provider": made.provider,
-            "language": made.language,
+            "language": made.locale,
             "taskId": made.task_id,
         }
         if args.json:

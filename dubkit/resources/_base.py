@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
-from .._transport import Transport, new_idempotency_key
+from .._transport import Transport
 from ..errors import DubkitError, IdempotencyConflictError
 from ..results import Task
-from ..schema import AsyncAcceptance, Wire
+from ..schema import AsyncAcceptance, TaskContext, Wire, product_of_operation
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -26,65 +26,38 @@ class Resource:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._transport.base_url}>"
 
-    @overload
-    def _create(
+    def _start(
         self,
         op: str,
         body: Wire,
         *,
-        asynchronous: Literal[False],
         idempotency_key: str | None = None,
-    ) -> Any: ...
-
-    @overload
-    def _create(
-        self,
-        op: str,
-        body: Wire,
-        *,
-        asynchronous: Literal[True],
-        task_type: str,
-        context: dict[str, Any] | None = None,
         extra_data: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-    ) -> Task: ...
+        context: TaskContext | None = None,
+    ) -> Task:
+        """Send an asynchronous create; the accepted :class:`Task`.
 
-    def _create(
-        self,
-        op: str,
-        body: Wire,
-        *,
-        asynchronous: bool,
-        task_type: str = "",
-        context: dict[str, Any] | None = None,
-        extra_data: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-    ) -> Any:
-        """Send a create: the envelope's data (synchronous), or the accepted :class:`Task`.
-
-        An async create's idempotency key also rides in ``extraData.dubkitIdempotencyKey``, so
-        a webhook can be matched to this call even if the acceptance answer is lost.
+        The task holds its product's :class:`~dubkit.schema.TaskContext` (made from ``body``
+        unless given) for its typed result. ``extra_data`` joins the body's ``extraData``; the
+        transport adds the idempotency key there too (``dubkitIdempotencyKey``).
         """
-        if not asynchronous:
-            return self._transport.call(op, body, idempotency_key=idempotency_key)
-        key = idempotency_key or new_idempotency_key()
-        stamped = {
-            "dubkitIdempotencyKey": key,
-            **(getattr(body, "extra_data", None) or {}),
-            **(extra_data or {}),
-        }
-        body = body.model_copy(update={"extra_data": stamped})
-        data = self._transport.call(op, body, idempotency_key=key)
+        product = product_of_operation(op)
+        if product is None:
+            raise ValueError(f"{op} is not a product's create operation")
+        if extra_data:
+            own = getattr(body, "extra_data", None) or {}
+            body = body.model_copy(update={"extra_data": {**own, **extra_data}})
+        data, key = self._transport.call_with_key(op, body, idempotency_key=idempotency_key)
         accepted = AsyncAcceptance.model_validate(data)
         extra = accepted.model_extra or {}
         return Task(
             self._transport,
             accepted.task_id,
-            task_type=extra.get("taskType") or task_type,
+            task_type=extra.get("taskType") or product.task_type_of(body),
             status=extra.get("status") or "running",
             created_at=accepted.created_at,
             idempotency_key=key,
-            context=context,
+            context=context or product.context.of(body),
         )
 
 

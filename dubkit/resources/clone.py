@@ -22,7 +22,7 @@ from .._transport import Transport
 from .._wire import parse
 from ..errors import DubkitError
 from ..results import ABPlayers, Clone, Material, Task
-from ..schema import CloneAsyncRequest, CloneProvider, CloneRequest, CloneResult
+from ..schema import CloneAsyncRequest, CloneContext, CloneProvider, CloneRequest
 from ._base import Resource
 from .materials import MaterialsResource
 from .tts import TTSResource
@@ -61,10 +61,8 @@ class CloneResource(Resource):
         (``sampleText``). Everything is checked before a local file is uploaded.
         """
         body = self._request(CloneRequest, source, name, provider, language, text)
-        data = self._create(
-            "clone.create", body, asynchronous=False, idempotency_key=idempotency_key
-        )
-        clone = Clone(CloneResult.model_validate(data), _context(body))
+        data = self._transport.call("clone.create", body, idempotency_key=idempotency_key)
+        clone = Clone.from_task(self._transport, data, CloneContext.of(body))
         self._voices.remember(clone.voice_id, clone.provider)
         return clone
 
@@ -82,14 +80,8 @@ class CloneResource(Resource):
         """Like :meth:`create`, but returns a :class:`Task` at once (webhook
         ``openapi-clone-voice``); ``task.wait().result`` is the :class:`Clone`."""
         body = self._request(CloneAsyncRequest, source, name, provider, language, text)
-        return self._create(
-            "clone.create_async",
-            body,
-            asynchronous=True,
-            task_type="cloneVoice",
-            context=_context(body),
-            extra_data=extra_data,
-            idempotency_key=idempotency_key,
+        return self._start(
+            "clone.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
         )
 
     def ab(self, clone: Clone, text: str | None = None, **tts: Any) -> ABPlayers:
@@ -119,14 +111,3 @@ class CloneResource(Resource):
         fields = {k: v for k, v in fields.items() if v is not None}
         parse(model, fields)  # a bad provider is refused before anything is uploaded
         return parse(model, {**fields, "ref_audio": self._materials.audio_url(source, "refAudio")})
-
-
-def _context(body: CloneRequest) -> dict[str, Any]:
-    """What the result cannot say itself: what the voice was cloned from."""
-    return {
-        "name": body.voice_name,
-        "provider": body.provider,
-        "language": body.sample_language,
-        "text": body.sample_text,
-        "refAudio": body.ref_audio,
-    }

@@ -22,7 +22,7 @@ from .._transport import Transport
 from .._wire import parse, python_names
 from ..errors import ValidationError
 from ..results import DubbingResult, Material, Redub, Task
-from ..schema import MediaOptions, MediaTranslationRequest
+from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest
 from ._base import Resource
 from .materials import MaterialsResource
 from .redub import redub
@@ -155,14 +155,12 @@ class MediaResource(Resource):
         chosen = self._material(material)
         kind = task_type or ("vt" if chosen.category == "video" else "at")
         body = request(kind, chosen.material_id or "")
-        return self._create(
+        return self._start(
             "media.create_async",
             body,
-            asynchronous=True,
-            task_type=kind,
-            context={"material": chosen.to_wire(), "source": source, "target": target},
             extra_data=extra_data,
             idempotency_key=idempotency_key,
+            context=DubbingContext(source, target, chosen.to_wire()),
         )
 
     def _check_voices(self, body: MediaTranslationRequest, *, raw: bool) -> None:

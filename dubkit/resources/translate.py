@@ -23,6 +23,7 @@ from ..schema import (
     TranslateOptions,
     TranslateRequest,
     TranslateResult,
+    TranslationContext,
 )
 from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 
@@ -50,10 +51,8 @@ class TranslateResource(Resource):
         body dict is accepted as the first argument.
         """
         body = self._request(TranslateRequest, segments, source, target, options)
-        data = self._create(
-            "translate.create", body, asynchronous=False, idempotency_key=idempotency_key
-        )
-        return Translation(TranslateResult.model_validate(data), [s.text for s in body.segments])
+        data = self._transport.call("translate.create", body, idempotency_key=idempotency_key)
+        return Translation.from_task(self._transport, data, TranslationContext.of(body))
 
     def create_async(
         self,
@@ -67,14 +66,8 @@ class TranslateResource(Resource):
     ) -> Task:
         """Like :meth:`create`, but returns a :class:`Task` at once; results by webhook or poll."""
         body = self._request(TranslateAsyncRequest, segments, source, target, options)
-        return self._create(
-            "translate.create_async",
-            body,
-            asynchronous=True,
-            task_type="textTranslation",
-            context={"sources": [s.text for s in body.segments]},
-            extra_data=extra_data,
-            idempotency_key=idempotency_key,
+        return self._start(
+            "translate.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
         )
 
     def batch(
@@ -100,9 +93,7 @@ class TranslateResource(Resource):
         ]
 
         def send(body: TranslateRequest) -> TranslateResult:
-            return TranslateResult.model_validate(
-                self._create("translate.create", body, asynchronous=False)
-            )
+            return TranslateResult.model_validate(self._transport.call("translate.create", body))
 
         def failed(body: TranslateRequest, exc: DubkitError) -> TranslateResult:
             return TranslateResult(

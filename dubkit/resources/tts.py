@@ -21,7 +21,15 @@ from .._transport import Transport
 from .._wire import parse, python_names, wire_name
 from ..errors import DubkitError, ValidationError
 from ..results import Audition, Speech, SpeechLine, Task
-from ..schema import MAX_LINES, TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResultItem
+from ..schema import (
+    MAX_LINES,
+    SpeechContext,
+    TTSAsyncRequest,
+    TTSLine,
+    TTSRequest,
+    TTSResult,
+    TTSResultItem,
+)
 from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .materials import MaterialsResource
 from .voices import VoicesResource
@@ -58,10 +66,8 @@ class TTSResource(Resource):
         A raw wire body dict (with ``data``) is accepted as the first argument.
         """
         body = self._request(TTSRequest, lines, voice, language, output_format, trim, line_options)
-        data = self._create("tts.create", body, asynchronous=False, idempotency_key=idempotency_key)
-        return Speech.from_results(
-            self._transport, [TTSResult.model_validate(data)], *_texts_and_voices(body)
-        )
+        data = self._transport.call("tts.create", body, idempotency_key=idempotency_key)
+        return Speech.from_task(self._transport, data, SpeechContext.of(body))
 
     def speak(self, text: str, voice: str, **options: Any) -> SpeechLine:
         """The one-liner: one text, one voice, one :class:`SpeechLine` (with a player).
@@ -89,15 +95,8 @@ class TTSResource(Resource):
         body = self._request(
             TTSAsyncRequest, lines, voice, language, output_format, trim, line_options
         )
-        texts, voices = _texts_and_voices(body)
-        return self._create(
-            "tts.create_async",
-            body,
-            asynchronous=True,
-            task_type="tts",
-            context={"texts": texts, "voices": voices},
-            extra_data=extra_data,
-            idempotency_key=idempotency_key,
+        return self._start(
+            "tts.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
         )
 
     def batch(
@@ -152,7 +151,7 @@ class TTSResource(Resource):
         ]
 
         def send(job: tuple[Sequence[int], TTSRequest]) -> TTSResult:
-            return TTSResult.model_validate(self._create("tts.create", job[1], asynchronous=False))
+            return TTSResult.model_validate(self._transport.call("tts.create", job[1]))
 
         def failed(job: tuple[Sequence[int], TTSRequest], exc: DubkitError) -> TTSResult:
             return TTSResult(
@@ -311,7 +310,3 @@ def _renumbered(exc: ValidationError, offsets: Sequence[int] | None) -> Validati
     return ValidationError(
         f"data[{offsets[local]}]" + exc.field[exc.field.index("]") + 1 :], exc.problem
     )
-
-
-def _texts_and_voices(body: TTSRequest) -> tuple[list[str | None], list[str | None]]:
-    return [line.text for line in body.data], [line.voice_id for line in body.data]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from .._transport import Transport
-from ..schema import CloneResult
+from .._util.deprecation import renamed
+from ..schema import CloneContext, CloneResult
 from ..views.clone import ab_html, clone_html
 from ._held import fetch_held
 
@@ -14,20 +14,25 @@ from ._held import fetch_held
 class Clone:
     """A new cloned voice: ``voice_id`` for TTS, and what it was cloned from."""
 
-    def __init__(self, result: CloneResult, context: Mapping[str, Any]) -> None:
+    def __init__(self, result: CloneResult, context: CloneContext | None = None) -> None:
+        context = context or CloneContext()
         extra = result.model_extra or {}
         self.voice_id = result.voice_id
         self.task_id = result.task_id
         self.created_at = result.created_at
-        self.provider: str | None = extra.get("provider") or context.get("provider")
+        self.provider: str | None = extra.get("provider") or context.provider
         self.measured: dict[str, Any] | None = extra.get("measured")  # sandbox extra
-        self.name: str | None = context.get("name")
-        self.language: str | None = context.get("language")
-        self.text: str | None = context.get("text")
-        self.ref_audio: str | None = context.get("refAudio")
+        self.name = context.name
+        self.locale = context.locale  # the sample's
+        self.text = context.text
+        self.ref_audio = context.ref_audio
+
+    language = renamed("locale")
 
     @classmethod
-    def from_task(cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]) -> Clone:
+    def from_task(
+        cls, transport: Transport, raw: dict[str, Any], context: CloneContext | None
+    ) -> Clone:
         return cls(CloneResult.model_validate(raw), context)
 
     def __repr__(self) -> str:

@@ -19,6 +19,7 @@ from .._transport import Transport
 from ..errors import ValidationError
 from ..media.audio import decode
 from ..media.mime import format_of
+from ..schema import DubbingContext
 from ..views.dubbing import dubbing_html
 from ._held import fetch_held
 
@@ -135,11 +136,11 @@ class DubbingResult:
     """
 
     def __init__(
-        self, transport: Transport, raw: Mapping[str, Any], context: Mapping[str, Any] | None = None
+        self, transport: Transport, raw: Mapping[str, Any], context: DubbingContext | None = None
     ) -> None:
         self._transport = transport
         self.raw = dict(raw)
-        context = context or {}
+        context = context or DubbingContext()
         result = schema.MediaTranslationResult.model_validate(self.raw)
         extra = result.model_extra or {}
         self.task_id: str | None = extra.get("taskId")
@@ -152,12 +153,12 @@ class DubbingResult:
             transport,
             subtitles.get("srt"),
             subtitles.get("vtt"),
-            subtitles.get("language") or context.get("target"),
+            subtitles.get("language") or context.target,
         )
         asr = result.asr_scripts or schema.AsrScripts()
         language = asr.language or schema.LanguagePair()
-        self.source_language = language.source or context.get("source")
-        self.target_language = language.target or context.get("target")
+        self.source_language = language.source or context.source
+        self.target_language = language.target or context.target
         self.category = asr.category
         self.voices: list[dict[str, Any]] = [v.to_wire() for v in result.voice_match]
         self.notices: list[str] = list(extra.get("notices") or [])
@@ -165,7 +166,7 @@ class DubbingResult:
         scripts = result.translated_scripts or schema.TranslatedScripts()
         self.engine = str((scripts.model_extra or {}).get("engine") or "")
         self.poster_url = next((image.url for image in build.images if image.url), None)
-        self.original = _original(result, extra.get("source") or {}, context.get("material") or {})
+        self.original = _original(result, extra.get("source") or {}, context.material or {})
         self.script = _script(result, self._bytes)
         self._as_made = [replace(line) for line in self.script]  # what edits are measured against
         separation = result.audio_separation
@@ -177,7 +178,7 @@ class DubbingResult:
 
     @classmethod
     def from_task(
-        cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]
+        cls, transport: Transport, raw: dict[str, Any], context: DubbingContext | None
     ) -> DubbingResult:
         return cls(transport, raw, context)
 

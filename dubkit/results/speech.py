@@ -17,7 +17,7 @@ from .._transport import Transport
 from ..errors import DubkitError
 from ..media import audio as audio_io
 from ..media.mime import format_of
-from ..schema import TTSResult, TTSResultItem
+from ..schema import SpeechContext, TTSResult, TTSResultItem
 from ..views.players import speech_table_html
 from ._held import fetch_held
 
@@ -135,13 +135,11 @@ class Speech:
 
     @classmethod
     def from_task(
-        cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]
+        cls, transport: Transport, raw: dict[str, Any], context: SpeechContext | None
     ) -> Speech:
+        context = context or SpeechContext()
         return cls.from_results(
-            transport,
-            [TTSResult.model_validate(raw)],
-            context.get("texts") or [],
-            context.get("voices") or [],
+            transport, [TTSResult.model_validate(raw)], context.texts, context.voices
         )
 
     @property

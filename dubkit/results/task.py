@@ -15,7 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 from .._transport import Transport
 from ..errors import APITimeoutError, TaskFailedError, TaskTimeoutError
-from ..schema import KNOWN_STATUSES, STATUS_SYNONYMS, TERMINAL_STATUSES, TaskDetail, TaskSummary
+from ..schema import (
+    CLONE,
+    DUBBING,
+    KNOWN_STATUSES,
+    STATUS_SYNONYMS,
+    TERMINAL_STATUSES,
+    TRANSLATION,
+    TTS,
+    TaskContext,
+    TaskDetail,
+    TaskSummary,
+    product_of_task_type,
+)
 from ..views.tasks import task_table_html
 from .clone import Clone
 from .dubbing import DubbingResult
@@ -25,16 +37,29 @@ from .translation import Translation
 if TYPE_CHECKING:
     import pandas as pd  # imported where a table is made: pandas is slow to import
 
-Converter = Callable[[Transport, dict[str, Any], dict[str, Any]], Any]
-# Task type -> how its raw ``result`` becomes a typed object. ``context`` is what the creating
-# call knew (e.g. the source texts) that the result lacks.
+Converter = Callable[[Transport, dict[str, Any], Any], Any]
+# Product -> the class a finished task's raw ``result`` becomes, given the product's task
+# context (what the creating call knew that the result lacks, e.g. the source texts). A product
+# without a class here gets its result model (``Product.result``).
 RESULT_TYPES: dict[str, Converter] = {
-    "tts": Speech.from_task,
-    "textTranslation": Translation.from_task,
-    "cloneVoice": Clone.from_task,
-    "vt": DubbingResult.from_task,
-    "at": DubbingResult.from_task,
+    TTS.name: Speech.from_task,
+    TRANSLATION.name: Translation.from_task,
+    CLONE.name: Clone.from_task,
+    DUBBING.name: DubbingResult.from_task,
 }
+
+
+def result_of(
+    transport: Transport, task_type: str | None, raw: dict[str, Any], context: TaskContext | None
+) -> Any:
+    """A finished task's typed result (the raw dict for a task type dubkit does not know)."""
+    product = product_of_task_type(task_type)
+    if product is None:
+        return raw
+    convert = RESULT_TYPES.get(product.name)
+    if convert is None:
+        return product.result.model_validate(raw)
+    return convert(transport, raw, context if isinstance(context, product.context) else None)
 
 
 class Task:
@@ -49,10 +74,10 @@ class Task:
         status: str | None = None,
         created_at: str | None = None,
         idempotency_key: str | None = None,
-        context: dict[str, Any] | None = None,
+        context: TaskContext | None = None,
     ) -> None:
         self._transport = transport
-        self.context = context or {}
+        self.context = context
         self.task_id = task_id
         self.task_type = task_type
         self.status = status
@@ -84,12 +109,7 @@ class Task:
         if self.raw_result is None or self.status != "finished":
             return None
         if self._result is None:
-            convert = RESULT_TYPES.get(self.task_type or "")
-            self._result = (
-                convert(self._transport, self.raw_result, self.context)
-                if convert
-                else self.raw_result
-            )
+            self._result = result_of(self._transport, self.task_type, self.raw_result, self.context)
         return self._result
 
     def result_if_made(self) -> Any:
@@ -231,4 +251,4 @@ def _parse_time(stamp: str | None) -> float | None:
         return None
 
 
-__all__ = ["Task", "TaskList", "RESULT_TYPES", "canonical_status"]
+__all__ = ["Task", "TaskList", "RESULT_TYPES", "result_of", "canonical_status"]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._transport import Transport
-from ..schema import TranslateItem, TranslateResult
+from ..schema import TranslateItem, TranslateResult, TranslationContext
 from ..views.translation import translation_html
 
 if TYPE_CHECKING:
@@ -32,9 +32,9 @@ class Translation:
 
     @classmethod
     def from_task(
-        cls, transport: Transport, raw: dict[str, Any], context: dict[str, Any]
+        cls, transport: Transport, raw: dict[str, Any], context: TranslationContext | None
     ) -> Translation:
-        return cls(TranslateResult.model_validate(raw), context.get("sources"))
+        return cls(TranslateResult.model_validate(raw), context.sources if context else None)
 
     def __len__(self) -> int:
         return len(self.items)

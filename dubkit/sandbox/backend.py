@@ -46,13 +46,6 @@ from .store import Store
 log = logging.getLogger("dubkit.sandbox")
 
 IDEMPOTENCY_WINDOW = 24 * 3600.0
-EVENTS = {
-    "tts": "openapi-tts",
-    "textTranslation": "openapi-translate",
-    "cloneVoice": "openapi-clone-voice",
-    "vt": "openapi-media-translation",
-    "at": "openapi-media-translation",
-}
 
 
 def now_iso() -> str:

@@ -54,7 +54,8 @@ from typing import Any
 
 from .. import contract
 from .._util.signing import sign
-from .backend import EVENTS, Backend, now_iso
+from ..schema import Product, WebhookEnvelope, Wire, product_of_task_type
+from .backend import Backend, now_iso
 from .delivery_pool import Aborted, AttemptTimeout, FairPool, post
 from .envelope import omit_nulls
 
@@ -90,30 +91,40 @@ def envelope_for(task: dict[str, Any]) -> dict[str, Any]:
     """The webhook body for a task that just ended."""
     result = json.loads(task["result"]) if task["result"] else None
     failed = task["status"] == "failed"
-    if task["task_type"] in ("vt", "at"):
-        data = {
-            "taskId": task["task_id"],
-            "taskType": task["task_type"],
-            "status": task["status"],
-            "result": result,
-        }
-    else:
-        data = (
-            result
-            if result is not None
-            else {"taskId": task["task_id"], "createdAt": task["created_at"]}
+    product = _product(task)
+    if product.event_data is not None:  # the data wraps the result with the task's own status
+        data = _as_sent(
+            product.event_data.model_validate(
+                {"task_id": task["task_id"], "task_type": task["task_type"]}
+                | {"status": task["status"]}
+                | ({"result": result} if result is not None else {})
+            )
         )
-    body: dict[str, Any] = {
-        "code": task["error_code"] or 500 if failed else 200,
-        "version": "v1",
-        "event": EVENTS[task["task_type"]],
-        "pipelineKey": task["pipeline_key"],
-        "message": task["message"] or "" if failed else "",
-        "data": omit_nulls(data),
-    }
-    if task["extra_data"]:
-        body["extraData"] = json.loads(task["extra_data"])
-    return body
+    elif result is not None:
+        data = result
+    else:  # a failed task: only its id and when it was made
+        data = _as_sent(product.result(task_id=task["task_id"], created_at=task["created_at"]))
+    return WebhookEnvelope(
+        code=task["error_code"] or 500 if failed else 200,
+        version="v1",
+        event=product.event,
+        pipeline_key=task["pipeline_key"],
+        message=task["message"] or "" if failed else "",
+        extra_data=json.loads(task["extra_data"]) if task["extra_data"] else None,
+        data=omit_nulls(data),
+    ).to_wire()
+
+
+def _as_sent(model: Wire) -> dict[str, Any]:
+    """Only what was given: a result passes through as it was stored, no defaults added."""
+    return model.model_dump(by_alias=True, exclude_unset=True, exclude_none=True, mode="json")
+
+
+def _product(task: dict[str, Any]) -> Product:
+    product = product_of_task_type(task["task_type"])
+    if product is None:  # the table makes every task type the sandbox stores
+        raise RuntimeError(f"task {task['task_id']} has an unknown type {task['task_type']!r}")
+    return product
 
 
 def schedule(backend: Backend) -> dict[str, float]:
@@ -197,7 +208,7 @@ class Deliverer:
             (
                 task["api_key"],
                 task["task_id"],
-                EVENTS[task["task_type"]],
+                _product(task).event,
                 task["pipeline_key"],
                 body,
                 time.time(),

@@ -9,7 +9,8 @@ are left to the service.
 Both the client (before sending) and the sandbox (on receipt) validate with these models, so a
 rule lives here once. Modules: ``base`` (the Wire base, limits, :func:`parse`), ``jobs`` (the four
 products' requests and results), ``media_result`` (the §3.6 deliverables), ``assets`` (tasks,
-materials, voices), ``operations`` (webhook envelopes and the 22-operation table); import
+materials, voices), ``products`` (the product table: task types, webhook events and envelopes,
+creates, results, task contexts), ``operations`` (the table of operations); import
 everything from ``dubkit.schema``. ``dubkit/contract/openapi.yaml`` is the referee these models
 answer to (``tests/test_contract_models.py``).
 
@@ -26,3 +27,4 @@ from .base import W  # noqa: F401
 from .jobs import *  # noqa: F401,F403
 from .media_result import *  # noqa: F401,F403
 from .operations import *  # noqa: F401,F403
+from .products import *  # noqa: F401,F403

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import AliasChoices, Field, StrictStr, field_validator
 
 from .base import Page, Wire
+from .products import TaskType
 
 # --------------------------------------------------------------------------- tasks (§2.5, §3.4)
 
-TaskType = Literal["vt", "at", "tts", "cloneVoice", "textTranslation"]
 TERMINAL_STATUSES = frozenset({"finished", "failed"})
 # Task status is a free string (§6.2). "complete" is the interface's own word for a task whose
 # results are in (§7.2 #4): the same as "finished".

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any, TypeVar, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -53,6 +53,36 @@ class AsyncAcceptance(Wire):
 
     task_id: str
     created_at: str | None = None
+
+
+class Operation(BaseModel):
+    """One of the service's operations: where it lives and what its body looks like."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    method: Literal["GET", "POST"]
+    path: str  # below /openapi/v1
+    body: type[Wire] | None = None
+    query: type[Wire] | None = None
+    idempotency_required: bool = False
+    # A create-async: its answer is a task whose result comes later (by webhook or polling).
+    asynchronous: bool = False
+
+
+def post(name: str, path: str, body: type[Wire] | None, *, key: bool = True) -> Operation:
+    return Operation(
+        name=name,
+        method="POST",
+        path=path,
+        body=body,
+        idempotency_required=key,
+        asynchronous=path.endswith("/create-async"),
+    )
+
+
+def get(name: str, path: str, query: type[Wire] | None) -> Operation:
+    return Operation(name=name, method="GET", path=path, query=query)
 
 
 # --------------------------------------------------------------------------- validation

@@ -16,7 +16,7 @@ def clone_html(clone: CloneShape) -> str:
         ("voice", clone.voice_id),
         ("name", clone.name),
         ("provider", clone.provider),
-        ("language", clone.language),
+        ("language", clone.locale),
         ("text", clone.text),
     ]
     if clone.measured:

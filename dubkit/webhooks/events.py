@@ -18,14 +18,20 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, create_model
 
 from .._wire import parse as parse_wire
 from ..errors import ValidationError
 from ..schema import (
+    CLONE,
+    DUBBING,
+    PRODUCTS,
+    TRANSLATION,
+    TTS,
     CloneResult,
     MediaEventData,
     MediaTranslationResult,
+    Product,
     TranslateResult,
     TTSResult,
     WebhookEnvelope,
@@ -33,10 +39,9 @@ from ..schema import (
 
 
 class WebhookEvent(WebhookEnvelope):
-    """One delivery's envelope. The subclasses type ``data`` for their ``event``."""
+    """One delivery's envelope. The subclasses type ``data`` for their product's event."""
 
-    EVENT: ClassVar[str | None] = None
-    TASK_TYPE: ClassVar[str | None] = None
+    PRODUCT: ClassVar[Product | None] = None  # the product whose tasks send this event
     _problem: str | None = PrivateAttr(default=None)
 
     @property
@@ -52,11 +57,21 @@ class WebhookEvent(WebhookEnvelope):
 
     @property
     def task_type(self) -> str | None:
-        return self.TASK_TYPE
+        """The task's type: what ``data`` says (media translation's ``vt``/``at``), else the
+        product's only one."""
+        own = getattr(self.data, "task_type", None) if self._wraps_result else None
+        if isinstance(own, str) and own:
+            return own
+        types = self.PRODUCT.task_types if self.PRODUCT else ()
+        return types[0] if len(types) == 1 else None
 
     @property
     def status(self) -> str | None:
-        """``finished`` or ``failed``: from ``code`` (200 = finished); None when code is absent."""
+        """``finished`` or ``failed``: what ``data`` says when it carries a status (media
+        translation), else from ``code`` (200 = finished); None when neither says."""
+        own = getattr(self.data, "status", None) if self._wraps_result else None
+        if own in ("finished", "failed"):
+            return str(own)
         if self.code is None:
             return None
         return "finished" if self.code == 200 else "failed"
@@ -68,7 +83,15 @@ class WebhookEvent(WebhookEnvelope):
     @property
     def result(self) -> Any:
         """The typed result of a task that finished; None otherwise."""
-        return self.data if self.succeeded else None
+        if not self.succeeded:
+            return None
+        return getattr(self.data, "result", None) if self._wraps_result else self.data
+
+    @property
+    def _wraps_result(self) -> bool:
+        """``data`` is ``{taskId, taskType, status, result}`` (media translation), not the
+        result itself."""
+        return self.PRODUCT is not None and self.PRODUCT.event_data is not None
 
     @property
     def idempotency_key(self) -> str | None:
@@ -82,9 +105,10 @@ class WebhookEvent(WebhookEnvelope):
         """
         if self.status == "failed":
             return {"errorCode": self.code, "errorMessage": self.message or ""}
-        if not self.succeeded or self.data is None:
+        result = self.result
+        if result is None:
             return None
-        return self.data if isinstance(self.data, dict) else self.data.to_wire()
+        return result if isinstance(result, dict) else result.to_wire()
 
     def __repr__(self) -> str:
         extra = f", problem={self._problem!r}" if self._problem else ""
@@ -94,52 +118,57 @@ class WebhookEvent(WebhookEnvelope):
         )
 
 
+# The products' events under names a receiver can test with isinstance; ``data`` is typed here
+# for type checkers, and ``event_class`` checks it against the product table.
+
+
 class TTSEvent(WebhookEvent):
-    EVENT: ClassVar[str | None] = "openapi-tts"
-    TASK_TYPE: ClassVar[str | None] = "tts"
+    PRODUCT: ClassVar[Product | None] = TTS
     data: TTSResult | None
 
 
 class TranslateEvent(WebhookEvent):
-    EVENT: ClassVar[str | None] = "openapi-translate"
-    TASK_TYPE: ClassVar[str | None] = "textTranslation"
+    PRODUCT: ClassVar[Product | None] = TRANSLATION
     data: TranslateResult | None
 
 
 class CloneEvent(WebhookEvent):
-    EVENT: ClassVar[str | None] = "openapi-clone-voice"
-    TASK_TYPE: ClassVar[str | None] = "cloneVoice"
+    PRODUCT: ClassVar[Product | None] = CLONE
     data: CloneResult | None
 
 
 class MediaTranslationEvent(WebhookEvent):
     """``data`` carries its own ``status`` and ``taskType`` (``vt`` or ``at``)."""
 
-    EVENT: ClassVar[str | None] = "openapi-media-translation"
+    PRODUCT: ClassVar[Product | None] = DUBBING
     data: MediaEventData | None
-
-    @property
-    def task_type(self) -> str | None:
-        return self.data.task_type if self.data else None
-
-    @property
-    def status(self) -> str | None:
-        own = self.data.status if self.data else None
-        return own if own in ("finished", "failed") else super().status
 
     @property
     def result(self) -> MediaTranslationResult | None:
         return self.data.result if self.succeeded and self.data else None
 
-    def task_result(self) -> dict[str, Any] | None:
-        if not self.succeeded:
-            return super().task_result()
-        return self.result.to_wire() if self.result is not None else None
+
+_NAMED = (TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent)
 
 
-EVENT_TYPES: dict[str, type[WebhookEvent]] = {
-    str(cls.EVENT): cls for cls in (TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent)
-}
+def event_class(product: Product) -> type[WebhookEvent]:
+    """The event class of ``product``: its named class, or one made from its row."""
+    data = product.event_data or product.result
+    for cls in _NAMED:
+        if cls.PRODUCT is product:
+            if cls.model_fields["data"].annotation != (data | None):
+                raise RuntimeError(f"{cls.__name__}.data is not {data.__name__} | None")
+            return cls
+    name = "".join(part.title() for part in product.name.split("_")) + "Event"
+    data_field: Any = (data | None, ...)
+    made: type[WebhookEvent] = create_model(
+        name, __base__=WebhookEvent, data=data_field, __module__=__name__
+    )
+    made.PRODUCT = product
+    return made
+
+
+EVENT_TYPES: dict[str, type[WebhookEvent]] = {p.event: event_class(p) for p in PRODUCTS}
 
 
 def parse(body: bytes | str | Mapping[str, Any]) -> WebhookEvent:

@@ -57,7 +57,6 @@ from ..service_error import ServiceError
 from .common import Work, accepted, check_locale, run_sync, start_async
 from .voices import StoredClone, insert_clone
 
-TASK_TYPE = "cloneVoice"
 CLONE_CREDITS = 100
 MAX_REFERENCE_SECONDS = 60
 DEFAULT_LANGUAGE = "en-US"
@@ -185,8 +184,8 @@ def _result(
 
 
 def create(call: Call[CloneRequest]) -> dict[str, Any]:
-    return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))
+    return run_sync(call, _plan(call.backend, call.api_key, call.body))
 
 
 def create_async(call: Call[CloneAsyncRequest]) -> dict[str, Any]:
-    return accepted(start_async(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body)))
+    return accepted(start_async(call, _plan(call.backend, call.api_key, call.body)))

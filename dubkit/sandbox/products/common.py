@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import locales
-from ...schema import AsyncAcceptance
+from ...schema import AsyncAcceptance, product_of_operation
 from ..call import Call
 from ..service_error import ServiceError
 from ..store import Store
@@ -73,9 +73,9 @@ def page_rows(
     return rows, total
 
 
-def run_sync(call: Call[Any], task_type: str, work: Work) -> dict[str, Any]:
+def run_sync(call: Call[Any], work: Work) -> dict[str, Any]:
     """Make the task record, run ``work(task_id)`` now and answer its result."""
-    task_id = _new_task(call, task_type, is_async=False)["task_id"]
+    task_id = _new_task(call, _task_type(call), is_async=False)["task_id"]
     try:
         with call.backend.working_on(task_id):
             result = work(task_id)
@@ -86,9 +86,12 @@ def run_sync(call: Call[Any], task_type: str, work: Work) -> dict[str, Any]:
     return result
 
 
-def start_async(call: Call[Any], task_type: str, work: Work) -> dict[str, Any]:
-    """Make the task record and run ``work(task_id)`` in the background; the task's row."""
-    task = _new_task(call, task_type, is_async=True)
+def start_async(call: Call[Any], work: Work, task_type: str | None = None) -> dict[str, Any]:
+    """Make the task record and run ``work(task_id)`` in the background; the task's row.
+
+    The task's type is the operation's product's (:data:`dubkit.schema.PRODUCTS`) unless the
+    request chose one (media translation: ``vt`` or ``at``)."""
+    task = _new_task(call, task_type or _task_type(call), is_async=True)
     call.backend.run_async(task["task_id"], lambda: work(task["task_id"]))
     return task
 
@@ -96,6 +99,13 @@ def start_async(call: Call[Any], task_type: str, work: Work) -> dict[str, Any]:
 def accepted(task: dict[str, Any]) -> dict[str, Any]:
     """What an async create answers: ``{taskId, createdAt}``."""
     return AsyncAcceptance(task_id=task["task_id"], created_at=task["created_at"]).to_wire()
+
+
+def _task_type(call: Call[Any]) -> str:
+    product = product_of_operation(call.op.name)
+    if product is None:
+        raise RuntimeError(f"{call.op.name} makes no task")
+    return product.task_type
 
 
 def _new_task(call: Call[Any], task_type: str, *, is_async: bool) -> dict[str, Any]:

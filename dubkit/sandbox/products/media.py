@@ -201,7 +201,7 @@ def _plan(
 def create_async(call: Call[MediaTranslationRequest]) -> dict[str, Any]:
     task_type, seconds, work = _plan(call.backend, call.api_key, call.body)
     try:
-        task = start_async(call, task_type, work)
+        task = start_async(call, work, task_type)
     except BaseException:
         call.backend.refund(call.api_key, seconds)
         raise

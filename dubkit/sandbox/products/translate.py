@@ -17,8 +17,6 @@ from ..call import Call
 from ..engines import translate as engine
 from .common import Work, accepted, check_locale, run_sync, start_async
 
-TASK_TYPE = "textTranslation"
-
 # --------------------------------------------------------------------------- rules
 
 
@@ -73,8 +71,8 @@ def _result(task_id: str, outcomes: Sequence[engine.Outcome], created_at: str) -
 
 
 def create(call: Call[TranslateRequest]) -> dict[str, Any]:
-    return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))
+    return run_sync(call, _plan(call.backend, call.api_key, call.body))
 
 
 def create_async(call: Call[TranslateAsyncRequest]) -> dict[str, Any]:
-    return accepted(start_async(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body)))
+    return accepted(start_async(call, _plan(call.backend, call.api_key, call.body)))

@@ -53,7 +53,6 @@ from .voices import find_clone
 
 log = logging.getLogger("dubkit.sandbox")
 
-TASK_TYPE = "tts"
 MAX_TEXT = 10_000  # characters per line
 DEFAULT_EMO_WEIGHT = 0.6
 TIMBRE_ONLY_PROVIDER = "V1"
@@ -310,8 +309,8 @@ def _result(backend: Backend, task_id: str, created_at: str, spoken: list[Spoken
 
 
 def create(call: Call[TTSRequest]) -> dict[str, Any]:
-    return run_sync(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body))
+    return run_sync(call, _plan(call.backend, call.api_key, call.body))
 
 
 def create_async(call: Call[TTSAsyncRequest]) -> dict[str, Any]:
-    return accepted(start_async(call, TASK_TYPE, _plan(call.backend, call.api_key, call.body)))
+    return accepted(start_async(call, _plan(call.backend, call.api_key, call.body)))

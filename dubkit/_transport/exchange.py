@@ -1,4 +1,4 @@
-"""One logical call and what its attempts have taught us; the errors that end it."""
+"""One logical exchange and what its attempts have taught us; the errors that end it."""
 
 from __future__ import annotations
 
@@ -11,54 +11,93 @@ import requests
 from urllib3.exceptions import NewConnectionError
 
 from ..errors import APIError, DubkitError, IdempotencyConflictError, possibly_committed
-from .policy import SAME_EVERY_TIME
+from .keys import check_idempotency_key, new_idempotency_key
+from .policy import Outcome, RetryPolicy, Verdict, verdict
 
 
 @dataclass
-class Call:
-    """One logical call: an API call (``raw`` False: the envelope is read) or a plain HTTP
-    exchange (``raw``: a file download, a storage PUT, an admin call)."""
+class Exchange:
+    """One logical call and its attempts: an API call (``raw`` False: the envelope is read) or
+    a plain HTTP exchange (``raw``: a file download, a storage PUT, an admin call).
+
+    The idempotency key is made here and only here: an API POST carries the caller's key or
+    a new one, kept on every retry of a changing call and renewed on each retry of a read.
+    """
 
     method: str
     url: str
     query: dict[str, Any]
     body: Any  # JSON for API calls
-    key: str | None  # X-Idempotency-Key (API POSTs)
-    read: bool  # repeating it changes nothing (GET, or a read-only POST)
-    context: dict[str, Any]
+    read: bool  # repeating it changes nothing (GET, a read-only POST, a storage PUT)
+    context: dict[str, Any]  # what its errors carry: method, path, req_id
     raw: bool = False
     data: Callable[[], Any] | None = None  # raw: a fresh body for each attempt
     headers: dict[str, str] = field(default_factory=dict)
+    key: str | None = None  # X-Idempotency-Key (API POSTs)
     maybe_committed: bool = False  # an attempt may have been accepted without our hearing
     ambiguity: str = ""  # what made the first such attempt ambiguous
-    refusals: int = 0  # 409s after an ambiguous attempt, over the whole call
-    retryable: bool = True
+    conflicts: int = 0  # 409s after an ambiguous attempt, over the whole exchange
+
+    @classmethod
+    def api(
+        cls,
+        method: str,
+        url: str,
+        *,
+        query: dict[str, Any],
+        body: Any,
+        read: bool,
+        context: dict[str, Any],
+        idempotency_key: str | None,
+    ) -> Exchange:
+        key = None
+        if method == "POST":
+            key = (
+                check_idempotency_key(idempotency_key) if idempotency_key else new_idempotency_key()
+            )
+        return cls(method, url, query, body, read, context, key=key)
 
     def request_headers(self) -> dict[str, str]:
         return {**self.headers, **({"X-Idempotency-Key": self.key} if self.key else {})}
 
-    def sent_without_answer(self, why: str) -> None:
-        """An attempt reached the service and its outcome is unknown (reads commit nothing)."""
-        if not self.read and not self.maybe_committed:
+    def judge(self, policy: RetryPolicy, outcome: Outcome, why: str) -> Verdict:
+        """The policy's verdict on one attempt, noted: a possible commit (and ``why``), a 409."""
+        judged = verdict(
+            policy,
+            outcome,
+            read=self.read,
+            raw=self.raw,
+            ambiguous_before=self.maybe_committed,
+            conflicts_before=self.conflicts,
+        )
+        if outcome.conflict and self.maybe_committed:
+            self.conflicts += 1
+        if judged.maybe_committed and not self.maybe_committed:
             self.maybe_committed, self.ambiguity = True, why
+        return judged
 
+    def next_attempt(self) -> None:
+        """A read POST is sent again with a new key: even a service that consumed keys on
+        reads could not refuse a retried list."""
+        if self.read and self.key:
+            self.key = new_idempotency_key()
 
-def final_error(call: Call, error: DubkitError) -> DubkitError:
-    """The error that ends the call, saying so when the call may have been committed."""
-    if call.read or call.key is None:
+    def final_error(self, error: DubkitError, policy: RetryPolicy) -> DubkitError:
+        """The error that ends the exchange, saying so when it may have been committed."""
+        if self.read or self.key is None:
+            return error
+        if isinstance(error, IdempotencyConflictError):
+            return conflict(error, self.maybe_committed)
+        error.idempotency_key = self.key
+        if self.maybe_committed and error.code not in policy.same_every_time:
+            why = self.ambiguity
+            if self.conflicts:
+                why += (
+                    "; then a retry was refused with 409 (the service already held this "
+                    "key), so most likely an attempt was committed"
+                )
+            possibly_committed(error, self.key, why)
         return error
-    if isinstance(error, IdempotencyConflictError):
-        return conflict(error, call.maybe_committed)
-    error.idempotency_key = call.key
-    if call.maybe_committed and error.code not in SAME_EVERY_TIME:
-        why = call.ambiguity
-        if call.refusals:
-            why += (
-                "; then a retry was refused with 409 (the service already held this "
-                "key), so most likely an attempt was committed"
-            )
-        possibly_committed(error, call.key, why)
-    return error
 
 
 def conflict(refusal: IdempotencyConflictError, maybe_committed: bool) -> IdempotencyConflictError:
@@ -97,7 +136,7 @@ def never_connected(exc: requests.exceptions.ConnectionError) -> bool:
 
 
 def redirect_refused(
-    call: Call, response: requests.Response, base_url: str, within_base: bool
+    exchange: Exchange, response: requests.Response, base_url: str, within_base: bool
 ) -> DubkitError:
     """A redirect is answered with an error, never followed.
 
@@ -108,7 +147,7 @@ def redirect_refused(
     the idempotency key is scoped to the path it was sent to, so a create re-sent to another
     path would not be protected by it.
     """
-    parts = urlsplit(urljoin(call.url, response.headers["Location"]))
+    parts = urlsplit(urljoin(exchange.url, response.headers["Location"]))
     if within_base:
         where, hint = f"to {parts.path}", "the interface defines no redirects"
     else:
@@ -119,5 +158,5 @@ def redirect_refused(
         f"dubkit does not follow redirects for API calls ({hint}): check "
         f"base_url {base_url!r}",
         http_status=response.status_code,
-        **call.context,
+        **exchange.context,
     )

@@ -1,5 +1,5 @@
-"""The transport over real HTTP: a possible charge is never hidden, reads are not creates, and the
-API key stays well-formed and with base_url (issue 11, items 7-9).
+"""The transport: the retry verdict as a table, then over real HTTP: a possible charge is never
+hidden, reads are not creates, and the API key stays well-formed and with base_url.
 
 Odd upstreams are a throwaway gateway (tests/_http.py) in front of the real sandbox: it forwards
 some attempts and answers others itself, the way a proxy that loses answers would.
@@ -15,6 +15,7 @@ import requests
 from _http import local_http
 
 import dubkit
+from dubkit._transport import Outcome, RetryPolicy, Verdict, verdict
 
 FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 CREATE = "/task/translate/create-async"
@@ -79,11 +80,83 @@ def wait_for_tasks(c: dubkit.Client, count: int) -> list:
     return tasks
 
 
+# ------------------------------------------------ the verdict, without a server
+
+NOT_SENT, NO_ANSWER = Outcome("not_sent"), Outcome("no_answer")
+REDIRECT = Outcome("redirected", 307)
+
+
+def answered(status: int, code: int | None = None) -> Outcome:
+    return Outcome("answered", status, code if code is not None else status)
+
+
+RETRY, FINAL = Verdict(retry=True, maybe_committed=False), Verdict(False, False)
+RETRY_MAYBE = Verdict(retry=True, maybe_committed=True)
+
+# (what the call is, what the attempt came to, what came before) -> the verdict
+VERDICTS = [
+    # a changing API call (a create): retried with its key, flagged when it may have committed
+    ("change", NOT_SENT, {}, RETRY),
+    ("change", NO_ANSWER, {}, RETRY_MAYBE),
+    ("change", answered(500), {}, RETRY_MAYBE),
+    ("change", answered(502), {}, RETRY_MAYBE),
+    ("change", answered(504), {}, RETRY_MAYBE),  # a gateway timeout is as ambiguous as a 502
+    ("change", answered(200, 502), {}, RETRY_MAYBE),  # the envelope's code counts too
+    ("change", answered(503), {}, RETRY),
+    ("change", answered(429), {}, RETRY),
+    ("change", answered(400), {}, FINAL),
+    ("change", answered(402), {}, FINAL),
+    ("change", answered(404), {}, FINAL),
+    ("change", REDIRECT, {}, FINAL),
+    ("change", answered(409), {}, FINAL),  # the caller reused a key
+    ("change", answered(409), {"ambiguous_before": True}, RETRY),  # ask again: still running?
+    ("change", answered(409), {"ambiguous_before": True, "conflicts_before": 1}, RETRY),
+    ("change", answered(409), {"ambiguous_before": True, "conflicts_before": 2}, FINAL),
+    # a read (GET, a voice-list POST): retried freely, never a possible charge
+    ("read", NO_ANSWER, {}, RETRY),
+    ("read", answered(502), {}, RETRY),
+    ("read", answered(504), {}, RETRY),
+    ("read", answered(409), {}, RETRY),  # a read's key means nothing: a new one next time
+    ("read", answered(404), {}, FINAL),
+    # a plain exchange that repeats safely (a download, a storage PUT)
+    ("raw read", NOT_SENT, {}, RETRY),
+    ("raw read", NO_ANSWER, {}, RETRY),
+    ("raw read", answered(502), {}, RETRY),
+    ("raw read", answered(504), {}, RETRY),
+    ("raw read", answered(503), {}, RETRY),
+    ("raw read", answered(403), {}, FINAL),
+    # a plain exchange that does not (an admin POST): sent once once it reached the server
+    ("raw change", NOT_SENT, {}, RETRY),
+    ("raw change", NO_ANSWER, {}, Verdict(retry=False, maybe_committed=True)),
+    ("raw change", answered(502), {}, FINAL),
+    ("raw change", answered(504), {}, FINAL),
+]
+
+
+@pytest.mark.parametrize("kind, outcome, before, expected", VERDICTS)
+def test_the_verdict_on_each_outcome(kind, outcome, before, expected):
+    got = verdict(
+        RetryPolicy(), outcome, read=kind.endswith("read"), raw=kind.startswith("raw"), **before
+    )
+    assert got == expected
+
+
+def test_the_status_sets_are_the_policy_s_to_change():
+    strict = RetryPolicy(ambiguous=frozenset({502}), throttled=frozenset({429}), conflict_checks=0)
+    assert verdict(strict, answered(500), read=False) == FINAL
+    assert verdict(strict, answered(504), read=False) == FINAL
+    assert verdict(strict, answered(503), read=False) == FINAL
+    assert verdict(strict, answered(409), read=False, ambiguous_before=True) == FINAL
+    lenient = RetryPolicy(throttled=RetryPolicy().throttled | {520})
+    assert verdict(lenient, answered(520), read=False) == RETRY
+
+
 # ------------------------------------------------ 7. a possible charge is never hidden
 
 
 @pytest.mark.parametrize(
-    "status, error_class", [(502, dubkit.UpstreamError), (500, dubkit.ServerError)]
+    "status, error_class",
+    [(502, dubkit.UpstreamError), (504, dubkit.UpstreamError), (500, dubkit.ServerError)],
 )
 def test_a_lost_answer_then_a_409_then_only_gateway_errors_says_the_task_may_exist(
     sandbox, new_key, client_for, status, error_class
@@ -154,6 +227,37 @@ def test_a_gateway_error_before_any_work_still_warns_but_a_refused_connection_do
             dead.translate.create_async(["x"], source="en-US", target="fr-FR")
     assert refused.value.maybe_committed is False
     assert "MAY HAVE BEEN COMMITTED" not in str(refused.value)
+
+
+@pytest.mark.parametrize("status", [502, 504])
+def test_a_gateway_504_on_a_sync_create_is_retried_and_flagged_like_a_502(
+    sandbox, new_key, client_for, status
+):
+    """The gateway lets the first attempt through and answers it with a gateway error; the
+    retry with the same key is refused 409 (the work was done). Same verdict for 502 and 504."""
+    script = [f"commit-then-{status}", "forward"]
+    respond = gateway(sandbox, "/task/translate/create", script)
+    with local_http(respond) as url, dubkit.Client(new_key, url, retry=FAST_RETRY) as through:
+        with pytest.raises(dubkit.IdempotencyConflictError) as info:
+            through.translate.create(["x"], source="en-US", target="fr-FR")
+    assert info.value.first_attempt_accepted and respond.seen[:2] == script
+    assert len(client_for(new_key).tasks.list()) == 1  # done once, never twice
+
+
+@pytest.mark.parametrize("status", [502, 504])
+def test_the_plain_path_retries_a_gateway_error_on_a_get_and_never_on_a_post(status):
+    seen: list[str] = []
+
+    def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        seen.append(method)
+        again = seen.count(method) == 2  # a second attempt would be answered
+        return (200, {}, b"ok") if again else (status, {}, b"gateway")
+
+    with local_http(respond) as url, dubkit.Client("sk_x_00000000000", url, retry=FAST_RETRY) as c:
+        assert c.transport.send("GET", f"{url}/file").content == b"ok"
+        with pytest.raises(dubkit.UpstreamError) as info:
+            c.transport.send("POST", f"{url}/admin")
+    assert seen == ["GET", "GET", "POST"] and info.value.http_status == status
 
 
 # ------------------------------------------------ 8. read-only POSTs are retried like GETs
