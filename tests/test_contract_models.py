@@ -1,8 +1,9 @@
 """The models in dubkit.schema answer to the contract document (dubkit/contract/openapi.yaml).
 
 Each component schema of the document is paired by name with the model of that name. For every
-pair, the wire field names (aliases), requiredness, enums, basic JSON types and nested models must
-agree, in both directions; each operation of dubkit's table must be the document's (method,
+pair, the wire field names (aliases), requiredness, enums, basic JSON types, nested models and
+bounds (minimum, maximum, minItems, maxItems, minLength, maxLength, on arrays' items too) must
+agree, in both directions; the sandbox's labelled extras (``schema.sandbox_extra``) are left out; each operation of dubkit's table must be the document's (method,
 path, body or query, idempotency header). One renamed field fails one test, naming the field.
 """
 
@@ -38,6 +39,8 @@ NOT_IN_DOCUMENT = {
     "TaskListQuery": "query parameters of tasks.list (test_operations_match)",
     "PageQuery": "query parameters of materials.list (test_operations_match)",
 }
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+BOUNDS += ("minItems", "maxItems", "minLength", "maxLength")
 ENUMS = {"TaskType": schema.TaskType, "CloneProvider": schema.CloneProvider}
 JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -50,10 +53,13 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _models() -> dict[str, type[schema.Wire]]:
+    """The interface's models: the sandbox's own shapes (``schema.SandboxExtra``) are not."""
     return {
         name: obj
         for name, obj in vars(schema).items()
-        if inspect.isclass(obj) and issubclass(obj, schema.Wire)
+        if inspect.isclass(obj)
+        and issubclass(obj, schema.Wire)
+        and not issubclass(obj, schema.SandboxExtra)
     }
 
 
@@ -84,10 +90,35 @@ def _ref_name(node: dict[str, Any]) -> str | None:
     return node["$ref"].rsplit("/", 1)[1] if "$ref" in node else None
 
 
+def _is_extra(field: Any) -> bool:
+    return bool((field.json_schema_extra or {}).get(schema.SANDBOX_EXTRA))
+
+
+def _bounds(node: dict[str, Any], *, document: bool) -> dict[str, Any]:
+    """The bounds a JSON schema node sets, its array items' under ``items.``; an optional
+    value's (``anyOf`` with null) are its non-null branch's. A model's references name
+    models, which set no bounds of their own: only the document's are followed."""
+    if document:
+        node = contract.resolve(node)
+    branches = [b for b in node.get("anyOf", []) if b.get("type") != "null"]
+    if len(branches) == 1:
+        node = contract.resolve(branches[0]) if document else branches[0]
+    found = {k: node[k] for k in BOUNDS if k in node}
+    if isinstance(node.get("items"), dict):
+        items = _bounds(node["items"], document=document)
+        found |= {f"items.{k}": v for k, v in items.items()}
+    return found
+
+
 def _differences(model: type[BaseModel], node: dict[str, Any]) -> list[str]:
     """Every way ``model`` and the document schema ``node`` disagree, one line each."""
     doc = _merged(node)
-    wire = {(field.alias or name): field for name, field in model.model_fields.items()}
+    wire = {
+        (field.alias or name): field
+        for name, field in model.model_fields.items()
+        if not _is_extra(field)
+    }
+    generated = model.model_json_schema(by_alias=True)["properties"]
     found = []
     for name, prop in doc["properties"].items():
         if name not in wire and not prop.get("deprecated"):
@@ -105,6 +136,10 @@ def _differences(model: type[BaseModel], node: dict[str, Any]) -> list[str]:
                 f"{name in doc['required']} in the document"
             )
         found += [f"{name}: {problem}" for problem in _compare_value(field.annotation, prop)]
+        ours = _bounds(generated[name], document=False)
+        theirs = _bounds(prop, document=True)
+        if ours != theirs:
+            found.append(f"{name}: bounds {ours} in the model, {theirs} in the document")
     return found
 
 

@@ -19,7 +19,7 @@ from dubkit.media import av
 from dubkit.sandbox import pipeline
 from dubkit.sandbox.pipeline import WORK_RATE
 from dubkit.sandbox.products.media import KeyVoices
-from dubkit.schema import MediaTranslationRequest
+from dubkit.schema import DubbedSource, MediaTranslationRequest
 
 LINES = (
     "The harbour wakes before the town does.",
@@ -50,7 +50,7 @@ def dub_peak(backend, tmp_path, lines: int, scratch: Path | None = None) -> tupl
         pipeline.read_settings(request, "vt"),
         KeyVoices(backend, backend.default_key),
         out,
-        {"materialId": "mat_test", "url": "http://sandbox.test/source.mp4"},
+        DubbedSource(material_id="mat_test", url="http://sandbox.test/source.mp4"),
         scratch_dir=scratch,
     )
     tracemalloc.start()

@@ -18,7 +18,7 @@ from dubkit.sandbox import pipeline
 from dubkit.sandbox.pipeline import dubbing, render, transcript
 from dubkit.sandbox.products.media import KeyVoices
 from dubkit.sandbox.service_error import ServiceError
-from dubkit.schema import MediaTranslationRequest
+from dubkit.schema import DubbedSource, MediaTranslationRequest
 
 RATE = speech.SAMPLE_RATE
 SENTENCES = ("Welcome to the sandbox.", "Today we dub a short clip.", "Every step is real.")
@@ -55,7 +55,7 @@ def run(backend, path, tmp_path, options=None, **kw):
         settings_for(options, **kw),
         KeyVoices(backend, backend.default_key),
         outputs,
-        {"materialId": "mat_test", "url": "http://sandbox.test/source.mp4"},
+        DubbedSource(material_id="mat_test", url="http://sandbox.test/source.mp4"),
     )
     return pipeline.run(job), outputs
 

@@ -53,7 +53,7 @@ def test_context_modes_pick_the_right_neighbours(client):
 
     def used(**opts):
         result = client.translate.create(lines, source="en-US", target="es-ES", **opts)
-        return [item.model_extra["contextUsed"] for item in result.items]
+        return [item.context_used for item in result.items]
 
     assert used() == [[]] * 7
     window2 = used(context_mode="neighbor", context_window=2)
@@ -66,7 +66,7 @@ def test_context_modes_pick_the_right_neighbours(client):
         target="es-ES",
         context_mode="provided_only",
     )
-    assert [i.model_extra["contextUsed"] for i in provided.items] == [["At night."], []]
+    assert [i.context_used for i in provided.items] == [["At night."], []]
 
 
 def test_failed_segment_does_not_fail_the_others_and_the_check_can_be_skipped(client):

@@ -350,3 +350,38 @@ def test_a_local_reference_is_uploaded_only_after_the_rest_is_valid(client, tmp_
         client.tts.create([{"text": "Hi", "timbre_ref_audio": reference, "emo_weight": 1.5}])
     assert info.value.field == "data[0].emoWeight"
     assert len(client.materials.list()) == before
+
+
+# ------------------------------------------------ the sandbox's take cache
+
+LINE_VALUES = {
+    "voice_id": "sv_s3_en_us_story_m",
+    "timbre_ref_audio": "https://example.org/ref.wav",
+    "emo_weight": 0.9,
+    "emo_ref_audio": "https://example.org/mood.wav",
+    "emo_prompt": "angry",
+    "duration": 3.0,
+    "pitch": 2,  # a field the schema does not know yet: the wire keeps it, so must the key
+}
+
+
+@pytest.mark.parametrize("field", sorted(LINE_VALUES))
+def test_a_line_that_differs_in_any_one_field_is_not_served_the_cached_take(field):
+    """The cache key covers the whole line and the whole request (but its lines and
+    extraData), so a field added later cannot be served another line's file."""
+    from dubkit.sandbox.catalogue import preset
+    from dubkit.sandbox.products.tts_takes import cache_key
+    from dubkit.schema import TTSRequest
+
+    base = {"text": TEXT, "voice_id": VOICE}
+    request = TTSRequest.model_validate({"data": [base], "output_format": "wav"})
+    other = TTSRequest.model_validate({"data": [{**base, field: LINE_VALUES[field]}]})
+    voice = preset(VOICE).speaking  # the same heard voice: only the line differs
+
+    def key(r: TTSRequest) -> str:
+        return cache_key("sk_x", r, r.data[0], voice, "en-us")
+
+    assert key(request) == key(TTSRequest.model_validate(request.to_wire()))
+    assert key(request) != key(other.model_copy(update={"output_format": "wav"}))
+    for change in ({"trim": True}, {"output_format": "mp3"}, {"language": {"target": "fr-FR"}}):
+        assert key(request) != key(TTSRequest.model_validate({**request.to_wire(), **change}))

@@ -77,16 +77,16 @@ def test_filters_each_narrow_to_matching_voices(client):
     female = client.voices.presets(locale="de-DE", gender="female")
     assert female and {(v.locale, v.gender) for v in female} == {("de-DE", "female")}
     seniors = client.voices.presets(age="senior")
-    assert seniors and all(v.model_extra["age"] == "senior" for v in seniors)
+    assert seniors and all(v.age == "senior" for v in seniors)
     hd = client.voices.presets(quality="high")
     assert hd and all(v.is_hd == 1 for v in hd)
     assert client.voices.presets(quality="any").total == client.voices.presets().total
     news = client.voices.presets(category="news")
-    assert news and all(v.model_extra["category"] == "news" for v in news)
+    assert news and all(v.category == "news" for v in news)
     include = client.voices.presets(emotion_prompt="include")
     exclude = client.voices.presets(emotion_prompt="exclude")
     assert include and exclude and include.total + exclude.total == client.voices.presets().total
-    assert all(v.model_extra["supportsEmotionPrompt"] for v in include)
+    assert all(v.supports_emotion_prompt for v in include)
     one = client.voices.presets(voice_id="sv_s1_en_us_clear_f")
     assert one.ids == ["sv_s1_en_us_clear_f"]
     whole_language = client.voices.presets(locale="en")

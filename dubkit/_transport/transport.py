@@ -26,7 +26,7 @@ from ..errors import (
     error_class_for,
     origin_of,
 )
-from ..schema import OPERATIONS, Operation
+from ..schema import OPERATIONS, Operation, with_idempotency_key
 from .exchange import Exchange, never_connected, redirect_refused
 from .keys import SecretHeader, check_api_key
 from .policy import REPEATABLE, Outcome, RetryPolicy, Timeout, is_read, retry_after
@@ -124,21 +124,20 @@ class Transport:
         """
         op = _OPS[name]
         model = op.body or op.query
-        wire = parse(model, payload if payload is not None else {}).to_wire() if model else None
+        checked = parse(model, payload if payload is not None else {}) if model else None
         get = op.method == "GET"
         exchange = self._exchange(
             op.method,
             op.path,
-            params=wire if get else None,
-            body=None if get else wire,
+            params=checked.to_wire() if get and checked else None,
+            body=None,
             read=is_read(op),
             idempotency_key=idempotency_key,
         )
-        if op.asynchronous and exchange.key and isinstance(wire, dict):
-            wire["extraData"] = {
-                "dubkitIdempotencyKey": exchange.key,
-                **(wire.get("extraData") or {}),
-            }
+        if not get and checked is not None:
+            if op.asynchronous and exchange.key:
+                checked = with_idempotency_key(checked, exchange.key)
+            exchange.body = checked.to_wire()
         return self._run(exchange, deadline), exchange.key
 
     def request(

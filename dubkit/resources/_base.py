@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 from .._transport import Transport
 from ..errors import DubkitError, IdempotencyConflictError
 from ..results import Task
-from ..schema import AsyncAcceptance, TaskContext, Wire, product_of_operation
+from ..schema import TaskContext, Wire, product_of_operation
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,13 +48,12 @@ class Resource:
             own = getattr(body, "extra_data", None) or {}
             body = body.model_copy(update={"extra_data": {**own, **extra_data}})
         data, key = self._transport.call_with_key(op, body, idempotency_key=idempotency_key)
-        accepted = AsyncAcceptance.model_validate(data)
-        extra = accepted.model_extra or {}
+        accepted = product.acceptance.model_validate(data)
         return Task(
             self._transport,
             accepted.task_id,
-            task_type=extra.get("taskType") or product.task_type_of(body),
-            status=extra.get("status") or "running",
+            task_type=getattr(accepted, "task_type", None) or product.task_type_of(body),
+            status=getattr(accepted, "status", None) or "running",
             created_at=accepted.created_at,
             idempotency_key=key,
             context=context or product.context.of(body),

@@ -160,7 +160,7 @@ class MediaResource(Resource):
             body,
             extra_data=extra_data,
             idempotency_key=idempotency_key,
-            context=DubbingContext(source, target, chosen.to_wire()),
+            context=DubbingContext(source, target, chosen),
         )
 
     def _check_voices(self, body: MediaTranslationRequest, *, raw: bool) -> None:

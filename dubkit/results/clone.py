@@ -16,12 +16,12 @@ class Clone:
 
     def __init__(self, result: CloneResult, context: CloneContext | None = None) -> None:
         context = context or CloneContext()
-        extra = result.model_extra or {}
         self.voice_id = result.voice_id
         self.task_id = result.task_id
         self.created_at = result.created_at
-        self.provider: str | None = extra.get("provider") or context.provider
-        self.measured: dict[str, Any] | None = extra.get("measured")  # sandbox extra
+        self.provider = result.provider or context.provider
+        # what the sandbox heard in the recording, as it says it
+        self.measured = result.measured.to_wire() if result.measured else None
         self.name = context.name
         self.locale = context.locale  # the sample's
         self.text = context.text

@@ -142,18 +142,14 @@ class DubbingResult:
         self.raw = dict(raw)
         context = context or DubbingContext()
         result = schema.MediaTranslationResult.model_validate(self.raw)
-        extra = result.model_extra or {}
-        self.task_id: str | None = extra.get("taskId")
+        self.task_id = result.task_id
         build = result.build or schema.Build()
         self.video = MediaFile.of(build.video)
         self.audio = MediaFile.of(build.audio)
         self.compressed = {name: MediaFile.of(f) for name, f in result.compress.items()}
-        subtitles = (build.model_extra or {}).get("subtitles") or {}
+        subtitles = build.subtitles or schema.SubtitleFiles()
         self.subtitles = Subtitles(
-            transport,
-            subtitles.get("srt"),
-            subtitles.get("vtt"),
-            subtitles.get("language") or context.target,
+            transport, subtitles.srt, subtitles.vtt, subtitles.language or context.target
         )
         asr = result.asr_scripts or schema.AsrScripts()
         language = asr.language or schema.LanguagePair()
@@ -161,12 +157,12 @@ class DubbingResult:
         self.target_language = language.target or context.target
         self.category = asr.category
         self.voices: list[dict[str, Any]] = [v.to_wire() for v in result.voice_match]
-        self.notices: list[str] = list(extra.get("notices") or [])
-        self.timings: dict[str, float] = dict(extra.get("timings") or {})
+        self.notices: list[str] = list(result.notices or [])
+        self.timings: dict[str, float] = dict(result.timings or {})
         scripts = result.translated_scripts or schema.TranslatedScripts()
-        self.engine = str((scripts.model_extra or {}).get("engine") or "")
+        self.engine = scripts.engine or ""
         self.poster_url = next((image.url for image in build.images if image.url), None)
-        self.original = _original(result, extra.get("source") or {}, context.material or {})
+        self.original = _original(result, result.source, context.material)
         self.script = _script(result, self._bytes)
         self._as_made = [replace(line) for line in self.script]  # what edits are measured against
         separation = result.audio_separation
@@ -274,21 +270,25 @@ class DubbingResult:
 
 
 def _original(
-    result: schema.MediaTranslationResult, source: Mapping[str, Any], material: Mapping[str, Any]
+    result: schema.MediaTranslationResult,
+    source: schema.DubbedSource | None,
+    material: schema.Material | None,
 ) -> MediaFile | None:
     """The media that was dubbed: the sandbox's ``source`` extra, the material's address, or
     the alignment's video track; picture facts from the material's record when known."""
-    url = source.get("url") or material.get("addressUrl")
+    source = source or schema.DubbedSource()
+    material = material or schema.Material()
+    url = source.url or material.address_url
     if not url:
         tracks = result.alignment.video if result.alignment else []
         url = tracks[0].file if tracks else None
     if not url:
         return None
-    width, _, height = (material.get("resolution") or "").partition("x")
+    width, _, height = (material.resolution or "").partition("x")
     return MediaFile(
         url,
-        source.get("duration"),
-        material.get("filesize"),
+        source.duration,
+        material.filesize,
         int(width) if width.isdigit() else None,
         int(height) if height.isdigit() else None,
     )

@@ -17,7 +17,7 @@ from .._transport import Transport
 from ..errors import DubkitError
 from ..media import audio as audio_io
 from ..media.mime import format_of
-from ..schema import SpeechContext, TTSResult, TTSResultItem
+from ..schema import SpeechContext, TTSResult, TTSResultItem, extras
 from ..views.players import speech_table_html
 from ._held import fetch_held
 
@@ -46,7 +46,7 @@ class SpeechLine:
         self.uri = item.uri
         self.duration = item.duration
         self.error_message = item.error_message
-        self.extra = dict(item.model_extra or {})  # e.g. the sandbox's "emotion"
+        self.extra = extras(item)  # beyond the interface, e.g. the sandbox's "emotion"
         self._data = data
         self._decoded: tuple[np.ndarray, int] | None = None
 

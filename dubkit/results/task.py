@@ -25,6 +25,8 @@ from ..schema import (
     TTS,
     TaskContext,
     TaskDetail,
+    TaskFailure,
+    TaskIdBody,
     TaskSummary,
     product_of_task_type,
 )
@@ -119,12 +121,14 @@ class Task:
     @property
     def error_message(self) -> str | None:
         if self.status == "failed" and self.raw_result:
-            return self.raw_result.get("errorMessage") or str(self.raw_result)
+            return TaskFailure.model_validate(self.raw_result).error_message or str(self.raw_result)
         return None
 
     def refresh(self, *, deadline: float | None = None) -> Task:
         detail = TaskDetail.model_validate(
-            self._transport.call("tasks.detail", {"taskId": self.task_id}, deadline=deadline)
+            self._transport.call(
+                "tasks.detail", TaskIdBody(task_id=self.task_id), deadline=deadline
+            )
         )
         self.apply(detail.task_type, detail.status, detail.result)
         return self
@@ -193,7 +197,7 @@ class Task:
             interval = min(max_interval, interval * 1.5)
 
     def delete(self) -> None:
-        self._transport.call("tasks.delete", {"taskId": self.task_id})
+        self._transport.call("tasks.delete", TaskIdBody(task_id=self.task_id))
 
     def _repr_html_(self) -> str:
         return task_table_html([self])

@@ -76,4 +76,4 @@ class Translation:
 
 def is_pseudo(result: TranslateResult) -> bool:
     """Whether the sandbox made this result (it labels its engine ``sandbox-…``)."""
-    return str((result.model_extra or {}).get("engine", "")).startswith("sandbox")
+    return (result.engine or "").startswith("sandbox")

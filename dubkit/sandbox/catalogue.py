@@ -23,7 +23,7 @@ the ``sv_`` prefix; ids are stable across restarts). The catalogue is computed, 
 the same code always yields the same ~600 voices, names, scores and dates.
 
 >>> voice = preset("sv_s1_en_us_clear_f")
->>> voice.record["provider"], voice.record["gender"], voice.speaking.variant
+>>> voice.record.provider, voice.record.gender, voice.speaking.variant
 ('S1', 'female', 'f1')
 """
 
@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import locales
 from ..media import speech
+from ..schema import PresetVoice
 from . import catalogue_text
 
 
@@ -225,13 +226,13 @@ TIERS = {t.code: t for t in (
 class Preset:
     """One preset voice: its §3.2 record (without served URLs) and how to speak it."""
 
-    record: dict[str, Any]
+    record: PresetVoice  # without its preview and cover URLs (served_preset adds them)
     speaking: SpeakingVoice
     sample_text: str  # what its preview says, in its language
 
     @property
     def voice_id(self) -> str:
-        return self.record["voiceId"]
+        return self.record.voice_id or ""
 
 
 def _digest(*parts: str) -> int:
@@ -262,35 +263,35 @@ def _build(tier: Tier, persona: Persona, locale: str, espeak: str) -> Preset:
         persona.variant,
         speech.Prosody(rate_wpm=persona.rate, pitch=pitch, pitch_range=persona.pitch_range),
     )
-    record = {
-        "voiceId": voice_id,
-        "displayName": name,
-        "localName": f"{name} ({endonym})",
-        "locale": locale,
-        "localeName": locale_name,
-        "provider": tier.code,
-        "gender": persona.gender,
-        "age": persona.age,
-        "style": persona.style,
-        "rolePlay": persona.role_play,
-        "category": persona.category,
-        "description": (
+    record = PresetVoice(
+        voice_id=voice_id,
+        display_name=name,
+        local_name=f"{name} ({endonym})",
+        locale=locale,
+        locale_name=locale_name,
+        provider=tier.code,
+        gender=persona.gender,
+        age=persona.age,
+        style=persona.style,
+        role_play=persona.role_play,
+        category=persona.category,
+        description=(
             f"{name}: a {persona.personalities[0]} {persona.age} {persona.gender} "
             f"voice in {locale_name} from the {tier.line} line ({tier.blurb}). "
             f"Sandbox voice: espeak-ng '{espeak}' with variant "
             f"'{persona.variant}'."
         ),
-        "personalities": ", ".join(persona.personalities),
-        "personalityList": list(persona.personalities),
-        "scenarios": ", ".join(persona.scenarios),
-        "scenarioList": list(persona.scenarios),
-        "isHd": int(tier.hd),
-        "isPreferred": int(score >= 4.5),
-        "supportsEmotionPrompt": tier.emotion_prompts,
-        "score": score,
-        "createTime": created.isoformat().replace("+00:00", "Z"),
-        "updateTime": updated.isoformat().replace("+00:00", "Z"),
-    }
+        personalities=", ".join(persona.personalities),
+        personality_list=list(persona.personalities),
+        scenarios=", ".join(persona.scenarios),
+        scenario_list=list(persona.scenarios),
+        is_hd=int(tier.hd),
+        is_preferred=int(score >= 4.5),
+        supports_emotion_prompt=tier.emotion_prompts,
+        score=score,
+        create_time=created.isoformat().replace("+00:00", "Z"),
+        update_time=updated.isoformat().replace("+00:00", "Z"),
+    )
     sample = catalogue_text.sample_text(_language(espeak))
     return Preset(record, speaking, sample)
 

@@ -59,13 +59,13 @@ def _write_atomically(target: Path, write: Callable[[Path], object]) -> None:
 
 def _cover_svg(voice: Preset) -> str:
     record = voice.record
-    colour = _TIER_COLOURS[list(TIERS).index(record["provider"]) % len(_TIER_COLOURS)]
-    initial = html.escape(record["displayName"][:1].upper())
+    colour = _TIER_COLOURS[list(TIERS).index(record.provider or "") % len(_TIER_COLOURS)]
+    initial = html.escape((record.display_name or "?")[:1].upper())
     return (
         "<svg xmlns='http://www.w3.org/2000/svg' width='96' height='96' viewBox='0 0 96 96'>"
         f"<circle cx='48' cy='48' r='46' fill='{colour}'/>"
         "<text x='48' y='60' font-family='sans-serif' font-size='40' fill='white' "
         f"text-anchor='middle'>{initial}</text>"
         "<text x='48' y='84' font-family='sans-serif' font-size='13' fill='white' "
-        f"text-anchor='middle'>{html.escape(record['provider'])}</text></svg>"
+        f"text-anchor='middle'>{html.escape(record.provider or '')}</text></svg>"
     )

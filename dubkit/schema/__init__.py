@@ -7,11 +7,12 @@ can send a field dubkit does not model yet. Only the limits the interface states
 are left to the service.
 
 Both the client (before sending) and the sandbox (on receipt) validate with these models, so a
-rule lives here once. Modules: ``base`` (the Wire base, limits, :func:`parse`), ``jobs`` (the four
-products' requests and results), ``media_result`` (the §3.6 deliverables), ``assets`` (tasks,
-materials, voices), ``products`` (the product table: task types, webhook events and envelopes,
-creates, results, task contexts), ``operations`` (the table of operations); import
-everything from ``dubkit.schema``. ``dubkit/contract/openapi.yaml`` is the referee these models
+rule lives here once. Modules: ``base`` (the Wire base, limits, the Operation row,
+:func:`parse`), ``jobs`` (the four products' requests and results), ``media_result`` (the §3.6
+deliverables and the sandbox's labelled extras), ``products`` (the product table: task types,
+webhook events and envelopes, creates, results, task contexts), ``tasks`` (task records and
+statuses), ``assets`` (materials, voices), ``operations`` (the table of every operation);
+import everything from ``dubkit.schema``. ``dubkit/contract/openapi.yaml`` is the referee these models
 answer to (``tests/test_contract_models.py``).
 
 >>> TranslateRequest.model_validate({"language": {"source": "en-US", "target": "fr-FR"},
@@ -28,3 +29,4 @@ from .jobs import *  # noqa: F401,F403
 from .media_result import *  # noqa: F401,F403
 from .operations import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
+from .tasks import *  # noqa: F401,F403

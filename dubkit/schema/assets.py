@@ -1,52 +1,12 @@
-"""Tasks, materials and voices: queries, bodies and records (§2.5-§2.7, §3)."""
+"""Materials and voices: queries, bodies and records (§2.6-§2.7, §3)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
-from pydantic import AliasChoices, Field, StrictStr, field_validator
+from pydantic import AliasChoices, Field, StrictStr
 
-from .base import Page, Wire
-from .products import TaskType
-
-# --------------------------------------------------------------------------- tasks (§2.5, §3.4)
-
-TERMINAL_STATUSES = frozenset({"finished", "failed"})
-# Task status is a free string (§6.2). "complete" is the interface's own word for a task whose
-# results are in (§7.2 #4): the same as "finished".
-STATUS_SYNONYMS = {"complete": "finished"}
-KNOWN_STATUSES = TERMINAL_STATUSES | {"running"}
-
-
-class TaskListQuery(Wire):
-    task_type: TaskType | None = None
-    status: str | None = None
-    current_page: int | None = None
-    page_size: int | None = None
-
-
-class TaskSummary(Wire):
-    task_id: str | None = None
-    task_type: str | None = None
-    status: str | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
-
-
-class TaskPage(Page):
-    records: list[TaskSummary] = Field(default_factory=list)  # type: ignore[assignment]
-
-
-class TaskDetail(Wire):
-    task_id: str | None = None
-    task_type: str | None = None
-    status: str | None = None
-    result: dict[str, Any] | None = None
-
-
-class TaskIdBody(Wire):
-    task_id: StrictStr
-
+from .base import Page, Wire, sandbox_extra
 
 # --------------------------------------------------------------------------- materials (§2.6, §3.1)
 
@@ -76,16 +36,11 @@ class MultipartRef(Wire):
     file_name: str | None = None
 
 
-class PresignParts(MultipartRef):
-    part_numbers: list[int] | None = None
+PartNumber = Annotated[int, Field(ge=1, le=10000)]
 
-    @field_validator("part_numbers")
-    @classmethod
-    def _part_range(cls, numbers: list[int] | None) -> list[int] | None:
-        for number in numbers or []:
-            if not 1 <= number <= 10000:
-                raise ValueError(f"part numbers run from 1 to 10000, got {number}")
-        return numbers
+
+class PresignParts(MultipartRef):
+    part_numbers: list[PartNumber] | None = None
 
 
 class PartUrl(Wire):
@@ -99,7 +54,7 @@ class PresignPartsAnswer(Wire):
 
 
 class CompletedPart(Wire):
-    part_number: int | None = Field(default=None, ge=1, le=10000)
+    part_number: PartNumber | None = None
     # The interface spells it eTag; accept the common "etag" too.
     e_tag: str | None = Field(
         default=None, alias="eTag", validation_alias=AliasChoices("eTag", "etag", "e_tag")
@@ -209,6 +164,9 @@ class PresetVoice(Wire):
     audio: str | None = None
     create_time: str | None = None
     update_time: str | None = None
+    age: str | None = sandbox_extra("young, adult or senior: what the list's age filter matches")
+    category: str | None = sandbox_extra("what the list's category filter matches")
+    supports_emotion_prompt: bool | None = sandbox_extra("whether emoPrompt changes its delivery")
 
 
 class ClonedVoice(Wire):

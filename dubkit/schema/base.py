@@ -85,6 +85,34 @@ def get(name: str, path: str, query: type[Wire] | None) -> Operation:
     return Operation(name=name, method="GET", path=path, query=query)
 
 
+SANDBOX_EXTRA = "x-dubkit-sandbox-extra"
+
+
+class SandboxExtra(Wire):
+    """Base of a shape the interface does not have, which only the sandbox's labelled extras
+    (or its own choices where the interface is silent) use; the contract test skips these."""
+
+
+def sandbox_extra(description: str) -> Any:
+    """A field the interface does not have, which the local sandbox adds, labelled (the wire
+    keeps unknown fields, so a client of the service simply never sees it). Declared here so
+    the sandbox builds it from the model and the client reads it typed; the contract test
+    knows these fields by this mark."""
+    return Field(default=None, description=description, json_schema_extra={SANDBOX_EXTRA: True})
+
+
+def extras(model: Wire) -> dict[str, Any]:
+    """What ``model`` carries beyond the interface, by wire name: fields the schema does not
+    know, and the sandbox's labelled extras that are set."""
+    declared = {
+        (field.alias or name): getattr(model, name)
+        for name, field in type(model).model_fields.items()
+        if (field.json_schema_extra or {}).get(SANDBOX_EXTRA)  # type: ignore[union-attr]
+        and getattr(model, name) is not None
+    }
+    return {**declared, **(model.model_extra or {})}
+
+
 # --------------------------------------------------------------------------- validation
 
 

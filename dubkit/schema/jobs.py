@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
-from .base import MAX_LINES, AsyncAcceptance, Wire, rule
+from .base import MAX_LINES, AsyncAcceptance, SandboxExtra, Wire, rule, sandbox_extra
 
 # --------------------------------------------------------------------------- TTS (§2.1)
 
@@ -49,6 +49,7 @@ class TTSResultItem(Wire):
     uri: str | None = None
     duration: float | None = None
     error_message: str | None = None
+    emotion: str | None = sandbox_extra("the delivery the sandbox applied")
 
 
 class TTSResult(Wire):
@@ -114,12 +115,14 @@ class TranslateAsyncRequest(TranslateRequest):
 class TranslateItem(Wire):
     text: str | None = None
     error_message: str | None = None
+    context_used: list[str] | None = sandbox_extra("the neighbour lines that informed it")
 
 
 class TranslateResult(Wire):
     task_id: str | None = None
     items: list[TranslateItem] = Field(default_factory=list)
     created_at: str | None = None
+    engine: str | None = sandbox_extra("which engine translated (the pseudo-translation)")
 
 
 # --------------------------------------------------------------------------- voice clone (§2.3)
@@ -139,10 +142,21 @@ class CloneAsyncRequest(CloneRequest):
     extra_data: dict[str, Any] | None = None
 
 
+class CloneMeasurement(SandboxExtra):
+    """What the sandbox heard in a clone's recording (a sandbox extra)."""
+
+    pitch_hz: float | None = None
+    pitch_range_hz: float | None = None
+    syllables_per_second: float | None = None
+    gender: str | None = None
+
+
 class CloneResult(Wire):
     task_id: str | None = None
     voice_id: str | None = None
     created_at: str | None = None
+    provider: str | None = sandbox_extra("the clone engine used")
+    measured: CloneMeasurement | None = sandbox_extra("what was heard in the recording")
 
 
 # --------------------------------------------------------------------------- media translation (§2.4)

@@ -11,14 +11,13 @@ from .assets import (
     PageQuery,
     PresetVoiceQuery,
     PresignParts,
-    TaskIdBody,
-    TaskListQuery,
     UploadComplete,
     UploadStart,
     VoiceIdBody,
 )
 from .base import Operation, get, post
 from .products import PRODUCTS
+from .tasks import TaskIdBody, TaskListQuery
 
 _MATERIAL = "/assets/material/upload"
 

@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .base import Operation, Wire, post
+from .assets import Material
+from .base import AsyncAcceptance, Operation, W, Wire, post
 from .jobs import (
     CloneAsyncRequest,
     CloneRequest,
     CloneResult,
+    MediaAcceptance,
     MediaTranslationRequest,
     TranslateAsyncRequest,
     TranslateRequest,
@@ -55,6 +57,26 @@ class MediaEventData(Wire):
     task_type: str | None = None
     status: str | None = None
     result: MediaTranslationResult | None = None
+
+
+# --------------------------------------------------------------------------- idempotency keys
+
+# The extraData key an asynchronous create carries its X-Idempotency-Key under (a dubkit
+# convention the interface allows), so its webhook names the call it answers.
+IDEMPOTENCY_EXTRA = "dubkitIdempotencyKey"
+
+
+def with_idempotency_key(request: W, key: str) -> W:
+    """``request`` (an asynchronous create) with ``key`` in its ``extraData``; a value the
+    caller put there under the same name wins."""
+    own = getattr(request, "extra_data", None) or {}
+    return request.model_copy(update={"extra_data": {IDEMPOTENCY_EXTRA: key, **own}})
+
+
+def idempotency_key_of(extra_data: dict[str, Any] | None) -> str | None:
+    """The key an asynchronous create's ``extraData`` carries, if dubkit put one there."""
+    value = (extra_data or {}).get(IDEMPOTENCY_EXTRA)
+    return value if isinstance(value, str) else None
 
 
 # --------------------------------------------------------------------------- task contexts
@@ -116,7 +138,7 @@ class CloneContext(TaskContext):
 class DubbingContext(TaskContext):
     source: str | None = None
     target: str | None = None
-    material: dict[str, Any] | None = None  # the source material's record, as listed
+    material: Material | None = None  # the source material's record, as listed
 
     @classmethod
     def of(cls, request: MediaTranslationRequest) -> DubbingContext:
@@ -142,6 +164,7 @@ class Product:
     result: type[Wire]
     context: type[TaskContext] = TaskContext
     event_data: type[Wire] | None = None
+    acceptance: type[AsyncAcceptance] = AsyncAcceptance  # what its create-async answers
 
     @property
     def task_type(self) -> str:
@@ -197,6 +220,7 @@ DUBBING = Product(
     result=MediaTranslationResult,
     context=DubbingContext,
     event_data=MediaEventData,
+    acceptance=MediaAcceptance,
 )
 
 PRODUCTS: tuple[Product, ...] = (TTS, TRANSLATION, CLONE, DUBBING)
@@ -235,6 +259,9 @@ def _check(products: Sequence[Product]) -> None:
 _check(PRODUCTS)
 
 __all__ = [
+    "IDEMPOTENCY_EXTRA",
+    "with_idempotency_key",
+    "idempotency_key_of",
     "WebhookEnvelope",
     "MediaEventData",
     "TaskContext",

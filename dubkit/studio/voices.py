@@ -31,8 +31,7 @@ class VoiceInfo:
 
     @classmethod
     def of_preset(cls, voice: PresetVoice) -> VoiceInfo:
-        extra: dict[str, Any] = voice.model_extra or {}
-        emotion = extra.get("supportsEmotionPrompt")
+        emotion = voice.supports_emotion_prompt
         return cls(
             voice.voice_id or "",
             voice.display_name or voice.local_name or voice.voice_id or "",

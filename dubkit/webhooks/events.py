@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import PrivateAttr, create_model
+from pydantic import ValidationError as PydanticValidationError
 
 from .._wire import parse as parse_wire
 from ..errors import ValidationError
@@ -32,9 +33,12 @@ from ..schema import (
     MediaEventData,
     MediaTranslationResult,
     Product,
+    TaskDetail,
+    TaskFailure,
     TranslateResult,
     TTSResult,
     WebhookEnvelope,
+    idempotency_key_of,
 )
 
 
@@ -52,7 +56,12 @@ class WebhookEvent(WebhookEnvelope):
     @property
     def task_id(self) -> str | None:
         data = self.data
-        value = data.get("taskId") if isinstance(data, dict) else getattr(data, "task_id", None)
+        if isinstance(data, dict):  # an event dubkit has no class for: read it as a task's
+            try:
+                data = TaskDetail.model_validate(data)
+            except PydanticValidationError:
+                return None
+        value = getattr(data, "task_id", None)
         return value if isinstance(value, str) else None
 
     @property
@@ -96,7 +105,7 @@ class WebhookEvent(WebhookEnvelope):
     @property
     def idempotency_key(self) -> str | None:
         """The ``X-Idempotency-Key`` of the submit (dubkit echoes it in ``extraData``)."""
-        return (self.extra_data or {}).get("dubkitIdempotencyKey")
+        return idempotency_key_of(self.extra_data)
 
     def task_result(self) -> dict[str, Any] | None:
         """The raw result as ``tasks/detail`` shows it, for :meth:`dubkit.Task.apply`.
@@ -104,7 +113,7 @@ class WebhookEvent(WebhookEnvelope):
         A failure becomes ``{errorCode, errorMessage}``, the shape the sandbox's detail uses.
         """
         if self.status == "failed":
-            return {"errorCode": self.code, "errorMessage": self.message or ""}
+            return TaskFailure(error_code=self.code, error_message=self.message or "").to_wire()
         result = self.result
         if result is None:
             return None

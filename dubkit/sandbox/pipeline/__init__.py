@@ -42,12 +42,13 @@ from ...locales import AUTO
 from ...media import av
 from ...media.speech import SpeechError
 from ...media.track import Track
+from ...schema import AudioFile, DubbedSource, ImageFile, MediaFile
 from ..engines import language
 from ..service_error import ServiceError
 from . import dubbing, render
 from .casting import Casting, Voice, VoiceLibrary
 from .outputs import Outputs
-from .result import assemble
+from .result import DubFiles, assemble
 from .settings import Settings, TextOptions, read_settings
 from .transcript import Line, assign_speakers, find_lines
 
@@ -78,7 +79,7 @@ class Job:
     settings: Settings
     library: VoiceLibrary
     outputs: Outputs
-    source: dict[str, Any]  # the material: materialId, url, category, duration
+    source: DubbedSource  # the material that is dubbed
     scratch_dir: Path | None = None  # where the run's scratch folder goes (None: system temp)
 
 
@@ -127,7 +128,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
     started = time.perf_counter()
     stage = Stages()
     notices = list(settings.notices)
-    files: dict[str, Any] = {}
+    files = DubFiles()
     with stage("probe"):
         info = av.probe(job.media_path)
         if not info.has_audio:
@@ -204,12 +205,12 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
     with stage("separate"):
         stems = render.separate(original, lines, settings, scale)
         for stem, name in (("speech", "stems/speech.m4a"), ("background", "stems/background.m4a")):
-            files[stem] = out.audio_windows(name, stems.windows(stem), rate, stems.channels)
+            setattr(files, stem, out.audio_windows(name, stems.windows(stem), rate, stems.channels))
     with stage("mix"):
         out.audio_windows("dubbed.m4a", render.dub_mix(stems, lines, rate), rate, stems.channels)
-        files["audio"] = out.media_file("dubbed.m4a")
+        files.audio = out.media_file("dubbed.m4a", AudioFile)
     with stage("subtitles"):
-        files["subtitles"] = render.write_subtitles(out, lines, settings.target)
+        files.subtitles = render.write_subtitles(out, lines, settings.target)
     subtitle_name = f"subtitles.{settings.target}.srt"
     with stage("mux"):
         if video_task:
@@ -223,7 +224,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
                 # burned subtitles: one decode and one burn for the dub and its variants
                 variants=variants if settings.text.burn and scale <= 1 else None,
             )
-            files["video"] = out.media_file(built)
+            files.video = out.media_file(built, MediaFile)
     soft = subtitle_name if settings.text.soft else None
     compressing = pool.submit(
         _compress, stage, out, info, settings, scale, early, variants, soft, scratch
@@ -231,7 +232,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
     with stage("publish"):
         _publish(out, files, job.media_path, lines, video_task, scratch)
     compressing.result()
-    files["compress"] = render.compressed_files(out, info.height if video_task else None)
+    files.compress = render.compressed_files(out, info.height if video_task else None)
     timings = dict(stage.seconds)
     timings["total"] = round(time.perf_counter() - started, 3)
     return assemble(
@@ -247,7 +248,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
         source=job.source,
         timings=timings,
         notices=notices,
-    )
+    ).to_wire()
 
 
 def _pictures(stage: Stages, out: Outputs, source: str, names: dict[int, str]) -> dict[int, str]:
@@ -278,28 +279,23 @@ def _compress(
 
 
 def _publish(
-    out: Outputs,
-    files: dict[str, Any],
-    source: Path,
-    lines: list[Line],
-    video_task: bool,
-    scratch: Path,
+    out: Outputs, files: DubFiles, source: Path, lines: list[Line], video_task: bool, scratch: Path
 ) -> None:
     """The ASR input, each dubbed line and a thumbnail, as files with URLs."""
-    files["mono"] = out.transcoded("original-mono.wav", source, scratch, ASR_RATE, mono=True)
-    files["lines"] = {
+    files.mono = out.transcoded("original-mono.wav", source, scratch, ASR_RATE, mono=True)
+    files.lines = {
         line.id: out.audio(f"lines/line-{int(line.id):03d}.wav", clip.read(), clip.rate)
         for line in lines
         if (clip := line.clip) is not None  # every line has its fitted dub by now
     }
     if video_task:
         av.thumbnail(out.path("dubbed.mp4"), out.path("thumbnail.jpg"))
-        files["images"] = [
-            {
-                "url": out.url("thumbnail.jpg"),
-                "size": out.path("thumbnail.jpg").stat().st_size,
-                "resolution": files["video"].get("resolution"),
-            }
+        files.images = [
+            ImageFile(
+                url=out.url("thumbnail.jpg"),
+                size=out.path("thumbnail.jpg").stat().st_size,
+                resolution=files.video.resolution if files.video else None,
+            )
         ]
 
 

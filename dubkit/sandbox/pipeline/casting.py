@@ -28,12 +28,13 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from ...media import speech
 from ...media.track import Track
+from ...schema import VoiceMatch
 from ..catalogue import SpeakingVoice, speaking_voice_from_audio
 from ..engines import voiceprint
 from ..engines.voiceprint import Voiceprint
@@ -83,7 +84,7 @@ class Casting:
         self.settings, self.library, self.task_id = settings, library, task_id
         self.rate, self.save = sample_rate, save
         self.speaking = speech.voice_for_locale(settings.target)
-        self.matches: list[dict[str, Any]] = []
+        self.matches: list[VoiceMatch] = []
         self.notices: list[str] = []
 
     def cast(self, lines: list[Line], speakers: int, original: Track) -> None:
@@ -203,18 +204,18 @@ class Casting:
         for line in lines:
             line.voice = voice
         self.matches.append(
-            {
-                "speaker": f"Speaker {speaker + 1}",
-                "voiceId": voice.voice_id,
-                "provider": voice.provider,
-                "exampleLanguage": voice.locale or "",
-                "content": voice.sample_text,
-                "audio": voice.sample_url,
-                "name": voice.name,
-                "kind": voice.kind,
-                "gender": voice.gender,
-                "lines": [line.id for line in lines],
-            }
+            VoiceMatch(
+                speaker=f"Speaker {speaker + 1}",
+                voice_id=voice.voice_id,
+                provider=voice.provider,
+                example_language=voice.locale or "",
+                content=voice.sample_text,
+                audio=voice.sample_url,
+                name=voice.name,
+                kind=voice.kind,
+                gender=voice.gender,
+                lines=[line.id for line in lines],
+            )
         )
 
     def _source_locale(self) -> str:

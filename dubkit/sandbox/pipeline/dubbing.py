@@ -53,7 +53,6 @@ def translate(lines: list[Line], settings: Settings) -> None:
     )
     for line, outcome in zip(lines, outcomes):
         line.translation = outcome.text or line.text
-        line.extras["contextUsed"] = list(outcome.context_used)
 
 
 def synthesize(lines: list[Line], speaking: str, folder: Path | None = None) -> list[Track]:

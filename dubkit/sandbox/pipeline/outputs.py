@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
 from ...media import av
 from ...media.track import Track
+from ...schema import AudioFile, MediaFile, Resolution
+
+F = TypeVar("F", MediaFile, AudioFile)
 
 # Frames of audio made, read or encoded at a time (20 s at 44.1 kHz): stems, the mix, transcodes.
 WINDOW = 441 * 2000
@@ -63,16 +66,15 @@ class Outputs:
         self.path(name).write_text(content, encoding="utf-8")
         return self.url(name)
 
-    def media_file(self, name: str) -> dict[str, Any]:
-        """The interface's media-file record (§3.6) of a written audio or video file."""
+    def media_file(self, name: str, kind: type[F]) -> F:
+        """The interface's record (§3.6: a :class:`MediaFile` or an :class:`AudioFile`) of a
+        file written here; a video's picture size and rate when it has a picture."""
         path = self.path(name)
         info = av.header(path)  # written here: its summary is enough, no trial decode needed
-        record: dict[str, Any] = {
-            "url": self.url(name),
-            "duration": round(info.duration, 3),
-            "size": path.stat().st_size,
-        }
-        if info.has_video:
-            record["resolution"] = {"width": info.width, "height": info.height}
-            record["fps"] = round(info.fps) if info.fps else None
+        record = kind(
+            url=self.url(name), duration=round(info.duration, 3), size=path.stat().st_size
+        )
+        if info.has_video and isinstance(record, MediaFile):
+            record.resolution = Resolution(width=info.width, height=info.height)
+            record.fps = round(info.fps) if info.fps else None
         return record

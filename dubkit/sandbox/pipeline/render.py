@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ...media import mixing, mp4
 from ...media.subtitles import Cue, to_srt, to_vtt
 from ...media.track import Track
+from ...schema import MediaFile, SubtitleFiles
 from .outputs import WINDOW, Outputs
 from .settings import Settings
 from .transcript import Line
@@ -120,14 +120,14 @@ def cues(lines: list[Line]) -> list[Cue]:
     return out
 
 
-def write_subtitles(out: Outputs, lines: list[Line], target: str) -> dict[str, Any]:
+def write_subtitles(out: Outputs, lines: list[Line], target: str) -> SubtitleFiles:
     found = cues(lines)
-    return {
-        "srt": out.text(f"subtitles.{target}.srt", to_srt(found)),
-        "vtt": out.text(f"subtitles.{target}.vtt", to_vtt(found)),
-        "language": target,
-        "cues": len(found),
-    }
+    return SubtitleFiles(
+        srt=out.text(f"subtitles.{target}.srt", to_srt(found)),
+        vtt=out.text(f"subtitles.{target}.vtt", to_vtt(found)),
+        language=target,
+        cues=len(found),
+    )
 
 
 def video(
@@ -197,11 +197,11 @@ def compress(out: Outputs, built: str, height: int | None, scratch: Path) -> Non
     mp4.compress(out.path(built), {h: out.path(name) for h, name in names.items()})
 
 
-def compressed_files(out: Outputs, height: int | None) -> dict[str, Any]:
+def compressed_files(out: Outputs, height: int | None) -> dict[str, MediaFile]:
     """The ``compress`` map (§3.6) of the variants made for a video or (``None``) an audio."""
     if height is None:
-        return {"mp3": out.media_file("dubbed.mp3")}
-    return {f"{h}p": out.media_file(name) for h, name in variant_names(height).items()}
+        return {"mp3": out.media_file("dubbed.mp3", MediaFile)}
+    return {f"{h}p": out.media_file(name, MediaFile) for h, name in variant_names(height).items()}
 
 
 def _complement(spans: list[tuple[float, float]], total: float) -> list[tuple[float, float]]:

@@ -15,9 +15,32 @@ the background stem at full level, the original speech stem at the separation's 
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass, field
 
 from ...media import speech
+from ...schema import (
+    Alignment,
+    AsrLine,
+    AsrScripts,
+    AudioFile,
+    AudioSeparation,
+    Build,
+    DubbedSource,
+    ImageFile,
+    LanguagePair,
+    LipsyncEcho,
+    MediaFile,
+    MediaTranslationResult,
+    MediaTTSLine,
+    MediaTTSLines,
+    SubtitleCue,
+    SubtitleFiles,
+    Track,
+    TranslatedLine,
+    TranslatedScripts,
+    VoiceCloneEcho,
+    VoiceMatch,
+)
 from ..engines import translate as translation_engine
 from .render import DUCK_DB
 from .settings import Settings
@@ -25,6 +48,21 @@ from .transcript import Line
 
 SPEECH_ENGINE = "sandbox-espeak-ng"
 _VOWELS = re.compile(r"[aeiouyàâäéèêëîïôöùûüáíóúãõåæøœ]+", re.IGNORECASE)
+
+
+@dataclass
+class DubFiles:
+    """The files a dub wrote, by what the result calls them (URLs, or their §3.6 records)."""
+
+    speech: str = ""  # the speech stem
+    background: str = ""  # the stem with no speech (music and sound)
+    mono: str = ""  # the original, mono, as transcription heard it
+    audio: AudioFile | None = None  # the dub's sound
+    video: MediaFile | None = None  # the dubbed video (video tasks)
+    subtitles: SubtitleFiles | None = None
+    lines: dict[str, str] = field(default_factory=dict)  # each line's dubbed audio, by id
+    images: list[ImageFile] = field(default_factory=list)  # the poster frame (video tasks)
+    compress: dict[str, MediaFile] = field(default_factory=dict)  # variants by name
 
 
 def syllables(text: str) -> int:
@@ -41,149 +79,149 @@ def assemble(
     category: str,
     lines: list[Line],
     speakers: int,
-    matches: list[dict[str, Any]],
-    files: dict[str, Any],
+    matches: list[VoiceMatch],
+    files: DubFiles,
     scale: float,
     total: float,
-    source: dict[str, Any],
+    source: DubbedSource,
     timings: dict[str, float],
     notices: list[str],
-) -> dict[str, Any]:
+) -> MediaTranslationResult:
     """Everything the task's ``result`` holds once finished."""
     target, source_locale = settings.target, settings.source
     asr = [
-        {
-            "id": line.id,
-            "speaker": line.speaker_label(),
-            "text": line.text,
-            "locale": source_locale,
-            "emotion": "",
-            "name": line.speaker_label(),
-            "gender": line.measured.gender if line.measured else "",
-            "age": "",
-            "textWithBracket": line.text,
-            "textWithBreak": line.text,
-            "start": line.start,
-            "end": line.end,
-            "placeholder": line.placeholder,
-        }
+        AsrLine(
+            id=line.id,
+            speaker=line.speaker_label(),
+            text=line.text,
+            locale=source_locale,
+            emotion="",
+            name=line.speaker_label(),
+            gender=line.measured.gender if line.measured else "",
+            age="",
+            text_with_bracket=line.text,
+            text_with_break=line.text,
+            start=line.start,
+            end=line.end,
+            placeholder=line.placeholder,
+        )
         for line in lines
     ]
     translated = [
-        {
-            "id": line.id,
-            "start": line.at,
-            "end": round(line.at + _heard(line), 3),
-            "sourceText": line.text,
-            "text": line.translation,
-            "speaker": line.speaker_label(),
-            "locale": target,
-            "gender": line.voice.gender,
-            "voiceId": line.voice.voice_id,
-            "provider": line.voice.provider,
-            "speakerDisplayName": line.voice.name,
-            "emotion": "",
-            "age": "",
-            "mode": settings.mode,
-            "sourceSyllable": syllables(line.text),
-            "targetSyllable": syllables(line.translation),
-            "sourceStart": line.start,
-            "sourceEnd": line.end,
-        }
+        TranslatedLine(
+            id=line.id,
+            start=line.at,
+            end=round(line.at + _heard(line), 3),
+            source_text=line.text,
+            text=line.translation,
+            speaker=line.speaker_label(),
+            locale=target,
+            gender=line.voice.gender,
+            voice_id=line.voice.voice_id,
+            provider=line.voice.provider,
+            speaker_display_name=line.voice.name,
+            emotion="",
+            age="",
+            mode=settings.mode,
+            source_syllable=syllables(line.text),
+            target_syllable=syllables(line.translation),
+            source_start=line.start,
+            source_end=line.end,
+        )
         for line in lines
     ]
     tts = [
-        {
-            "id": line.id,
-            "text": line.translation,
-            "ttsFile": files["lines"][line.id],
-            "provider": line.voice.provider,
-            "voiceId": line.voice.voice_id,
-            "cloneMode": settings.mode,
-            "duration": round(_heard(line) * 1000),
-            "rawDuration": line.raw_duration,
-            "stretch": line.stretch,
-            "truncated": line.truncated,
-        }
+        MediaTTSLine(
+            id=line.id,
+            text=line.translation,
+            tts_file=files.lines[line.id],
+            provider=line.voice.provider,
+            voice_id=line.voice.voice_id,
+            clone_mode=settings.mode,
+            duration=round(_heard(line) * 1000),
+            raw_duration=line.raw_duration,
+            stretch=line.stretch,
+            truncated=line.truncated,
+        )
         for line in lines
     ]
     output_total = round(total * scale, 3)
-    alignment = {
-        "audio": [
-            _track(files["background"], 0, output_total, 0, output_total, 1.0),
-            _track(files["speech"], 0, output_total, 0, output_total, _speech_level(settings)),
+    alignment = Alignment(
+        audio=[
+            _track(files.background, 0, output_total, 0, output_total, 1.0),
+            _track(files.speech, 0, output_total, 0, output_total, _speech_level(settings)),
         ]
         + [
-            _track(files["lines"][line.id], line.at, line.at + _heard(line), 0, _heard(line), 1.0)
+            _track(files.lines[line.id], line.at, line.at + _heard(line), 0, _heard(line), 1.0)
             for line in lines
         ],
-        "subtitle": [
-            {
-                "id": line.id,
-                "start": line.at,
-                "end": round(line.at + _heard(line), 3),
-                "text": line.translation,
-            }
+        subtitle=[
+            SubtitleCue(
+                id=line.id,
+                start=line.at,
+                end=round(line.at + _heard(line), 3),
+                text=line.translation,
+            )
             for line in lines
         ],
-        "video": (
-            [_track(source["url"], 0, output_total, 0, total, 0.0)] if category == "video" else []
+        video=(
+            [_track(source.url or "", 0, output_total, 0, total, 0.0)]
+            if category == "video"
+            else []
         ),
-    }
-    first_clone = next((m for m in matches if m["voiceId"].startswith("cv_")), None)
-    return {
-        "taskId": task_id,
-        "compress": files["compress"],
-        "asrScripts": {
-            "asrResults": asr,
-            "monoAudio": files["mono"],
-            "speakerNum": speakers,
-            "language": {"source": source_locale, "target": target},
-            "category": category,
-            "industry": "",
-            "keywords": [],
-            "ctcEnabled": False,
-        },
-        "audioSeparation": {
-            "sfxUrl": "",
-            "musicUrl": "",
-            "vocalUrl": files["speech"],
-            "speechUrl": files["speech"],
-            "otherUrl": "",
-            "mnsUrl": files["background"],
-        },
-        "translatedScripts": {
-            "result": translated,
-            "prompt": settings.prompt,
-            "mode": settings.translate_mode,
-            "engine": translation_engine.ENGINE_LABEL,
-        },
-        "voiceClone": {
-            "provider": settings.clone_provider,
-            "mode": settings.mode,
-            "refAudio": first_clone["audio"] if first_clone else "",
-            "style": settings.style,
-            "timbreMethod": settings.timbre,
-        },
-        "voiceMatch": matches,
-        "tts": {"result": tts, "engine": SPEECH_ENGINE, "sampleRate": speech.SAMPLE_RATE},
-        "alignment": {**alignment, "timelineStretch": scale},
-        "build": {
-            "video": files.get("video"),
-            "images": files.get("images", []),
-            "audio": files["audio"],
-            "subtitles": files["subtitles"],
-        },
-        "source": source,
-        "lipsync": {
-            "requested": settings.lipsync,
-            "applied": False,
-            **({"reason": "lip sync is not available in the sandbox"} if settings.lipsync else {}),
-        },
-        "options": settings.echo(),
-        "notices": notices,
-        "timings": timings,
-    }
+        timeline_stretch=scale,
+    )
+    first_clone = next((m for m in matches if (m.voice_id or "").startswith("cv_")), None)
+    return MediaTranslationResult(
+        task_id=task_id,
+        compress=files.compress,
+        asr_scripts=AsrScripts(
+            asr_results=asr,
+            mono_audio=files.mono,
+            speaker_num=speakers,
+            language=LanguagePair(source=source_locale, target=target),
+            category=category,
+            industry="",
+            keywords=[],
+            ctc_enabled=False,
+        ),
+        audio_separation=AudioSeparation(
+            sfx_url="",
+            music_url="",
+            vocal_url=files.speech,
+            speech_url=files.speech,
+            other_url="",
+            mns_url=files.background,
+        ),
+        translated_scripts=TranslatedScripts(
+            result=translated,
+            prompt=settings.prompt,
+            mode=settings.translate_mode,
+            engine=translation_engine.ENGINE_LABEL,
+        ),
+        voice_clone=VoiceCloneEcho(
+            provider=settings.clone_provider,
+            mode=settings.mode,
+            ref_audio=first_clone.audio if first_clone else "",
+            style=settings.style,
+            timbre_method=settings.timbre,
+        ),
+        voice_match=matches,
+        tts=MediaTTSLines(result=tts, engine=SPEECH_ENGINE, sample_rate=speech.SAMPLE_RATE),
+        alignment=alignment,
+        build=Build(
+            video=files.video, images=files.images, audio=files.audio, subtitles=files.subtitles
+        ),
+        source=source,
+        lipsync=LipsyncEcho(
+            requested=settings.lipsync,
+            applied=False,
+            reason="lip sync is not available in the sandbox" if settings.lipsync else None,
+        ),
+        options=settings.echo(),
+        notices=notices,
+        timings=timings,
+    )
 
 
 def _speech_level(settings: Settings) -> float:
@@ -198,11 +236,11 @@ def _heard(line: Line) -> float:
 
 def _track(
     url: str, start: float, end: float, used_from: float, used_to: float, volume: float
-) -> dict[str, Any]:
-    return {
-        "file": url,
-        "templateId": 0,
-        "tracksTimes": [round(start, 3), round(end, 3)],
-        "timeRange": [round(used_from, 3), round(used_to, 3)],
-        "volumeScale": volume,
-    }
+) -> Track:
+    return Track(
+        file=url,
+        template_id=0,
+        tracks_times=[round(start, 3), round(end, 3)],
+        time_range=[round(used_from, 3), round(used_to, 3)],
+        volume_scale=volume,
+    )

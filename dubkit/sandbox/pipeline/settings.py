@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...media.subtitles import ass_style
-from ...schema import MediaTranslationRequest
+from ...schema import MediaTranslationRequest, OptionsEcho
 from ..service_error import ServiceError
 
 SEPARATION_MODES = ("auto", "duck", "remove", "keep")
@@ -76,21 +76,21 @@ class Settings:
     def clone_provider(self) -> str:
         return self.provider or ("V3" if self.target.lower().startswith("en") else "V5")
 
-    def echo(self) -> dict[str, Any]:
+    def echo(self) -> OptionsEcho:
         """The options as the pipeline understood them (recorded in the result)."""
-        return {
-            "mode": self.mode,
-            "style": self.style,
-            "provider": self.clone_provider,
-            "timbreMethod": self.timbre,
-            "speakerNum": "auto" if self.speaker_num is None else str(self.speaker_num),
-            "separation": self.separation,
-            "dynamicVideoLength": self.dynamic_length,
-            "lipsync": self.lipsync,
-            "transcribe": {"mode": self.transcribe_mode, "type": self.transcribe_type},
-            "translate": {"mode": self.translate_mode, "prompt": self.prompt},
-            "text": {"burn": self.text.burn, "soft": self.text.soft, "style": self.text.style},
-        }
+        return OptionsEcho(
+            mode=self.mode,
+            style=self.style,
+            provider=self.clone_provider,
+            timbre_method=self.timbre,
+            speaker_num="auto" if self.speaker_num is None else str(self.speaker_num),
+            separation=self.separation,
+            dynamic_video_length=self.dynamic_length,
+            lipsync=self.lipsync,
+            transcribe={"mode": self.transcribe_mode, "type": self.transcribe_type},
+            translate={"mode": self.translate_mode, "prompt": self.prompt},
+            text={"burn": self.text.burn, "soft": self.text.soft, "style": self.text.style},
+        )
 
 
 def read_settings(request: MediaTranslationRequest, task_type: str) -> Settings:

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,6 @@ class Line:
     raw_duration: float = 0.0  # synthesized length before fitting
     stretch: float = 1.0  # fitted length / synthesized length
     truncated: bool = False
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

@@ -47,7 +47,7 @@ from urllib.parse import unquote, urlparse
 
 from ... import locales
 from ...media import av, speech
-from ...schema import CloneAsyncRequest, CloneRequest, CloneResult
+from ...schema import CloneAsyncRequest, CloneMeasurement, CloneRequest, CloneResult
 from ..backend import Backend, now_iso
 from ..call import Call
 from ..catalogue import speaking_voice_from_audio
@@ -166,18 +166,19 @@ def _served_reference(backend: Backend, url: str, samples: Any, rate: int, task_
 def _result(
     task_id: str, clone: StoredClone, heard: voiceprint.Voiceprint, created_at: str
 ) -> CloneResult:
-    measured = {
-        "pitchHz": round(heard.median_pitch_hz, 1),
-        "pitchRangeHz": round(heard.pitch_range_hz, 1),
-        "syllablesPerSecond": round(heard.speaking_rate, 2),
-        "gender": heard.gender,
-    }
+    measured = CloneMeasurement(
+        pitch_hz=round(heard.median_pitch_hz, 1),
+        pitch_range_hz=round(heard.pitch_range_hz, 1),
+        syllables_per_second=round(heard.speaking_rate, 2),
+        gender=heard.gender,
+    )
     return CloneResult(
         task_id=task_id,
         voice_id=clone.record.voice_id,
         created_at=created_at,
-        **{"provider": clone.provider, "measured": measured},
-    )  # labelled extras
+        provider=clone.provider,
+        measured=measured,
+    )
 
 
 # --------------------------------------------------------------------------- handlers

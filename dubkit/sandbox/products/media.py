@@ -26,7 +26,7 @@ from typing import Any
 
 from ... import locales
 from ...media import speech
-from ...schema import Material, MediaAcceptance, MediaTranslationRequest
+from ...schema import DubbedSource, Material, MediaAcceptance, MediaTranslationRequest
 from .. import pipeline
 from ..backend import Backend
 from ..call import Call
@@ -51,13 +51,13 @@ class KeyVoices:
             record = served_preset(self.backend, found)
             return pipeline.Voice(
                 voice_id,
-                record["provider"],
-                record["displayName"],
-                record["gender"],
+                record.provider or "",
+                record.display_name or voice_id,
+                record.gender or "",
                 "preset",
                 found.speaking,
-                locale=record["locale"],
-                sample_url=record["audio"],
+                locale=record.locale,
+                sample_url=record.audio or "",
                 sample_text=found.sample_text,
             )
         clone = find_clone(self.backend, self.api_key, voice_id)
@@ -98,12 +98,12 @@ class KeyVoices:
         return [
             pipeline.Voice(
                 p.voice_id,
-                p.record["provider"],
-                p.record["displayName"],
-                p.record["gender"],
+                p.record.provider or "",
+                p.record.display_name or p.voice_id,
+                p.record.gender or "",
                 "preset",
                 p.speaking,
-                locale=p.record["locale"],
+                locale=p.record.locale,
             )
             for p in all_presets()
         ]
@@ -165,14 +165,14 @@ def _plan(
     _check_voices(settings, library)
     seconds = max(1, math.ceil((material.duration or 0) / 1000))
     backend.charge(api_key, seconds, f"dubbing {seconds} s of media")
-    source = {
-        "materialId": material.material_id,
-        "url": material.address_url,
-        "category": material.category,
-        "name": material.name,
-        "duration": (material.duration or 0) / 1000,
-        "credits": seconds,
-    }
+    source = DubbedSource(
+        material_id=material.material_id,
+        url=material.address_url,
+        category=material.category,
+        name=material.name,
+        duration=(material.duration or 0) / 1000,
+        credits=seconds,
+    )
 
     def work(task_id: str) -> dict[str, Any]:
         folder = f"media/{task_id}"

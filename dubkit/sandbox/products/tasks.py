@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...schema import TaskDetail, TaskIdBody, TaskListQuery, TaskPage, TaskSummary
+from ...schema import TaskDetail, TaskFailure, TaskIdBody, TaskListQuery, TaskPage, TaskSummary
 from ..backend import Backend
 from ..call import Call
 from .common import page_window, task_result
@@ -54,7 +54,7 @@ def _summary(task: dict[str, Any]) -> TaskSummary:
 def _detail(task: dict[str, Any]) -> TaskDetail:
     result = task_result(task)
     if task["status"] == "failed":
-        result = {"errorCode": task["error_code"], "errorMessage": task["message"]}
+        result = TaskFailure(error_code=task["error_code"], error_message=task["message"]).to_wire()
     return TaskDetail(
         task_id=task["task_id"], task_type=task["task_type"], status=task["status"], result=result
     )

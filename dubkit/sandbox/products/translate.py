@@ -57,13 +57,12 @@ def _plan(backend: Backend, api_key: str, request: TranslateRequest) -> Work:
 
 
 def _result(task_id: str, outcomes: Sequence[engine.Outcome], created_at: str) -> TranslateResult:
-    # Labelled extras (not in the interface) go as they are sent: camelCase.
     items = [
-        TranslateItem(text=o.text, error_message=o.error, **{"contextUsed": list(o.context_used)})
+        TranslateItem(text=o.text, error_message=o.error, context_used=list(o.context_used))
         for o in outcomes
     ]
     return TranslateResult(
-        task_id=task_id, items=items, created_at=created_at, **{"engine": engine.ENGINE_LABEL}
+        task_id=task_id, items=items, created_at=created_at, engine=engine.ENGINE_LABEL
     )
 
 

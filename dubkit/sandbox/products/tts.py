@@ -126,7 +126,7 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
         if not line.voice_id:
             continue
         if (voice := preset(line.voice_id)) is not None:
-            found[i] = (voice.speaking, voice.record["provider"])
+            found[i] = (voice.speaking, voice.record.provider or "")
         elif (clone := find_clone(backend, api_key, line.voice_id)) is not None:
             found[i] = (clone.voice, clone.provider)
         elif (kept := task_voices.find(backend, api_key, line.voice_id)) is not None:
@@ -239,7 +239,7 @@ def _speak(
     assert voice is not None
     voice, emotion = _delivery(backend, line, voice)
     fmt, trim = request.output_format or "m4a", bool(request.trim)
-    key = tts_takes.cache_key(api_key, spec, voice, language, fmt=fmt, trim=trim)
+    key = tts_takes.cache_key(api_key, request, spec, voice, language)
     if (found := tts_takes.cached(backend, key)) is not None:
         return Spoken(*found, emotion)
     take = tts_takes.Take(key, fmt, tts_takes.render(spec, voice, language, trim))
@@ -298,8 +298,8 @@ def _result(backend: Backend, task_id: str, created_at: str, spoken: list[Spoken
             uri=backend.file_url(s.relpath) if s.relpath else None,
             duration=s.duration,
             error_message=s.error,
-            **{"emotion": s.emotion},
-        )  # a labelled extra
+            emotion=s.emotion,
+        )
         for s in spoken
     ]
     return TTSResult(task_id=task_id, results=items, created_at=created_at)

@@ -14,12 +14,11 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ...media import av, mixing, speech
-from ...schema import TTSLine
+from ...schema import TTSLine, TTSRequest
 from ..backend import Backend
 from ..catalogue import SpeakingVoice
 from ..references import UnusableAudio
@@ -56,12 +55,16 @@ class Take:
         return round(self.samples.size / speech.SAMPLE_RATE, 3)
 
 
-def cache_key(api_key: str, spec: TTSLine, voice: SpeakingVoice, language: str, **how: Any) -> str:
-    """Same key, text, voice, delivery, language and options: the same file."""
+def cache_key(
+    api_key: str, request: TTSRequest, spec: TTSLine, voice: SpeakingVoice, language: str
+) -> str:
+    """The same file for the same key, the same line (every field of it, and every field of
+    the request but its lines and ``extraData``), heard as the same voice in the same
+    language. A field added to the line or the request is in the key without a word here."""
+    how = request.model_dump(mode="json", exclude={"data", "extra_data"})
+    line = spec.model_dump(mode="json")
     return hashlib.sha256(
-        json.dumps(
-            [api_key, spec.text, voice.to_json(), language, how["fmt"], how["trim"], spec.duration]
-        ).encode()
+        json.dumps([api_key, line, how, voice.to_json(), language], sort_keys=True).encode()
     ).hexdigest()
 
 

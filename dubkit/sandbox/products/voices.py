@@ -45,6 +45,7 @@ from ...schema import (
     CloneRename,
     CloneVoiceQuery,
     Page,
+    PresetVoice,
     PresetVoiceQuery,
     VoiceIdBody,
 )
@@ -254,12 +255,12 @@ def delete_clone(call: Call[VoiceIdBody]) -> None:
 
 # --------------------------------------------------------------------------- presets
 
-_PRESET_ORDER = {
-    "voiceId": "voiceId",
+_PRESET_ORDER = {  # orderBy's values -> the record field each sorts by
+    "voiceId": "voice_id",
     "score": "score",
-    "create_time": "createTime",
-    "update_time": "updateTime",
-    "is_preferred": "isPreferred",
+    "create_time": "create_time",
+    "update_time": "update_time",
+    "is_preferred": "is_preferred",
 }
 
 
@@ -279,42 +280,43 @@ def list_presets(call: Call[PresetVoiceQuery]) -> dict[str, Any]:
     if query.order_by:
         key = _PRESET_ORDER[query.order_by]
         matching.sort(key=lambda p: p.voice_id)
-        matching.sort(key=lambda p: p.record[key], reverse=query.order != "asc")
+        matching.sort(key=lambda p: getattr(p.record, key), reverse=query.order != "asc")
     else:
-        matching.sort(key=lambda p: (-p.record["isPreferred"], -p.record["score"], p.voice_id))
+        matching.sort(
+            key=lambda p: (-(p.record.is_preferred or 0), -(p.record.score or 0), p.voice_id)
+        )
     pinned = {voice_id: i for i, voice_id in enumerate(query.top_ids or [])}
     matching.sort(key=lambda p: pinned.get(p.voice_id, len(pinned)))  # stable: keeps order
     shown, total = page(matching, query.current_page, query.page_size, default_size=10)
-    # Records stay the catalogue's dicts: they are already the §3.2 wire records.
-    return Page(records=[served_preset(call.backend, p) for p in shown], total=total).to_wire()
+    records = [served_preset(call.backend, p).to_wire() for p in shown]
+    return Page(records=records, total=total).to_wire()
 
 
-def _matches(record: dict[str, Any], query: PresetVoiceQuery) -> bool:
-    def same(field: str, wanted: str | None) -> bool:
-        return wanted is None or record[field].lower() == wanted.lower()
+def _matches(record: PresetVoice, query: PresetVoiceQuery) -> bool:
+    def same(value: str | None, wanted: str | None) -> bool:
+        return wanted is None or (value or "").lower() == wanted.lower()
 
+    locale = (record.locale or "").lower()
     if query.locale is not None:
         code = query.locale.lower()
-        if record["locale"].lower() != code and not record["locale"].lower().startswith(code + "-"):
+        if locale != code and not locale.startswith(code + "-"):
             return False
     if query.search_name:
         needle = query.search_name.lower()
-        if (
-            needle not in record["displayName"].lower()
-            and needle not in record["localName"].lower()
-        ):
+        names = (record.display_name or "", record.local_name or "")
+        if not any(needle in name.lower() for name in names):
             return False
-    if query.quality == "high" and not record["isHd"]:
+    if query.quality == "high" and not record.is_hd:
         return False
-    if query.emotion_prompt and record["supportsEmotionPrompt"] != (
+    if query.emotion_prompt and record.supports_emotion_prompt != (
         query.emotion_prompt == "include"
     ):
         return False
     return (
-        same("voiceId", query.voice_id)
-        and same("gender", query.gender)
-        and same("age", query.age)
-        and same("category", query.category)
+        same(record.voice_id, query.voice_id)
+        and same(record.gender, query.gender)
+        and same(record.age, query.age)
+        and same(record.category, query.category)
     )
 
 
@@ -325,12 +327,13 @@ def _check_locale_filter(code: str) -> None:
     check_locale("locale", code, locales.TARGET)
 
 
-def served_preset(backend: Backend, preset: Preset) -> dict[str, Any]:
+def served_preset(backend: Backend, preset: Preset) -> PresetVoice:
     """The record with its preview and cover URLs; the files are made when first fetched
     (:mod:`dubkit.sandbox.catalogue_files`), so a listing never waits for hundreds of them."""
     voice_id = preset.voice_id
-    return {
-        **preset.record,
-        "audio": backend.file_url(catalogue_files.preview_relpath(voice_id)),
-        "cover": backend.file_url(catalogue_files.cover_relpath(voice_id)),
-    }
+    return preset.record.model_copy(
+        update={
+            "audio": backend.file_url(catalogue_files.preview_relpath(voice_id)),
+            "cover": backend.file_url(catalogue_files.cover_relpath(voice_id)),
+        }
+    )
