@@ -29,9 +29,9 @@ from dubkit import start_sandbox as start
 
 RETRY = dubkit.RetryPolicy(max_retries=3, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 SCENARIOS = [
-    ("502 after commit", 1000, {"error502After": 0.3}, dubkit.Timeout()),
-    ("502 before+after", 1000, {"error502Before": 0.3, "error502After": 0.3}, dubkit.Timeout()),
-    ("read timeouts", 300, {"latencyMs": 200}, dubkit.Timeout(connect=2, read=0.05)),
+    ("502 after commit", 1000, {"error502_after": 0.3}, dubkit.Timeout()),
+    ("502 before+after", 1000, {"error502_before": 0.3, "error502_after": 0.3}, dubkit.Timeout()),
+    ("read timeouts", 300, {"latency_ms": 200}, dubkit.Timeout(connect=2, read=0.05)),
 ]
 
 

@@ -88,7 +88,7 @@ class Run:
 def dub(box: Box, material, **options) -> tuple[Run, dict, str]:
     client = dubkit.Client(box.handle.api_key, box.handle.url)
     cpu, started = box.cpu_seconds(children=True), time.perf_counter()
-    task = client.media.translate(material, target="fr-FR", source="en-US", **options)
+    task = client.dubbing.create(material, target="fr-FR", source="en-US", **options)
     task.wait(timeout=900, poll_interval=0.1, max_interval=0.25)
     wall = time.perf_counter() - started
     return Run(wall, box.cpu_seconds(children=True) - cpu), task.result.raw, task.task_id

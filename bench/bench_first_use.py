@@ -55,7 +55,7 @@ recordings = [
 clones = []
 for recording in recordings:
     started = time.perf_counter()
-    client.clones.create(recording, language="en-US")
+    client.clones.create(recording, locale="en-US")
     clones.append(time.perf_counter() - started)
 print(json.dumps([first_answer, second_answer, first_listing, second_listing, count, *clones]))
 """

@@ -4,7 +4,7 @@ What it measures. Against a remote service, the cost of speaking many lines is d
 round trips: each request waits for the network and the service's queue, while synthesis runs
 on the service's many machines in parallel. dubkit's job is to pay that latency as few times
 as possible (50 lines a request, ``concurrency`` requests in flight). The sandbox injects the
-latency (admin fault ``latencyMs=200`` on the TTS paths) but synthesises on one espeak-ng
+latency (admin fault ``latency_ms=200`` on the TTS paths) but synthesises on one espeak-ng
 lock in this process, which no real service does; left in, that serial synthesis would be
 measured instead of the client. So:
 
@@ -64,7 +64,7 @@ def main() -> None:
             f"latency)"
         )
 
-        box.set_faults(latencyMs=LATENCY * 1000, paths=["/task/tts/"])
+        box.set_faults(latency_ms=LATENCY * 1000, paths=["/task/tts/"])
         batches = math.ceil(LINES / 50)
         ideal = math.ceil(batches / CONCURRENCY) * LATENCY
         ours_s, ours = timed(lambda: batch(lines))

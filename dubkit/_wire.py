@@ -1,6 +1,6 @@
 """Wire shapes as the client meets them: a payload that does not fit is a ValidationError.
 
->>> body = parse(TTSRequest, {"data": [{"text": "Hi", "voiceId": "sv_..."}]})
+>>> body = checked(TTSRequest, {"data": [{"text": "Hi", "voiceId": "sv_..."}]})
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from .errors import ValidationError
 from .schema import W, Wire
 
 
-def parse(model: type[W], payload: Any) -> W:
-    """:func:`dubkit.schema.parse`, raising :class:`dubkit.ValidationError` (nothing was sent)."""
+def checked(model: type[W], payload: Any) -> W:
+    """:func:`dubkit.schema.validated`, raising :class:`dubkit.ValidationError` (nothing was
+    sent)."""
     try:
-        return schema.parse(model, payload)
+        return schema.validated(model, payload)
     except schema.WireError as exc:
         raise ValidationError(exc.field, exc.problem, rule=exc.rule) from None
 

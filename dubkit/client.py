@@ -13,12 +13,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._transport import RetryPolicy, Timeout, Transport, is_read
+from ._util.deprecation import warn_renamed
 from ._util.masking import mask_key
 from .errors import APIConnectionError, DubkitError, ValidationError, origin_of
 from .resources import (
     CloneResource,
+    DubbingResource,
     MaterialsResource,
-    MediaResource,
     TasksResource,
     TranslateResource,
     TTSResource,
@@ -55,7 +56,7 @@ class Client:
         self.translate = TranslateResource(transport)
         self.tts = TTSResource(transport, self.voices, self.materials)
         self.clones = CloneResource(transport, self.voices, self.materials, self.tts)
-        self.media = MediaResource(transport, self.voices, self.materials, self.tts)
+        self.dubbing = DubbingResource(transport, self.voices, self.materials, self.tts)
 
     def __repr__(self) -> str:
         # A sandbox on this machine is not named by its loopback address: a repr printed
@@ -66,6 +67,12 @@ class Client:
             else f"{'sandbox' if self.is_sandbox else 'service'}, base_url={self.base_url!r}"
         )
         return f"Client({where}, api_key={self._transport.masked_key!r})"
+
+    @property
+    def media(self) -> DubbingResource:
+        """``client.dubbing`` under its old name."""
+        warn_renamed("client.media", "client.dubbing")
+        return self.dubbing
 
     @property
     def base_url(self) -> str:

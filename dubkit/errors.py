@@ -10,7 +10,7 @@ dropped connection. Such an error has ``maybe_committed`` True, carries the call
 ``idempotency_key``, and its text says how to find out. Reads never claim that.
 
 >>> try:
-...     client.tasks.detail("no-such-task")
+...     client.tasks.get("no-such-task")
 ... except dubkit.NotFoundError as err:
 ...     print(err.code, err.req_id)
 """

@@ -6,22 +6,64 @@ caller. Admin calls go through a :class:`~dubkit._transport.Transport` of their 
 is the sandbox's admin token, sent as ``X-Sandbox-Admin-Token`` only below ``/_sandbox``.
 
 >>> box = dubkit.connect().sandbox        # the embedded sandbox's handle
->>> box.set_faults(dropAfterCommit=0.3)   # admin helpers for tests and demos
+>>> box.set_faults(drop_after_commit=0.3)  # admin helpers for tests and demos
 >>> box.create_key("ana")                 # a key of her own, for a class
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ._transport import RetryPolicy, Transport
+from ._util.deprecation import renamed_keywords
 from ._util.masking import mask_key
+from ._wire import checked, wire_name
+from .schema import Wire
+from .schema.sandbox_admin import (
+    Credits,
+    DeliverySchedule,
+    Faults,
+    KeyMade,
+    Limits,
+    NewKey,
+    OutboxRow,
+    Redeliver,
+    SandboxInfo,
+    Timing,
+    WebhookSecrets,
+    WebhookSettings,
+)
 
 ADMIN_HEADER = "X-Sandbox-Admin-Token"
 TOKEN_ENV = "DUBKIT_SANDBOX_ADMIN_TOKEN"
-_SECRET_FIELDS = ("apiKey", "webhookSecret", "secret", "previousSecret")
+_SECRET_FIELDS = tuple(
+    wire_name(model, name)
+    for model, name in (
+        (SandboxInfo, "api_key"),
+        (SandboxInfo, "webhook_secret"),
+        (WebhookSecrets, "secret"),
+        (WebhookSecrets, "previous_secret"),
+    )
+)
+M = TypeVar("M", bound=Wire)
+
+
+def _camel(model: type[Wire]) -> dict[str, str]:
+    """Each field's wire name -> its Python name, where they differ: the keywords an admin
+    helper took before it took Python names (``dropAfterCommit`` -> ``drop_after_commit``)."""
+    return {
+        field.alias: name
+        for name, field in model.model_fields.items()
+        if field.alias and field.alias != name
+    }
+
+
+def _checked(model: type[M], **given: Any) -> M:
+    """``model`` of the values given (None: not given), checked before anything is sent."""
+    return checked(model, {k: v for k, v in given.items() if v is not None})
 
 
 class Server(Protocol):
@@ -87,28 +129,44 @@ class SandboxHandle:
     def info(self) -> Credentials:
         return Credentials(self.admin("GET", "/info"))
 
+    def _info(self) -> SandboxInfo:
+        return SandboxInfo.model_validate(self.admin("GET", "/info"))
+
     @property
     def api_key(self) -> str:
-        return str(self.info()["apiKey"])
+        return self._info().api_key
 
     @property
     def webhook_secret(self) -> str:
-        return str(self.info()["webhookSecret"])
+        return self._info().webhook_secret or ""
 
     @property
     def data_dir(self) -> Path:
-        return Path(self.info()["dataDir"])
+        return Path(self._info().data_dir)
 
     # -- admin helpers (thin wrappers over /_sandbox, see dubkit.sandbox.admin)
     def admin(
         self, method: str, path: str, *, params: dict[str, Any] | None = None, **body: Any
     ) -> Any:
         """One admin call; the decoded JSON answer (errors are dubkit errors)."""
+        return self._send(method, path, params=params, json=body)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Wire | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+    ) -> Any:
+        if body is not None:  # only the fields given, under their wire names
+            json = body.model_dump(by_alias=True, exclude_unset=True, mode="json")
         answer = self._admin.send(
             method,
             f"{self.url}/_sandbox{path}",
             params=params,
-            json=body if method.upper() != "GET" else None,
+            json=json if method.upper() != "GET" else None,
         )
         return answer.json()
 
@@ -118,21 +176,16 @@ class SandboxHandle:
     def create_key(
         self, name: str = "extra", credits: float = 1_000_000, *, api_key: str | None = None
     ) -> str:
-        body: dict[str, Any] = {"name": name, "credits": credits}
-        if api_key:
-            body["apiKey"] = api_key
-        return str(self.admin("POST", "/keys", **body)["apiKey"])
+        body = NewKey(name=name, credits=credits, api_key=api_key or None)
+        return KeyMade.model_validate(self._send("POST", "/keys", body)).api_key
 
     def credits(self, api_key: str | None = None) -> float:
         """The credits left on ``api_key`` (default: the sandbox's default key)."""
-        return float(
-            self.admin("GET", "/credits", params={"apiKey": api_key} if api_key else None)[
-                "credits"
-            ]
-        )
+        query = {wire_name(Credits, "api_key"): api_key} if api_key else None
+        return float(self._send("GET", "/credits", params=query)["credits"])
 
     def set_credits(self, credits: float, api_key: str | None = None) -> None:
-        self.admin("POST", "/credits", credits=credits, apiKey=api_key)
+        self._send("POST", "/credits", Credits(credits=credits, api_key=api_key))
 
     def set_webhook(
         self,
@@ -142,35 +195,92 @@ class SandboxHandle:
         rotate_secret: bool = False,
         overlap_seconds: float = 3600,
     ) -> Credentials:
-        return Credentials(
-            self.admin(
-                "POST",
-                "/webhook",
-                url=url,
-                apiKey=api_key,
-                rotateSecret=rotate_secret,
-                overlapSeconds=overlap_seconds,
-            )
+        settings = WebhookSettings(
+            url=url, api_key=api_key, rotate_secret=rotate_secret, overlap_seconds=overlap_seconds
         )
+        return Credentials(self._send("POST", "/webhook", settings))
 
     def set_timing(self, mode: str = "immediate", value: float = 0) -> None:
-        self.admin("POST", "/timing", mode=mode, value=value)
+        self._send("POST", "/timing", _checked(Timing, mode=mode, value=value))
 
-    def set_faults(self, **faults: Any) -> None:
-        """e.g. ``set_faults(dropAfterCommit=0.3, latencyMs=200, paths=["/task/"])``; none clears."""
-        self.admin("POST", "/faults", **faults)
+    @renamed_keywords(**_camel(Faults))
+    def set_faults(
+        self,
+        *,
+        drop_after_commit: float = 0,
+        error502_before: float = 0,
+        error502_after: float = 0,
+        latency_ms: float = 0,
+        crash_after_handler: float = 0,
+        paths: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        """Inject faults (rates 0..1) on the API ``paths`` (all without them); no argument
+        clears them. ``drop_after_commit``: do the work, then lose the answer;
+        ``error502_before``/``error502_after``: answer 502 before or after the work;
+        ``latency_ms``: answer late; ``crash_after_handler``: a 500 after the work, which must
+        charge nothing; ``seed``: repeatable runs.
 
-    def set_limits(self, **limits: Any) -> None:
-        self.admin("POST", "/limits", **limits)
+        >>> sandbox.set_faults(drop_after_commit=0.3, latency_ms=200, paths=["/task/"])
+        """
+        faults = _checked(
+            Faults,
+            drop_after_commit=drop_after_commit,
+            error502_before=error502_before,
+            error502_after=error502_after,
+            latency_ms=latency_ms,
+            crash_after_handler=crash_after_handler,
+            paths=list(paths) if paths is not None else None,
+            seed=seed,
+        )
+        self._send("POST", "/faults", faults)
 
-    def set_delivery(self, **schedule: Any) -> None:
-        self.admin("POST", "/delivery", **schedule)
+    @renamed_keywords(**_camel(Limits))
+    def set_limits(
+        self,
+        *,
+        body_limit: int | None = None,
+        idempotency_window: float | None = None,
+        upload_limit: int | None = None,
+    ) -> None:
+        """Bytes a request body may have, seconds an idempotency key is held, bytes an upload
+        may have; the ones not given stay as they are."""
+        given = {
+            "body_limit": body_limit,
+            "idempotency_window": idempotency_window,
+            "upload_limit": upload_limit,
+        }
+        self._send("POST", "/limits", _checked(Limits, **given))
+
+    @renamed_keywords(**_camel(DeliverySchedule))
+    def set_delivery(
+        self,
+        *,
+        base_delay: float | None = None,
+        max_delay: float | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+        jitter: float | None = None,
+    ) -> None:
+        """The webhook retry schedule (seconds, attempts, jitter 0..1); the ones not given
+        stay as they are (see :mod:`dubkit.sandbox.delivery`)."""
+        given = {
+            "base_delay": base_delay,
+            "max_delay": max_delay,
+            "max_attempts": max_attempts,
+            "timeout": timeout,
+            "jitter": jitter,
+        }
+        self._send("POST", "/delivery", _checked(DeliverySchedule, **given))
 
     def deliveries(
         self, *, task_id: str | None = None, state: str | None = None, api_key: str | None = None
     ) -> dict[str, Any]:
-        query = {k: v for k, v in (("taskId", task_id), ("state", state), ("apiKey", api_key)) if v}
-        return dict(self.admin("GET", "/deliveries", params=query))
+        """The outbox: each webhook, its state and attempts (rows of
+        :class:`dubkit.schema.sandbox_admin.OutboxRow`, as JSON)."""
+        query = {"task_id": task_id, "state": state, "api_key": api_key}
+        wire = {OutboxRow.model_fields[k].alias or k: v for k, v in query.items() if v}
+        return dict(self._send("GET", "/deliveries", params=wire))
 
     def contract_mismatches(self) -> list[dict[str, Any]]:
         """What strict contract mode recorded (empty when strict mode is off)."""
@@ -178,7 +288,7 @@ class SandboxHandle:
 
     def redeliver(self, task_id: str) -> dict[str, Any]:
         """Send a task's webhook again with the same body: what a replay looks like."""
-        return dict(self.admin("POST", "/deliveries/redeliver", taskId=task_id))
+        return dict(self._send("POST", "/deliveries/redeliver", Redeliver(task_id=task_id)))
 
     # -- lifecycle
     def stop(self) -> None:

@@ -18,7 +18,7 @@ def storage_defaults(sandbox):
     sandbox.admin(
         "POST", "/storage", presignTtl=3600, recommendedPartSize=DEFAULT_PART_SIZE, putLatencyMs=0
     )
-    sandbox.set_limits(uploadLimit=DEFAULT_UPLOAD_LIMIT)
+    sandbox.set_limits(upload_limit=DEFAULT_UPLOAD_LIMIT)
 
 
 @pytest.fixture

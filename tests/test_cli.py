@@ -218,7 +218,7 @@ def test_ctrl_c_while_waiting_leaves_the_dub_running_and_says_its_id(
         task_id = said.split("task ", 1)[1].split()[0]
         assert f"the tasks keep running: {task_id}" in said
         with dubkit.Client(new_key, sandbox.url) as api:
-            assert api.tasks.detail(task_id).status == "running"
+            assert api.tasks.get(task_id).status == "running"
     finally:
         sandbox.set_timing("immediate")
 

@@ -79,7 +79,7 @@ def heard(url_or_path) -> voiceprint.Voiceprint:
 @pytest.mark.parametrize("speaker", sorted(SPEAKERS))
 def test_a_clone_is_closer_in_pitch_and_pace_than_a_default_voice(api, speaker_files, speaker):
     reference = heard(speaker_files[speaker])
-    clone = api.clones.create(speaker_files[speaker], name=speaker, language="en-US", text=TEXT)
+    clone = api.clones.create(speaker_files[speaker], name=speaker, locale="en-US", text=TEXT)
     assert isinstance(clone, Clone) and clone.voice_id.startswith("cv_")
     cloned = heard(api.tts.speak(TEXT, clone.voice_id).uri)
     default = heard(api.tts.speak(TEXT, DEFAULT_VOICE[speaker]).uri)
@@ -92,9 +92,9 @@ def test_a_clone_is_closer_in_pitch_and_pace_than_a_default_voice(api, speaker_f
 
 def test_the_clone_record_is_complete(api, speaker_files):
     clone = api.clones.create(
-        speaker_files["low_slow_male"], name="Deep", provider="V2", language="en-GB", text=TEXT
+        speaker_files["low_slow_male"], name="Deep", provider="V2", locale="en-GB", text=TEXT
     )
-    (record,) = api.voices.clones(voice_id=clone.voice_id)
+    (record,) = api.voices.clones(voice=clone.voice_id)
     assert (record.name, record.provider, record.example_language, record.content) == (
         "Deep",
         "V2",
@@ -105,7 +105,7 @@ def test_the_clone_record_is_complete(api, speaker_files):
     samples_, rate = audio.decode(fetched(record.audio))
     assert abs(len(samples_) / rate - av.probe(speaker_files["low_slow_male"]).duration) < 0.05
     assert clone.measured["gender"] == "male" and clone.provider == "V2"
-    task = api.tasks.detail(clone.task_id)
+    task = api.tasks.get(clone.task_id)
     assert task.task_type == "cloneVoice" and task.status == "finished"
 
 
@@ -122,9 +122,9 @@ def test_async_clone_from_a_material_is_a_task_with_the_clone(api, speaker_files
 def test_any_reachable_url_can_be_the_reference(api, speaker_files, web):
     folder, base = web
     (folder / "ref.wav").write_bytes(speaker_files["low_slow_male"].read_bytes())
-    clone = api.clones.create(f"{base}/ref.wav", language="de-DE")
+    clone = api.clones.create(f"{base}/ref.wav", locale="de-DE")
     assert clone.provider == "V5"  # non-English sample, no provider
-    (record,) = api.voices.clones(voice_id=clone.voice_id)
+    (record,) = api.voices.clones(voice=clone.voice_id)
     assert record.name == "Clone of ref"
     assert record.audio.startswith(api.base_url + "/files/")  # a copy the sandbox serves
     assert heard(record.audio).gender == "male"

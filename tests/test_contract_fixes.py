@@ -234,7 +234,7 @@ def _service_saying(status: str):
 def test_wait_treats_complete_as_finished():
     with _service_saying("complete") as url:
         with dubkit.Client("sk_test_" + "0" * 24, url) as client:
-            task = client.tasks.get("t1", "textTranslation").wait(timeout=5)
+            task = client.tasks.get("t1", fetch=False).wait(timeout=5)
     assert task.done and task.status == "finished"
     assert task.result.texts == ["Bonjour"]
 
@@ -245,8 +245,8 @@ def test_wait_keeps_polling_an_unknown_status_and_warns_once():
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 with pytest.raises(dubkit.TaskTimeoutError, match="'queued'"):
-                    client.tasks.get("t1").wait(timeout=1, poll_interval=0.05)
-    assert not client.tasks.get("t1").done
+                    client.tasks.get("t1", fetch=False).wait(timeout=1, poll_interval=0.05)
+    assert not client.tasks.get("t1", fetch=False).done
     assert [str(w.message) for w in caught if "queued" in str(w.message)] == [
         "the service reported task status 'queued', which dubkit does not know; treating it "
         "as not yet final"

@@ -5,6 +5,7 @@ rotation, replays, and task cells pushed by the events.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,9 @@ from dubkit.widgets.tasks import TaskMonitor
 @pytest.fixture
 def fast(sandbox):
     """Short retry gaps, restored afterwards (the schedule is sandbox-wide)."""
-    sandbox.set_delivery(baseDelay=0.05, maxDelay=0.2, timeout=2)
+    sandbox.set_delivery(base_delay=0.05, max_delay=0.2, timeout=2)
     yield
-    sandbox.set_delivery(**DEFAULT_SCHEDULE)
+    sandbox.set_delivery(**asdict(DEFAULT_SCHEDULE))
     sandbox.set_timing("immediate")
 
 
@@ -99,7 +100,7 @@ def test_a_receiver_that_was_down_gets_every_event_once_it_is_back(
 
 def test_retries_are_bounded_and_the_row_ends_dead(sandbox, account, tmp_path, fast):
     key, client, _ = account
-    sandbox.set_delivery(maxAttempts=3)
+    sandbox.set_delivery(max_attempts=3)
     receiver, _ = listening(tmp_path, "whsec_not_the_right_one")  # answers 401 every time
     sandbox.set_webhook(receiver.serve(), api_key=key)
     try:
@@ -116,8 +117,8 @@ def test_retries_are_bounded_and_the_row_ends_dead(sandbox, account, tmp_path, f
 
 
 def test_the_schedule_doubles_from_the_base_delay_up_to_the_cap():
-    plan = {**DEFAULT_SCHEDULE, "jitter": 0.0}
-    gaps = [delay_after(n, plan) for n in range(1, int(plan["maxAttempts"]))]
+    plan = replace(DEFAULT_SCHEDULE, jitter=0.0)
+    gaps = [delay_after(n, plan) for n in range(1, plan.max_attempts)]
     assert gaps[:7] == [1, 2, 4, 8, 16, 32, 60] and set(gaps[6:]) == {60}
     assert sum(gaps) == 843  # about 14 minutes before a row is dead
     jittered = {round(delay_after(3, DEFAULT_SCHEDULE), 3) for _ in range(50)}
@@ -153,7 +154,7 @@ def test_after_the_overlap_the_old_secret_no_longer_signs_anything(
     sandbox, account, tmp_path, fast
 ):
     key, client, secret = account
-    sandbox.set_delivery(maxAttempts=2)
+    sandbox.set_delivery(max_attempts=2)
     receiver, _ = listening(tmp_path, secret)
     url = receiver.serve()
     try:

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
@@ -123,13 +124,13 @@ def trickling_receiver() -> Iterator[Trickler]:
 def restore(sandbox):
     """The schedule and timing are sandbox-wide: put them back afterwards."""
     yield
-    sandbox.set_delivery(**DEFAULT_SCHEDULE)
+    sandbox.set_delivery(**asdict(DEFAULT_SCHEDULE))
     sandbox.set_timing("immediate")
 
 
 def test_a_hanging_receiver_does_not_hold_back_another_keys_webhook(sandbox, client_for, restore):
     key_a, key_b = sandbox.create_key("hangs"), sandbox.create_key("answers")
-    sandbox.set_delivery(timeout=30, baseDelay=0.05, maxDelay=0.2)
+    sandbox.set_delivery(timeout=30, base_delay=0.05, max_delay=0.2)
     with hanging_receiver() as hang, webhook_catcher() as caught:
         sandbox.set_webhook(hang.url, api_key=key_a)
         sandbox.set_webhook(caught.url, api_key=key_b)
@@ -156,7 +157,7 @@ def test_a_hanging_receiver_does_not_hold_back_another_keys_webhook(sandbox, cli
 def test_an_answer_trickled_byte_by_byte_is_cut_off_at_the_timeout(
     sandbox, new_key, client_for, restore
 ):
-    sandbox.set_delivery(timeout=1, baseDelay=60, maxDelay=60)
+    sandbox.set_delivery(timeout=1, base_delay=60, max_delay=60)
     with trickling_receiver() as trickler:
         sandbox.set_webhook(trickler.url, api_key=new_key)
         task = submit(client_for(new_key), "slowly")

@@ -97,17 +97,17 @@ def test_unknown_path_and_method_get_envelopes(sandbox):
 
 def test_unknown_task_is_404(client):
     with pytest.raises(dubkit.NotFoundError) as info:
-        client.tasks.detail("0" * 32)
+        client.tasks.get("0" * 32)
     assert info.value.code == 404
 
 
 def test_body_over_the_limit_is_413(client, sandbox):
-    sandbox.set_limits(bodyLimit=2000)
+    sandbox.set_limits(body_limit=2000)
     try:
         with pytest.raises(dubkit.PayloadTooLargeError):
             client.translate.create(["x" * 3000], source="en-US", target="fr-FR")
     finally:
-        sandbox.set_limits(bodyLimit=8 * 1024 * 1024)
+        sandbox.set_limits(body_limit=8 * 1024 * 1024)
 
 
 # ---------------------------------------------------------------- idempotency
@@ -161,7 +161,7 @@ def test_thousand_creates_with_lost_answers_make_no_duplicates(
 ):
     """Every third answer is lost after commit; the client retries with the same key."""
     c = client_for(new_key)
-    sandbox.set_faults(dropAfterCommit=0.3, paths=["/task/translate/create-async"], seed=1)
+    sandbox.set_faults(drop_after_commit=0.3, paths=["/task/translate/create-async"], seed=1)
     ok = conflicts = 0
     keys = set()
     for i in range(1000):
@@ -183,7 +183,7 @@ def test_thousand_creates_with_lost_answers_make_no_duplicates(
 
 
 def test_lost_answer_of_a_sync_call_is_reported_not_repeated(client, sandbox):
-    sandbox.set_faults(dropAfterCommit=1.0, paths=["/task/translate/create"])
+    sandbox.set_faults(drop_after_commit=1.0, paths=["/task/translate/create"])
     before = len(client.tasks.list(task_type="textTranslation"))
     with pytest.raises(dubkit.IdempotencyConflictError) as info:
         client.translate.create(["once"], source="en-US", target="fr-FR")
@@ -193,18 +193,18 @@ def test_lost_answer_of_a_sync_call_is_reported_not_repeated(client, sandbox):
 
 
 def test_502_after_commit_is_retried_safely(client, sandbox):
-    sandbox.set_faults(error502After=1.0, paths=["/task/translate/create-async"])
+    sandbox.set_faults(error502_after=1.0, paths=["/task/translate/create-async"])
     with pytest.raises(dubkit.IdempotencyConflictError) as info:
         client.translate.create_async(["x"], source="en-US", target="fr-FR")
     sandbox.set_faults()
     assert info.value.first_attempt_accepted
     # The task the lost answer belonged to exists once and finishes.
     tasks = client.tasks.list(task_type="textTranslation", limit=1)
-    assert client.tasks.detail(tasks[0].task_id).wait(10).status == "finished"
+    assert client.tasks.get(tasks[0].task_id).wait(10).status == "finished"
 
 
 def test_502_before_commit_is_retried_until_success(client, sandbox):
-    sandbox.set_faults(error502Before=0.5, paths=["/task/translate/create"], seed=7)
+    sandbox.set_faults(error502_before=0.5, paths=["/task/translate/create"], seed=7)
     results = [
         client.translate.create([f"n{i}"], source="en-US", target="fr-FR") for i in range(20)
     ]
@@ -226,7 +226,7 @@ def test_connection_refused_is_a_typed_error_after_bounded_retries():
 def test_read_timeout_on_a_create_never_duplicates(sandbox, new_key):
     """Every attempt times out on the client's side but still lands in the sandbox: once the
     sandbox has answered all of them, the key has exactly one task."""
-    sandbox.set_faults(latencyMs=600, paths=["/task/translate/create-async"])
+    sandbox.set_faults(latency_ms=600, paths=["/task/translate/create-async"])
     try:
         with (
             counting_proxy(sandbox.url) as proxy,
@@ -300,7 +300,7 @@ def test_wait_holds_its_deadline_even_when_polls_hang(sandbox, new_key):
     try:
         with counting_proxy(sandbox.url) as proxy, dubkit.Client(new_key, proxy.url) as c:
             slow = c.translate.create_async(["y"], source="en-US", target="fr-FR")
-            sandbox.set_faults(latencyMs=5000, paths=["/tasks/detail"])
+            sandbox.set_faults(latency_ms=5000, paths=["/tasks/detail"])
             with pytest.raises(dubkit.TaskTimeoutError) as info:
                 slow.wait(timeout=1.0)
             still_waiting = proxy.in_flight  # the hanging poll, not yet answered
@@ -318,7 +318,7 @@ def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_
     500; the client sees a ServerError."""
     c = client_for(new_key)
     before = sandbox.credits(new_key)
-    sandbox.set_faults(crashAfterHandler=1, paths=["/task/translate/create"])
+    sandbox.set_faults(crash_after_handler=1, paths=["/task/translate/create"])
     try:
         with pytest.raises(dubkit.ServerError) as info:
             c.translate.create(["0123456789"], source="en-US", target="fr-FR")
@@ -348,7 +348,7 @@ def test_402_when_credits_run_out_and_nothing_is_created(sandbox, new_key, clien
 def test_keys_are_isolated(sandbox, new_key, client_for, client):
     mine = client_for(new_key).translate.create_async(["x"], source="en-US", target="fr-FR")
     with pytest.raises(dubkit.NotFoundError):
-        client.tasks.detail(mine.task_id)
+        client.tasks.get(mine.task_id)
     assert mine.task_id not in {t.task_id for t in client.tasks.list()}
     with pytest.raises(dubkit.NotFoundError):
         client.tasks.delete(mine.task_id)
@@ -367,7 +367,7 @@ def test_restart_keeps_keys_and_tasks(tmp_path):
         assert second.api_key == key
         assert second.url == first.url  # stored file URLs stay valid across restarts
         with dubkit.Client(key, second.url) as c:
-            task = c.tasks.detail(task_id)
+            task = c.tasks.get(task_id)
             assert task.status == "finished" and task.result.texts[0]
     finally:
         second.stop()

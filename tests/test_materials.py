@@ -238,7 +238,7 @@ def test_bytes_that_are_not_media_are_refused_and_not_registered(api):
 
 
 def test_uploads_over_the_limit_are_413(api, sandbox, wav):
-    sandbox.set_limits(uploadLimit=10 * MiB)
+    sandbox.set_limits(upload_limit=10 * MiB)
     started = api.call("materials.gen_upload_url", {"fileHash": md5(wav), "fileName": "n.wav"})
     answer = requests.put(started["uploadUrl"], data=wav)
     assert answer.status_code == 413 and "upload limit" in answer.json()["message"]

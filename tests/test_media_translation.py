@@ -93,7 +93,7 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(
     sandbox.set_webhook(receiver.serve(), api_key=key)
     before = credits(sandbox, key)
     try:
-        task = client.media.translate(
+        task = client.dubbing.create(
             materials["video"], target="fr-FR", source="en-US", translate_prompt="Keep it formal."
         )
         assert (task.task_type, task.status) == ("vt", "running")
@@ -145,14 +145,14 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(
 
 def test_at_on_a_video_runs_as_vt_and_an_audio_material_gives_audio(account):
     _, client, materials, _, _ = account
-    task = client.media.translate(materials["video"], target="es-ES", task_type="at")
-    assert task.task_type == "vt" and client.tasks.detail(task.task_id).task_type == "vt"
-    dub = client.media.translate(materials["audio"], target="es-ES").wait(60).result
+    task = client.dubbing.create(materials["video"], target="es-ES", task_type="at")
+    assert task.task_type == "vt" and client.tasks.get(task.task_id).task_type == "vt"
+    dub = client.dubbing.create(materials["audio"], target="es-ES").wait(60).result
     assert dub.video is None and dub.audio.url.endswith(".m4a")
     assert dub.audio.duration == pytest.approx(materials["audio"].duration / 1000, abs=0.15)
     assert list(dub.compressed) == ["mp3"] and len(dub.script) == len(SENTENCES)
     with pytest.raises(BadRequestError, match="taskType"):
-        client.media.translate(materials["audio"], target="es-ES", task_type="vt")
+        client.dubbing.create(materials["audio"], target="es-ES", task_type="vt")
     task.wait(60)
 
 
@@ -163,9 +163,7 @@ def test_a_selected_preset_speaks_for_speaker_one_and_the_other_is_cloned(accoun
     _, client, materials, _, _ = account
     preset = client.voices.presets(locale="de-DE", gender="female", limit=1)[0]
     dub = (
-        client.media.translate(
-            materials["video"], target="de-DE", selected_voices=[preset.voice_id]
-        )
+        client.dubbing.create(materials["video"], target="de-DE", voices=[preset.voice_id])
         .wait(60)
         .result
     )
@@ -176,10 +174,10 @@ def test_a_selected_preset_speaks_for_speaker_one_and_the_other_is_cloned(accoun
     assert [m["voiceId"] for m in dub.voices] == [preset.voice_id, clone[1]]
 
 
-def test_smart_matching_picks_presets_of_the_target_language_and_the_speakers_gender(account):
+def test_smart_matching_picks_presets_of_the_target_locale_and_the_speakers_gender(account):
     _, client, materials, _, _ = account
     dub = (
-        client.media.translate(materials["video"], target="de-DE", timbre_method="smart")
+        client.dubbing.create(materials["video"], target="de-DE", timbre_method="smart")
         .wait(60)
         .result
     )
@@ -192,9 +190,7 @@ def test_smart_matching_picks_presets_of_the_target_language_and_the_speakers_ge
 @pytest.mark.parametrize("mode, distinct", [("sentence", 3), ("role", 2), ("mix", 2)])
 def test_clone_mode_decides_how_many_voices_speak(account, mode, distinct):
     _, client, materials, _, _ = account
-    dub = (
-        client.media.translate(materials["video"], target="it-IT", clone_mode=mode).wait(60).result
-    )
+    dub = client.dubbing.create(materials["video"], target="it-IT", clone_mode=mode).wait(60).result
     assert len({line.voice_id for line in dub.script}) == distinct
     assert all(line.voice_id.startswith("cv_") for line in dub.script)
     assert {t["cloneMode"] for t in dub.raw["tts"]["result"]} == {mode}
@@ -202,7 +198,7 @@ def test_clone_mode_decides_how_many_voices_speak(account, mode, distinct):
 
 def test_a_forced_speaker_count_is_honoured(account):
     _, client, materials, _, _ = account
-    dub = client.media.translate(materials["video"], target="fr-FR", speaker_num=1).wait(60).result
+    dub = client.dubbing.create(materials["video"], target="fr-FR", speaker_num=1).wait(60).result
     assert dub.raw["asrScripts"]["speakerNum"] == 1
     assert {line.speaker for line in dub.script} == {"Speaker 1"}
 
@@ -213,12 +209,12 @@ def test_a_forced_speaker_count_is_honoured(account):
 def test_burned_subtitles_are_drawn_into_the_picture(account, tmp_path):
     _, client, materials, _, _ = account
     plain = (
-        client.media.translate(materials["video"], target="fr-FR", text={"soft": False})
+        client.dubbing.create(materials["video"], target="fr-FR", text={"soft": False})
         .wait(60)
         .result
     )
     burned = (
-        client.media.translate(
+        client.dubbing.create(
             materials["video"], target="fr-FR", text={"burn": True, "style": {"size": 30}}
         )
         .wait(60)
@@ -239,9 +235,9 @@ def test_dynamic_length_lets_the_video_grow_instead_of_squeezing_speech(account,
     path = tmp_path / "short.mp4"  # short words, long placeholders: the dub needs more time
     samples.narrated_clip(path, ("Yes.", "No.", "Maybe."), subtitles=False)
     material = client.materials.upload(path, progress=False)
-    fixed = client.media.translate(material, target="fr-FR").wait(60).result
+    fixed = client.dubbing.create(material, target="fr-FR").wait(60).result
     grown = (
-        client.media.translate(material, target="fr-FR", dynamic_video_length=True).wait(60).result
+        client.dubbing.create(material, target="fr-FR", dynamic_video_length=True).wait(60).result
     )
     source = material.duration / 1000
     assert fixed.video.duration == pytest.approx(source, abs=0.1)
@@ -257,7 +253,7 @@ def test_separation_mode_decides_what_remains_of_the_original_speech(account, tm
     energy = {}
     for mode in ("remove", "keep"):
         dub = (
-            client.media.translate(materials["video"], target="fr-FR", separation_mode=mode)
+            client.dubbing.create(materials["video"], target="fr-FR", separation_mode=mode)
             .wait(60)
             .result
         )
@@ -276,7 +272,7 @@ def test_separation_mode_decides_what_remains_of_the_original_speech(account, tm
 def test_lip_sync_is_reported_unavailable_not_ignored(account):
     _, client, materials, _, _ = account
     dub = (
-        client.media.translate(
+        client.dubbing.create(
             materials["video"], target="fr-FR", lipsync=True, text={"colour": "red"}
         )
         .wait(60)
@@ -302,7 +298,7 @@ def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(
         "materials.gen_upload_url", {"fileHash": "0" * 32, "fileName": "never.mp4"}
     )["materialId"]
     with pytest.raises(ValidationError) as refused:
-        client.media.translate(unfinished, target="fr-FR")
+        client.dubbing.create(unfinished, target="fr-FR")
     assert refused.value.field == "source.materialId"
     with pytest.raises(NotFoundError, match="never completed"):
         client.call("media.create_async", wire(unfinished))
@@ -313,7 +309,7 @@ def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(
     client.materials.delete(gone)
     before = credits(sandbox, key)
     with pytest.raises(ValidationError, match="not a registered material"):
-        client.media.translate(gone.material_id, target="fr-FR")
+        client.dubbing.create(gone.material_id, target="fr-FR")
     with pytest.raises(NotFoundError, match="deleted"):
         client.call("media.create_async", wire(gone.material_id))
     assert credits(sandbox, key) == before
@@ -363,7 +359,7 @@ def test_bad_requests_are_400s_naming_the_field_and_cost_nothing(sandbox, accoun
 def test_the_client_refuses_a_bad_request_before_sending(account):
     _, client, materials, _, _ = account
     with pytest.raises(ValidationError) as missing:
-        client.media.translate(materials["video"], target="")
+        client.dubbing.create(materials["video"], target="")
     assert missing.value.field == "language.target"
     with pytest.raises(ValidationError) as bad_type:
         client.call("media.create_async", wire(materials["video"].material_id, taskType="xt"))
@@ -380,7 +376,7 @@ def test_too_few_credits_is_402_before_any_task(sandbox, client_for, tmp_path):
     samples.narrated_clip(path, SENTENCES)
     material = poor.materials.upload(path, progress=False)
     with pytest.raises(InsufficientCreditsError, match="needs"):
-        poor.media.translate(material, target="fr-FR")
+        poor.dubbing.create(material, target="fr-FR")
     assert credits(sandbox, key) == 3 and len(poor.tasks.list()) == 0
 
 
@@ -395,7 +391,7 @@ def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(
     stored = sandbox.data_dir / "files" / material.address_url.split("/files/", 1)[1]
     stored.write_bytes(b"not media any more")
     before = credits(sandbox, key)
-    task = client.media.translate(material, target="fr-FR")
+    task = client.dubbing.create(material, target="fr-FR")
     with pytest.raises(TaskFailedError, match="probe failed"):
         task.wait(timeout=60)
     assert task.status == "failed"
@@ -408,7 +404,7 @@ def test_bad_options_are_refused_before_a_local_file_is_uploaded(client, tmp_pat
     clip = samples.speech_recording(tmp_path / "talk.wav", "Nothing to upload yet.")
     before = len(client.materials.list())
     with pytest.raises(dubkit.ValidationError) as info:
-        client.media.translate(clip, target="fr-FR", clone_mode="chorus")
+        client.dubbing.create(clip, target="fr-FR", clone_mode="chorus")
     assert info.value.field == "options.voiceClone.mode"
     assert len(client.materials.list()) == before
 
@@ -422,8 +418,8 @@ def test_bad_options_are_refused_before_a_local_file_is_uploaded(client, tmp_pat
 )
 def test_source_auto_is_detected_from_the_transcript(client, tmp_path, locale, script):
     clip = samples.narrated_clip(tmp_path / "talk.mp4", script, locale=locale)
-    dub = client.media.translate(clip, target="en-US", source="auto").wait(timeout=120).result
-    assert dub.source_language == locale
+    dub = client.dubbing.create(clip, target="en-US", source="auto").wait(timeout=120).result
+    assert dub.source_locale == locale
     assert dub.raw["asrScripts"]["language"]["source"] == locale
     assert any(f"detected {locale}" in notice for notice in dub.notices), dub.notices
 
@@ -432,6 +428,6 @@ def test_source_auto_without_transcript_text_says_so_and_stays_auto(client, tmp_
     clip = samples.narrated_clip(
         tmp_path / "talk.mp4", ["Hello and welcome."], locale="en-US", subtitles=False
     )
-    dub = client.media.translate(clip, target="fr-FR", source="auto").wait(timeout=120).result
-    assert dub.source_language == "auto"
+    dub = client.dubbing.create(clip, target="fr-FR", source="auto").wait(timeout=120).result
+    assert dub.source_locale == "auto"
     assert any("no text the sandbox can identify" in notice for notice in dub.notices)

@@ -47,25 +47,31 @@ def assert_unknown_voice(error: dubkit.ValidationError, field: str, voice_id: st
 def test_an_unknown_voice_is_the_same_error_in_every_entry_point(client, dub_account, voice_id):
     mine, material, _, _ = dub_account
     tasks_before = len(mine.tasks.list())
-    calls = {
-        "data[0].voiceId": lambda: client.tts.speak("Hi.", voice_id),
-        "voice_ids[1]": lambda: client.tts.audition("Hi.", ["sv_s1_en_us_clear_f", voice_id]),
-        "selected_voices[1]": lambda: mine.media.translate(
-            material, target="fr-FR", selected_voices=["sv_s4_fr_fr_news_f", voice_id]
+    calls = [
+        ("data[0].voiceId", lambda: client.tts.speak("Hi.", voice_id)),
+        ("voices[1]", lambda: client.tts.audition("Hi.", ["sv_s1_en_us_clear_f", voice_id])),
+        (
+            "voices[1]",
+            lambda: mine.dubbing.create(
+                material, target="fr-FR", voices=["sv_s4_fr_fr_news_f", voice_id]
+            ),
         ),
-        "options.voiceSpeakers.selectedVoicesList[0].voiceId": lambda: mine.media.translate(
-            material,
-            target="fr-FR",
-            options={"voiceSpeakers": {"selectedVoicesList": [{"voiceId": voice_id}]}},
+        (
+            "options.voiceSpeakers.selectedVoicesList[0].voiceId",
+            lambda: mine.dubbing.create(
+                material,
+                target="fr-FR",
+                options={"voiceSpeakers": {"selectedVoicesList": [{"voiceId": voice_id}]}},
+            ),
         ),
-    }
-    for field, call in calls.items():
+    ]
+    for field, call in calls:
         with pytest.raises(dubkit.ValidationError) as info:
             call()
         assert_unknown_voice(info.value, field, voice_id)
     with pytest.raises(dubkit.ValidationError) as info:
         client.voices.preset(voice_id)
-    assert type(info.value) is dubkit.ValidationError and info.value.field == "voice_id"
+    assert type(info.value) is dubkit.ValidationError and info.value.field == "voice"
     assert repr(voice_id) in info.value.problem and HINT in info.value.problem
     assert len(mine.tasks.list()) == tasks_before  # nothing was sent for any of them
 
@@ -77,7 +83,7 @@ def test_preset_lookup_names_the_argument_and_points_clone_ids_to_clones(client)
     assert "client.voices.clones(" in info.value.problem
     with pytest.raises(dubkit.ValidationError) as info:
         client.voices.preset("")  # not "the first preset of the catalogue"
-    assert info.value.field == "voice_id"
+    assert info.value.field == "voice"
 
 
 def test_a_dub_with_unknown_voices_costs_no_upload(dub_account, tmp_path):
@@ -86,8 +92,8 @@ def test_a_dub_with_unknown_voices_costs_no_upload(dub_account, tmp_path):
     copy.write_bytes(clip.read_bytes() + b"\0")  # other bytes: an upload would be new
     before = len(mine.materials.list())
     with pytest.raises(dubkit.ValidationError) as info:
-        mine.media.translate(copy, target="de-DE", selected_voices=["sv_s1_nowhere"])
-    assert info.value.field == "selected_voices[0]"
+        mine.dubbing.create(copy, target="de-DE", voices=["sv_s1_nowhere"])
+    assert info.value.field == "voices[0]"
     assert len(mine.materials.list()) == before
 
 
@@ -97,20 +103,18 @@ def test_known_voices_pass_and_a_wrong_provider_is_named(dub_account, client_for
         mine.voices.preset("sv_s1_en_us_clear_f").audio,
         name="Tester",
         provider="V2",
-        language="en-US",
+        locale="en-US",
     )
     fresh = client_for(key)  # a client that has seen no voice yet: it must look them up
-    task = fresh.media.translate(
-        material, target="fr-FR", selected_voices=["sv_s4_fr_fr_news_f", clone.voice_id]
+    task = fresh.dubbing.create(
+        material, target="fr-FR", voices=["sv_s4_fr_fr_news_f", clone.voice_id]
     )
     assert task.task_id
     with pytest.raises(dubkit.ValidationError) as info:
-        fresh.media.translate(
-            material,
-            target="fr-FR",
-            selected_voices=[{"voiceId": "sv_s4_fr_fr_news_f", "provider": "S1"}],
+        fresh.dubbing.create(
+            material, target="fr-FR", voices=[{"voiceId": "sv_s4_fr_fr_news_f", "provider": "S1"}]
         )
-    assert info.value.field == "selected_voices[0].provider" and "'S4'" in info.value.problem
+    assert info.value.field == "voices[0].provider" and "'S4'" in info.value.problem
 
 
 # ------------------------------------------------------------------ the command line
@@ -158,7 +162,7 @@ def test_reprs_count_in_words(client):
     assert repr(client.tts.create(["Hi."], voice="sv_s1_en_us_clear_f")).startswith(
         "Speech(1 line, "
     )
-    assert repr(client.voices.presets(voice_id="sv_s1_en_us_clear_f")) == "VoiceList(1 voice of 1)"
+    assert repr(client.voices.presets(voice="sv_s1_en_us_clear_f")) == "VoiceList(1 voice of 1)"
     result = DubbingResult(
         client.transport,
         {

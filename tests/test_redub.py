@@ -28,7 +28,7 @@ def made(sandbox, tmp_path_factory):
     client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
     clip = samples.narrated_clip(tmp_path_factory.mktemp("redub") / "talk.mp4", SCRIPT)
     dub = (
-        client.media.translate(clip, target="fr-FR", source="en-US", separation_mode="remove")
+        client.dubbing.create(clip, target="fr-FR", source="en-US", separation_mode="remove")
         .wait(timeout=120)
         .result
     )
@@ -55,10 +55,10 @@ def test_only_the_edited_line_changes_and_its_new_speech_sits_in_its_slot(made, 
     old, rate = decoded(dub.audio.url)
     bed, bed_rate = audio.decode(requests.get(dub.no_speech_url).content, "m4a")
     other = client.voices.presets(locale="fr-FR", gender="female", limit=1)[0]
-    line = dub.edit("2", translation="Parlons des trains à vapeur.", voice_id=other.voice_id)
+    line = dub.edit("2", translation="Parlons des trains à vapeur.", voice=other.voice_id)
     assert line.provider != other.provider  # (the cloned voice's engine, until re-dubbed)
 
-    again = client.media.redub(dub, tmp_path, audio_format="wav", progress=False)
+    again = client.dubbing.redub(dub, tmp_path, audio_format="wav", progress=False)
 
     assert again.redubbed == ["2"] and again.script[1].provider == other.provider
     new, new_rate = audio.decode(again.files["audio"].read_bytes())
@@ -84,7 +84,7 @@ def test_only_the_edited_line_changes_and_its_new_speech_sits_in_its_slot(made, 
 def test_the_redub_plays_saves_and_compares_like_a_dub(made, tmp_path):
     client, dub = fresh(made)
     dub.edit("3", translation="Merci beaucoup et à bientôt.")
-    again = client.media.redub(dub, tmp_path / "work", progress=False)
+    again = client.dubbing.redub(dub, tmp_path / "work", progress=False)
     assert av.probe(again.files["video"]).has_video
     assert av.probe(again.files["video"]).duration == pytest.approx(dub.video.duration, abs=0.1)
     assert "Merci beaucoup et à bientôt." in again.subtitles.text("srt")
@@ -105,7 +105,7 @@ def test_the_redub_plays_saves_and_compares_like_a_dub(made, tmp_path):
     ("edit", "field", "says"),
     [
         (lambda d: d.edit("9", translation="x"), "line_id", "no line '9'"),
-        (lambda d: d.edit("2", voice_id="sv_nope"), "script[1].voice_id", "sv_nope"),
+        (lambda d: d.edit("2", voice="sv_nope"), "script[1].voice_id", "sv_nope"),
         (lambda d: d.edit("2", start=3.0, end=2.0), "script[1].end", "after its start"),
         (lambda d: d.edit("2", end=d.line("2").start + 0.1), "script[1].end", "syllable"),
         (lambda d: d.edit("2", translation="  "), "script[1].translation", "text to speak"),
@@ -117,7 +117,7 @@ def test_a_bad_edit_is_refused_before_anything_is_spoken(made, sandbox, edit, fi
     before = sandbox.credits(key)
     with pytest.raises(dubkit.ValidationError) as info:
         edit(dub)
-        client.media.redub(dub, progress=False)
+        client.dubbing.redub(dub, progress=False)
     assert info.value.field == field and says in str(info.value)
     assert sandbox.credits(key) == before
 
@@ -128,7 +128,7 @@ def test_a_result_without_the_no_speech_stem_says_what_is_missing(made):
     lacking = DubbingResult(client.transport, raw)
     lacking.edit("1", translation="Bonjour.")
     with pytest.raises(dubkit.DubkitError, match=r"audioSeparation\.mnsUrl"):
-        client.media.redub(lacking, progress=False)
+        client.dubbing.redub(lacking, progress=False)
 
 
 def test_a_dubs_own_voice_speaks_again_for_its_key_and_no_other(made, sandbox):

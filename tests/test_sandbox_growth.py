@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from dubkit import samples
-from dubkit.sandbox.products.material_registry import SCHEMA as MATERIALS_SCHEMA
-from dubkit.sandbox.store import Store
+from dubkit.sandbox.database import Database
+from dubkit.sandbox.products.materials import SCHEMA as MATERIALS_SCHEMA
 
 GROWING = ("tasks", "materials", "cloned_voices", "outbox", "deliveries", "t", "o")
 # Sorting rows found through these indexes is fine: they hold work waiting (deliveries due),
@@ -24,7 +24,7 @@ GROWING = ("tasks", "materials", "cloned_voices", "outbox", "deliveries", "t", "
 PENDING_ONLY = ("outbox_due",)
 
 
-def _walks(store: Store, statement: str) -> list[str]:
+def _walks(store: Database, statement: str) -> list[str]:
     """The plan lines of ``statement`` that walk or sort a growing table, or count its rows
     (a count is a walk of every row it counts, however well indexed)."""
     plan = [row["detail"] for row in store.all("EXPLAIN QUERY PLAN " + statement)]
@@ -44,7 +44,7 @@ def test_calls_and_idle_time_run_no_statement_that_walks_a_growing_table(
     client, sandbox, tmp_path: Path
 ):
     recording = samples.speech_recording(tmp_path / "voice.wav", "Stored rows do not slow me.")
-    store = sandbox.server.backend.store
+    store = sandbox.server.backend.db
     seen: set[str] = set()
     store._db.set_trace_callback(seen.add)
     try:
@@ -69,7 +69,7 @@ def test_calls_and_idle_time_run_no_statement_that_walks_a_growing_table(
 
 
 def test_kept_counts_follow_inserts_deletes_and_start_from_rows_already_stored(tmp_path: Path):
-    store = Store(tmp_path / "box.sqlite3").ensure(MATERIALS_SCHEMA)
+    store = Database(tmp_path / "box.sqlite3").ensure(MATERIALS_SCHEMA)
 
     def add(api_key: str, seq: int, deleted: int = 0) -> str:
         material_id = uuid.uuid4().hex
@@ -98,7 +98,7 @@ def test_kept_counts_follow_inserts_deletes_and_start_from_rows_already_stored(t
 
     # a second opening of the same file keeps counting from where it was
     store.close()
-    again = Store(tmp_path / "box.sqlite3").ensure(MATERIALS_SCHEMA).count_live_rows("materials")
+    again = Database(tmp_path / "box.sqlite3").ensure(MATERIALS_SCHEMA).count_live_rows("materials")
     add_again = again.execute(
         "INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, record, "
         "seq) VALUES ('m2', 'a', 'h', 'r', 'o', '{}', 12)"

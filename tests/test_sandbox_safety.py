@@ -339,7 +339,7 @@ def test_tasks_cut_short_by_a_restart_are_refunded(tmp_path):
     restarted = start(data_dir)
     try:
         client = dubkit.Client(restarted.api_key, restarted.url)
-        ended = [client.tasks.detail(t.task_id) for t in tasks]
+        ended = [client.tasks.get(t.task_id) for t in tasks]
         cut_short = [t for t in ended if t.status == "failed"]
         assert cut_short, "every task finished before the kill; the test proved nothing"
         spent = sum(len(long_line + str(i)) for i, t in enumerate(ended) if t.status == "finished")
@@ -361,18 +361,18 @@ def test_a_restart_removes_the_scratch_files_of_a_dub_the_process_died_in(tmp_pa
             f"http://127.0.0.1:{port}", admin_token=(data_dir / "admin-token").read_text()
         )
         client = dubkit.Client(box.api_key, box.url)
-        task = client.media.translate(clip, target="fr-FR", source="en-US")
+        task = client.dubbing.create(clip, target="fr-FR", source="en-US")
         deadline = time.monotonic() + 120
         while not list((data_dir / "scratch").glob(f"{task.task_id}-*/original.f32")):
             assert time.monotonic() < deadline, "the dub never decoded its audio to scratch"
-            assert client.tasks.detail(task.task_id).status == "running", "it ended too soon"
+            assert client.tasks.get(task.task_id).status == "running", "it ended too soon"
             time.sleep(0.05)
     finally:
         proc.kill()
         proc.wait(10)
     restarted = start(data_dir)
     try:
-        ended = dubkit.Client(restarted.api_key, restarted.url).tasks.detail(task.task_id)
+        ended = dubkit.Client(restarted.api_key, restarted.url).tasks.get(task.task_id)
         assert ended.status == "failed" and "restarted" in (ended.error_message or "")
         assert list((data_dir / "scratch").iterdir()) == []
     finally:
@@ -423,7 +423,7 @@ def test_file_links_stop_working_when_their_owner_is_deleted(api, sandbox, tmp_p
             clone = api.clones.create(f"{url}/ref.wav")
     finally:
         sandbox.admin("POST", "/fetch", remote=True, schemes=["https"], allow=[])
-    (record,) = api.voices.clones(voice_id=clone.voice_id)
+    (record,) = api.voices.clones(voice=clone.voice_id)
     links = {"material": material.address_url, "speech": line.uri, "clone": record.audio}
     assert all(requests.get(u, timeout=10).status_code == 200 for u in links.values())
     api.materials.delete(material)

@@ -1,6 +1,6 @@
 """The audition studio's features over real HTTP to the session's sandbox: takes labelled and
 loudness-matched (checked against ffmpeg's own reading of the files), the shortlist exported and
-handed to a dub and a TTS batch, one voice across deliveries, blind A/B, and app text that fits
+handed to a dub and a TTS batch, one voice across readings, blind A/B, and app text that fits
 where it is shown. The widgets are driven the way their buttons drive them."""
 
 from __future__ import annotations
@@ -187,10 +187,10 @@ def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_
     exports = studio.shortlist_view.exports.value
     assert "download='shortlist.csv'" in exports and "download='shortlist.json'" in exports
 
-    selected = loaded.to_selected_voices()
+    selected = loaded.to_voices()
     assert selected == [{"voiceId": e.voice_id, "provider": e.provider} for e in studio.shortlist]
     dub = (
-        client.media.translate(material, target="fr-FR", speaker_num=2, selected_voices=selected)
+        client.dubbing.create(material, target="fr-FR", speaker_num=2, voices=selected)
         .wait(90)
         .result
     )
@@ -207,11 +207,11 @@ def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_
     assert len(studio.shortlist) == 0 and third.star.value is False
 
 
-def test_one_voice_across_deliveries_then_a_tts_batch_from_the_shortlist(client):
+def test_one_voice_across_readings_then_a_tts_batch_from_the_shortlist(client):
     studio = AuditionStudio(client, locale="en-US", voices=2, in_app=True)
     studio.hear(LINE)
     voice = studio.takes[0].voice.voice_id
-    takes = studio.deliveries(voice, emotions=["neutral", "sad"], speeds=[1.0, 1.25])
+    takes = studio.readings(voice, emotions=["neutral", "sad"], speeds=[1.0, 1.25])
     assert [(t.emotion, t.speed) for t in takes] == [
         ("neutral", 1.0),
         ("neutral", 1.25),
@@ -285,7 +285,7 @@ def test_app_text_fits_where_it_is_shown(client):
     in_notebook = AuditionStudio(client, in_app=False)
     assert "studio.shortlist" not in in_app.shortlist_view.hint.value
     assert "Shortlist.load(" in in_app.shortlist_view.hint.value
-    assert "studio.shortlist.to_selected_voices()" in in_notebook.shortlist_view.hint.value
+    assert "studio.shortlist.to_voices()" in in_notebook.shortlist_view.hint.value
     for studio in (in_app, in_notebook):
         assert ":8866" not in studio.static_html()
 

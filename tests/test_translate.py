@@ -222,7 +222,7 @@ def test_batch_reports_a_failed_chunk_per_segment_and_keeps_the_others(
 
 
 def test_batch_says_when_a_chunk_was_accepted_but_its_answer_lost(client, sandbox):
-    sandbox.set_faults(dropAfterCommit=1.0, paths=["/task/translate/create"])
+    sandbox.set_faults(drop_after_commit=1.0, paths=["/task/translate/create"])
     try:
         result = client.translate.batch(
             ["one", "two"], source="en-US", target="fr-FR", progress=False

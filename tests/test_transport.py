@@ -189,7 +189,7 @@ def test_a_lost_answer_then_a_409_then_only_gateway_errors_says_the_task_may_exi
 def test_read_timeouts_on_a_create_end_in_an_error_that_says_it_may_be_committed(
     client, sandbox, new_key, client_for
 ):
-    sandbox.set_faults(latencyMs=300, paths=[CREATE])
+    sandbox.set_faults(latency_ms=300, paths=[CREATE])
     with dubkit.Client(
         new_key, sandbox.url, retry=FAST_RETRY, timeout=dubkit.Timeout(connect=2, read=0.05)
     ) as slow:
@@ -302,7 +302,7 @@ def test_a_slow_then_refused_list_call_is_asked_again_and_answers(client, sandbo
     assert ids == [v.voice_id for v in expected] and ids
 
 
-@pytest.mark.parametrize("faults", [{"latencyMs": 300}, {"error502After": 1.0}])
+@pytest.mark.parametrize("faults", [{"latency_ms": 300}, {"error502_after": 1.0}])
 def test_a_failed_list_call_never_claims_a_possible_charge(client, sandbox, faults):
     sandbox.set_faults(paths=[PRESETS], **faults)
     with dubkit.Client(

@@ -116,13 +116,13 @@ def test_emotion_reference_audio_lends_its_pace(client):
 
 def test_language_target_changes_what_the_voice_speaks(client):
     english = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav")
-    french = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav", language="fr-FR")
+    french = client.tts.speak("Bonjour tout le monde", VOICE, output_format="wav", locale="fr-FR")
     assert abs(french.duration - english.duration) > 0.05
     with pytest.raises(dubkit.UnprocessableError) as err:
-        client.tts.speak("Kumusta", VOICE, language="fil-PH")
+        client.tts.speak("Kumusta", VOICE, locale="fil-PH")
     assert "language.target" in str(err.value)
     with pytest.raises(dubkit.BadRequestError) as err:
-        client.tts.speak("Hi", VOICE, language="xx-YY")
+        client.tts.speak("Hi", VOICE, locale="xx-YY")
     assert "language.target" in str(err.value)
 
 
@@ -309,7 +309,7 @@ def test_batch_splits_providers_chunks_fifty_and_keeps_order(client):
 def test_batch_learns_clone_engines_it_has_not_seen(client_for, new_key, clone, sandbox):
     v1, v4 = clone("V1"), clone("V4")
     fresh = client_for(new_key)  # knows no providers yet
-    assert fresh.voices.provider_of(v1) is None
+    assert fresh.voices._provider_of(v1) is None
     speech_ = fresh.tts.batch(
         [
             {"text": "One.", "voice_id": v1},
@@ -320,7 +320,7 @@ def test_batch_learns_clone_engines_it_has_not_seen(client_for, new_key, clone, 
         progress=False,
     )
     assert not speech_.errors and len(speech_.task_ids) == 2
-    assert fresh.voices.provider_of(v4) == "V4"
+    assert fresh.voices._provider_of(v4) == "V4"
 
 
 def test_batch_reports_a_failed_request_on_its_lines(client, sandbox):

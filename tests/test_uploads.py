@@ -65,7 +65,7 @@ def test_a_small_file_is_one_put_then_a_registered_material(api, tmp_path, state
     assert material.name == "hello.wav" and material.duration_seconds > 1
     assert seen.phases == ["hashing", "uploading", "registering", "done"]
     assert seen.last.parts_total == 1 and seen.last.sent == path.stat().st_size
-    assert api.materials.require_registered(material) == material.material_id
+    assert api.materials.is_registered(material.material_id)
     assert [m.material_id for m in api.materials.list()] == [material.material_id]
 
     again = Recorder()
@@ -255,7 +255,7 @@ def test_expired_part_urls_are_presigned_again(api, sandbox, tmp_path, state_dir
 
 
 def test_an_upload_that_cannot_finish_is_aborted(api, sandbox, tmp_path, state_dir):
-    sandbox.set_limits(uploadLimit=8 * MiB)
+    sandbox.set_limits(upload_limit=8 * MiB)
     path = samples.noise_wav(tmp_path / "toolarge.wav", 13 * MiB)
     with pytest.raises(dubkit.PayloadTooLargeError, match="aborted"):
         api.materials.upload(
@@ -283,7 +283,7 @@ def test_bytes_that_are_not_media_are_aborted_not_registered(api, tmp_path, stat
 
 def test_a_lost_answer_to_complete_still_yields_the_one_material(api, sandbox, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "lost.wav", 64 * 1024)
-    sandbox.set_faults(dropAfterCommit=1.0, paths=["/assets/material/upload/complete"])
+    sandbox.set_faults(drop_after_commit=1.0, paths=["/assets/material/upload/complete"])
     material = api.materials.upload(path, progress=False, state_dir=state_dir)
     sandbox.set_faults()
     assert [m.material_id for m in live_with_hash(api, md5(path))] == [material.material_id]
@@ -304,17 +304,18 @@ def test_list_pages_and_ids_must_be_registered(api, client_for, new_key, tmp_pat
     assert api.materials.list(limit=1)[0].material_id == made[-1].material_id
 
     fresh = client_for(new_key)  # no cache: the id is looked up in the list
-    assert fresh.materials.require_registered(made[0].material_id) == made[0].material_id
+    assert fresh.materials.is_registered(made[0].material_id)
     api.materials.delete(made[0])
-    for client in (api, client_for(new_key)):
+    for client in (api, client_for(new_key)):  # a dub of it is refused before it is sent
         with pytest.raises(dubkit.ValidationError, match="not a registered material") as caught:
-            client.materials.require_registered(made[0].material_id)
+            client.dubbing.create(made[0].material_id, target="fr-FR")
         assert caught.value.field == "source.materialId"
     unfinished = api.call(
         "materials.gen_upload_url", {"fileHash": "0" * 32, "fileName": "never.wav"}
     )["materialId"]
     with pytest.raises(dubkit.ValidationError, match="unfinished upload"):
-        api.materials.require_registered(unfinished)
+        api.dubbing.create(unfinished, target="fr-FR")
+    assert api.tasks.list() == []
 
 
 def test_the_progress_bar_shows_bytes_rate_and_parts(api, tmp_path, state_dir):

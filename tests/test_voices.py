@@ -46,7 +46,7 @@ def make_clone(client, client_for):
     def make(api_key: str, name: str, provider: str = "V1") -> str:
         return (
             client_for(api_key)
-            .clones.create(reference, name=name, provider=provider, language="en-US", text="sample")
+            .clones.create(reference, name=name, provider=provider, locale="en-US", text="sample")
             .voice_id
         )
 
@@ -87,7 +87,7 @@ def test_filters_each_narrow_to_matching_voices(client):
     exclude = client.voices.presets(emotion_prompt="exclude")
     assert include and exclude and include.total + exclude.total == client.voices.presets().total
     assert all(v.supports_emotion_prompt for v in include)
-    one = client.voices.presets(voice_id="sv_s1_en_us_clear_f")
+    one = client.voices.presets(voice="sv_s1_en_us_clear_f")
     assert one.ids == ["sv_s1_en_us_clear_f"]
     whole_language = client.voices.presets(locale="en")
     assert {v.locale.split("-")[0] for v in whole_language} == {"en"}
@@ -144,14 +144,14 @@ def test_free_string_filters_reach_the_service(client):
 
 
 def test_preview_is_speech_made_once_and_served_again(client, sandbox):
-    voice = client.voices.presets(voice_id="sv_s1_es_es_clear_m")[0]
+    voice = client.voices.presets(voice="sv_s1_es_es_clear_m")[0]
     answer = requests.get(voice.audio, timeout=10)
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("audio/")
     samples, rate = sf.read(io.BytesIO(answer.content))
     assert 0.5 < len(samples) / rate < 6 and np.abs(samples).max() > 0.05
     path = sandbox.data_dir / "files" / "voices" / "previews" / "sv_s1_es_es_clear_m.wav"
     made = path.stat().st_mtime_ns
-    assert client.voices.presets(voice_id="sv_s1_es_es_clear_m")[0].audio == voice.audio
+    assert client.voices.presets(voice="sv_s1_es_es_clear_m")[0].audio == voice.audio
     assert path.stat().st_mtime_ns == made
     cover = requests.get(voice.cover, timeout=10)
     assert cover.status_code == 200 and "<svg" in cover.text
@@ -159,7 +159,7 @@ def test_preview_is_speech_made_once_and_served_again(client, sandbox):
 
 def test_preset_lookup_and_missing_preset(client):
     assert client.voices.preset("sv_s4_en_gb_news_f").provider == "S4"
-    with pytest.raises(dubkit.ValidationError, match="voice_id"):
+    with pytest.raises(dubkit.ValidationError, match="voice"):
         client.voices.preset("sv_s4_nowhere")
 
 
@@ -169,27 +169,27 @@ def test_clone_list_filters_order_and_paging(client, new_key, client_for, make_c
         make_clone(new_key, name, provider)
         for name, provider in (("Narrator warm", "V2"), ("Anna", "V3"), ("narrator cold", "V5"))
     ]
-    assert mine.voices.provider_of(ids[2]) is None
+    assert mine.voices._provider_of(ids[2]) is None
     assert mine.voices.clones().ids == ids[::-1]  # newest first by default
     assert mine.voices.clones(order_by="name", order="asc").ids == [ids[1], ids[0], ids[2]]
     assert mine.voices.clones(search="NARRATOR").ids == [ids[2], ids[0]]
-    assert mine.voices.clones(voice_id=ids[1]).ids == [ids[1]]
-    assert set(mine.voices.clones(voice_ids=ids[:2]).ids) == set(ids[:2])
+    assert mine.voices.clones(voice=ids[1]).ids == [ids[1]]
+    assert set(mine.voices.clones(voices=ids[:2]).ids) == set(ids[:2])
     assert mine.voices.clones(page_size=1).ids == ids[::-1]
     page = mine.call("voices.clones", {"pageSize": 2, "currentPage": 2})
     assert page["total"] == 3 and [r["voiceId"] for r in page["records"]] == [ids[0]]
-    record = mine.voices.clones(voice_id=ids[1])[0]
+    record = mine.voices.clones(voice=ids[1])[0]
     assert (record.provider, record.example_language, record.content) == ("V3", "en-US", "sample")
-    assert mine.voices.provider_of(ids[2]) == "V5"  # learnt from the listing
-    assert client.voices.clones(voice_ids=ids).ids == []  # another key sees none of them
+    assert mine.voices._provider_of(ids[2]) == "V5"  # learnt from the listing
+    assert client.voices.clones(voices=ids).ids == []  # another key sees none of them
 
 
 def test_rename_and_delete_clone(client, new_key, client_for, make_clone):
     mine = client_for(new_key)
     voice_id = make_clone(new_key, "Old name")
-    before = mine.voices.clones(voice_id=voice_id)[0]
+    before = mine.voices.clones(voice=voice_id)[0]
     mine.voices.rename(voice_id, "New name")
-    after = mine.voices.clones(voice_id=voice_id)[0]
+    after = mine.voices.clones(voice=voice_id)[0]
     assert after.name == "New name" and after.update_time >= before.update_time
     with pytest.raises(dubkit.NotFoundError):
         client.voices.rename(voice_id, "Stolen")  # another key's clone is 404
@@ -247,7 +247,7 @@ def test_a_listing_names_previews_and_the_first_fetch_makes_them(client, sandbox
     made = [files / "previews" / f"{voice_id}.wav", files / "covers" / f"{voice_id}.svg"]
     for path in made:
         path.unlink(missing_ok=True)
-    voice = client.voices.presets(voice_id=voice_id)[0]
+    voice = client.voices.presets(voice=voice_id)[0]
     assert not any(path.exists() for path in made)  # a listing waits for no synthesis
     preview, cover = requests.get(voice.audio, timeout=10), requests.get(voice.cover, timeout=10)
     assert preview.status_code == 200 and cover.status_code == 200 and "<svg" in cover.text

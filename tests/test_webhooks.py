@@ -1,4 +1,4 @@
-"""verify() and parse(): the pieces a receiver in any web framework uses (no server here).
+"""verify() and parse_event(): the pieces a receiver in any web framework uses (no server here).
 
 The basic sign/verify round trip, a changed byte and a stale past timestamp are covered in
 test_foundation.py; these are the other edges.
@@ -19,7 +19,7 @@ from dubkit.webhooks import (
     TranslateEvent,
     TTSEvent,
     WebhookEvent,
-    parse,
+    parse_event,
     sign,
     verify,
 )
@@ -123,7 +123,7 @@ def test_parsed_json_instead_of_raw_bytes_is_a_programming_error():
 
 
 def test_each_event_parses_to_its_class_with_a_typed_result():
-    tts = parse(
+    tts = parse_event(
         envelope(
             "openapi-tts",
             {
@@ -137,7 +137,7 @@ def test_each_event_parses_to_its_class_with_a_typed_result():
     assert (tts.task_id, tts.task_type, tts.status) == ("t1", "tts", "finished")
     assert tts.result.results[0].duration == 1.5
 
-    tr = parse(
+    tr = parse_event(
         envelope(
             "openapi-translate",
             {"taskId": "t2", "items": [{"text": "Bonjour"}]},
@@ -148,11 +148,11 @@ def test_each_event_parses_to_its_class_with_a_typed_result():
     assert tr.result.items[0].text == "Bonjour" and tr.task_type == "textTranslation"
     assert tr.idempotency_key == "k-1" and tr.extra_data["order"] == 7
 
-    clone = parse(envelope("openapi-clone-voice", {"taskId": "t3", "voiceId": "cv_1"}))
+    clone = parse_event(envelope("openapi-clone-voice", {"taskId": "t3", "voiceId": "cv_1"}))
     assert isinstance(clone, CloneEvent) and isinstance(clone.result, CloneResult)
     assert clone.result.voice_id == "cv_1" and clone.task_type == "cloneVoice"
 
-    media = parse(
+    media = parse_event(
         envelope(
             "openapi-media-translation",
             {
@@ -171,7 +171,7 @@ def test_each_event_parses_to_its_class_with_a_typed_result():
 
 
 def test_a_failed_task_has_no_result_and_carries_the_error_as_tasks_detail_does():
-    failed = parse(
+    failed = parse_event(
         json.dumps(
             {
                 "code": 402,
@@ -184,7 +184,7 @@ def test_a_failed_task_has_no_result_and_carries_the_error_as_tasks_detail_does(
     )
     assert failed.status == "failed" and not failed.succeeded and failed.result is None
     assert failed.task_result() == {"errorCode": 402, "errorMessage": "insufficient credits"}
-    media = parse(
+    media = parse_event(
         envelope(
             "openapi-media-translation", {"taskId": "t5", "taskType": "at", "status": "failed"}
         )
@@ -193,14 +193,14 @@ def test_a_failed_task_has_no_result_and_carries_the_error_as_tasks_detail_does(
 
 
 def test_an_unknown_event_parses_as_a_generic_event_that_says_why():
-    event = parse(envelope("openapi-lipsync", {"taskId": "t6", "frames": 12}))
+    event = parse_event(envelope("openapi-lipsync", {"taskId": "t6", "frames": 12}))
     assert type(event) is WebhookEvent and event.task_id == "t6"
     assert event.problem == "unknown event 'openapi-lipsync'"
     assert event.data["frames"] == 12
 
 
 def test_data_that_does_not_fit_its_event_is_kept_with_the_field_named():
-    event = parse(envelope("openapi-translate", {"taskId": "t7", "items": "not a list"}))
+    event = parse_event(envelope("openapi-translate", {"taskId": "t7", "items": "not a list"}))
     assert type(event) is WebhookEvent and "items" in event.problem
     assert event.data["items"] == "not a list"
 
@@ -217,11 +217,11 @@ def test_data_that_does_not_fit_its_event_is_kept_with_the_field_named():
 )
 def test_a_body_that_is_not_a_json_object_is_a_validation_error_on_body(body, problem):
     with pytest.raises(dubkit.ValidationError) as info:
-        parse(body)
+        parse_event(body)
     assert info.value.field == "body" and problem in info.value.problem
 
 
 def test_an_envelope_without_data_names_the_missing_field():
     with pytest.raises(dubkit.ValidationError) as info:
-        parse(b'{"code": 200, "event": "openapi-tts"}')
+        parse_event(b'{"code": 200, "event": "openapi-tts"}')
     assert info.value.field == "data" and info.value.problem == "is required"

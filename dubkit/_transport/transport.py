@@ -16,7 +16,7 @@ from requests.adapters import HTTPAdapter
 
 from .._util.masking import mask_key
 from .._version import __version__
-from .._wire import parse
+from .._wire import checked
 from ..errors import (
     APIConnectionError,
     APITimeoutError,
@@ -124,20 +124,20 @@ class Transport:
         """
         op = _OPS[name]
         model = op.body or op.query
-        checked = parse(model, payload if payload is not None else {}) if model else None
+        body = checked(model, payload if payload is not None else {}) if model else None
         get = op.method == "GET"
         exchange = self._exchange(
             op.method,
             op.path,
-            params=checked.to_wire() if get and checked else None,
+            params=body.to_wire() if get and body else None,
             body=None,
             read=is_read(op),
             idempotency_key=idempotency_key,
         )
-        if not get and checked is not None:
+        if not get and body is not None:
             if op.asynchronous and exchange.key:
-                checked = with_idempotency_key(checked, exchange.key)
-            exchange.body = checked.to_wire()
+                body = with_idempotency_key(body, exchange.key)
+            exchange.body = body.to_wire()
         return self._run(exchange, deadline), exchange.key
 
     def request(

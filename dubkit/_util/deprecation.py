@@ -19,8 +19,17 @@ def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
     )
 
 
+def warn_internal(old: str, *, stacklevel: int = 3) -> None:
+    warnings.warn(
+        f"{old} is internal to dubkit: it still works in this version and will be removed",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
 class renamed:
     """A class attribute under its old name: reading (or setting) it warns and uses ``new``.
+    A new name that starts with ``_`` made the old one internal: the warning says so.
 
     >>> class Clone:
     ...     language = renamed("locale")
@@ -28,17 +37,26 @@ class renamed:
 
     def __init__(self, new: str) -> None:
         self.new = new
-        self.old = ""
+        self.old = self.owner = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.old, self.owner = name, owner.__name__
 
+    def _warn(self) -> None:
+        old = f"{self.owner}.{self.old}"
+        if self.new.startswith("_"):
+            warn_internal(old, stacklevel=4)
+        else:
+            warn_renamed(old, f"{self.owner}.{self.new}", stacklevel=4)
+
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        warn_renamed(f"{self.owner}.{self.old}", f"{self.owner}.{self.new}")
-        return getattr(obj if obj is not None else owner, self.new)
+        if obj is None:  # the class itself: introspection (help, dir, traitlets), not a use
+            return self
+        self._warn()
+        return getattr(obj, self.new)
 
     def __set__(self, obj: Any, value: Any) -> None:
-        warn_renamed(f"{self.owner}.{self.old}", f"{self.owner}.{self.new}")
+        self._warn()
         setattr(obj, self.new, value)
 
 

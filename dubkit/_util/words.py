@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
-def count(n: int, noun: str, plural: str | None = None) -> str:
+def noun(n: int, singular: str, plural: str | None = None) -> str:
+    """The noun for ``n`` of them: ``noun(2, "line")`` -> ``'lines'``."""
+    return singular if n == 1 else plural or singular + "s"
+
+
+def count(n: int, singular: str, plural: str | None = None) -> str:
     """``count(1, "line")`` -> ``'1 line'``; ``count(2, "delivery", "deliveries")`` -> ``'2 deliveries'``."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+    return f"{n} {noun(n, singular, plural)}"

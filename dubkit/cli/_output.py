@@ -66,7 +66,3 @@ def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], *, width: i
     out = ["  ".join(c.ljust(s) for c, s in zip(columns, sizes)).rstrip()]
     out += ["  ".join(v.ljust(s) for v, s in zip(r, sizes)).rstrip() for r in body]
     return "\n".join(out)
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -49,11 +49,11 @@ def dub_media(args: argparse.Namespace) -> int:
         tasks: dict[str, Task] = {}
         try:
             for target in targets:
-                tasks[target] = api.media.translate(
+                tasks[target] = api.dubbing.create(
                     material,
                     target=target,
                     source=args.source,
-                    selected_voices=voices,
+                    voices=voices,
                     speaker_num=args.speakers,
                     text={"burn": True} if args.burn_subtitles else None,
                 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._output import UsageError, client, plural, print_json, table
+from .._util.words import count
+from ._output import UsageError, client, print_json, table
 
 COLUMNS = ("task_id", "task_type", "status", "created_at", "updated_at")
 
@@ -48,7 +49,7 @@ def list_tasks(args: argparse.Namespace) -> int:
         print_json([task.to_wire() for task in found])
     else:
         print(table([task.model_dump() for task in found], COLUMNS))
-        print(plural(len(found), "task"))
+        print(count(len(found), "task"))
     return 0
 
 
@@ -73,14 +74,14 @@ def _print(task: Any, as_json: bool) -> None:
 
 def show_task(args: argparse.Namespace) -> int:
     with client() as api:
-        task = api.tasks.detail(args.task_id)
+        task = api.tasks.get(args.task_id)
     _print(task, args.json)
     return 0 if task.status != "failed" else 1
 
 
 def wait_task(args: argparse.Namespace) -> int:
     with client() as api:
-        task = api.tasks.get(args.task_id).wait(timeout=args.timeout)
+        task = api.tasks.get(args.task_id, fetch=False).wait(timeout=args.timeout)
     _print(task, args.json)
     return 0
 

@@ -11,7 +11,8 @@ from ..schema import CloneProvider
 if TYPE_CHECKING:
     from ..results import VoiceList
 
-from ._output import UsageError, client, existing_file, plural, print_json, table
+from .._util.words import count
+from ._output import UsageError, client, existing_file, print_json, table
 
 PRESET_COLUMNS = ("voice_id", "display_name", "locale", "gender", "age", "provider", "style")
 CLONE_COLUMNS = ("voice_id", "name", "provider", "example_language", "create_time")
@@ -39,7 +40,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     clone.add_argument("recording", help="an audio file, or an https URL")
     clone.add_argument("--name", required=True, help="the new voice's name")
-    clone.add_argument("--language", help="the recording's language, e.g. en-US")
+    clone.add_argument("--locale", help="the recording's locale, e.g. en-US")
+    clone.add_argument("--language", help=argparse.SUPPRESS)  # --locale's old name
     clone.add_argument(
         "--provider",
         choices=get_args(CloneProvider),
@@ -70,8 +72,15 @@ def list_voices(args: argparse.Namespace) -> int:
         print_json([voice.to_wire() for voice in found])
         return 0
     print(table([voice.model_dump() for voice in found], columns))
-    print(f"{plural(len(found), 'voice')} of {found.total}", file=sys.stderr)
+    print(f"{count(len(found), 'voice')} of {found.total}", file=sys.stderr)
     return 0
+
+
+def _locale(args: argparse.Namespace) -> str | None:
+    """``--locale``, or its old name ``--language`` (said on stderr)."""
+    if args.language is not None:
+        print("dubkit: --language is now --locale; --language will be removed", file=sys.stderr)
+    return args.locale or args.language
 
 
 def make_clone(args: argparse.Namespace) -> int:
@@ -82,7 +91,7 @@ def make_clone(args: argparse.Namespace) -> int:
         made = api.clones.create(
             source,
             name=args.name,
-            language=args.language,
+            locale=_locale(args),
             provider=cast("CloneProvider | None", args.provider),
             text=args.text,
         )

@@ -4,8 +4,8 @@ it needs (TTS checks voices with ``client.voices`` and uploads references with
 ``client.materials``), so no resource imports the client."""
 
 from .clone import CloneResource
+from .dubbing import DubbingResource
 from .materials import MaterialsResource
-from .media import MediaResource
 from .tasks import TasksResource
 from .translate import TranslateResource
 from .tts import TTSResource
@@ -14,7 +14,7 @@ from .voices import VoicesResource, unknown_voice
 __all__ = [
     "CloneResource",
     "MaterialsResource",
-    "MediaResource",
+    "DubbingResource",
     "TasksResource",
     "TranslateResource",
     "TTSResource",

@@ -1,6 +1,6 @@
 """Voice cloning (interface §2.3): ``client.clones``.
 
->>> clone = client.clones.create("me.wav", name="Me", language="en-US",
+>>> clone = client.clones.create("me.wav", name="Me", locale="en-US",
 ...                              text="The words I say in me.wav.")
 >>> client.tts.speak("Now I say anything.", clone.voice_id)
 >>> task = client.clones.create_async("https://example.com/ref.mp3", provider="V5")
@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any, Union
 
 from .._transport import Transport
-from .._wire import parse
+from .._util.deprecation import renamed_keywords
+from .._wire import checked
 from ..errors import DubkitError
 from ..results import ABPlayers, Clone, Material, Task
 from ..schema import CloneAsyncRequest, CloneContext, CloneProvider, CloneRequest
@@ -45,41 +46,43 @@ class CloneResource(Resource):
         super().__init__(transport)
         self._voices, self._materials, self._tts = voices, materials, tts
 
+    @renamed_keywords(language="locale")
     def create(
         self,
         source: Recording,
         *,
         name: str | None = None,
         provider: CloneProvider | None = None,
-        language: str | None = None,
+        locale: str | None = None,
         text: str | None = None,
         idempotency_key: str | None = None,
     ) -> Clone:
         """Clone the voice in ``source`` and wait for it (see the module docstring).
 
-        ``language`` is the sample's locale (``sampleLanguage``), ``text`` its transcript
+        ``locale`` is the sample's locale (``sampleLanguage``), ``text`` its transcript
         (``sampleText``). Everything is checked before a local file is uploaded.
         """
-        body = self._request(CloneRequest, source, name, provider, language, text)
+        body = self._request(CloneRequest, source, name, provider, locale, text)
         data = self._transport.call("clone.create", body, idempotency_key=idempotency_key)
         clone = Clone.from_task(self._transport, data, CloneContext.of(body))
-        self._voices.remember(clone.voice_id, clone.provider)
+        self._voices._remember(clone.voice_id, clone.provider)
         return clone
 
+    @renamed_keywords(language="locale")
     def create_async(
         self,
         source: Recording,
         *,
         name: str | None = None,
         provider: CloneProvider | None = None,
-        language: str | None = None,
+        locale: str | None = None,
         text: str | None = None,
         extra_data: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
         """Like :meth:`create`, but returns a :class:`Task` at once (webhook
         ``openapi-clone-voice``); ``task.wait().result`` is the :class:`Clone`."""
-        body = self._request(CloneAsyncRequest, source, name, provider, language, text)
+        body = self._request(CloneAsyncRequest, source, name, provider, locale, text)
         return self._start(
             "clone.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
         )
@@ -99,15 +102,17 @@ class CloneResource(Resource):
         source: Any,
         name: str | None,
         provider: str | None,
-        language: str | None,
+        locale: str | None,
         text: str | None,
     ) -> CloneRequest:
         fields = {
             "voice_name": name,
             "provider": provider,
-            "sample_language": language,
+            "sample_language": locale,
             "sample_text": text,
         }
         fields = {k: v for k, v in fields.items() if v is not None}
-        parse(model, fields)  # a bad provider is refused before anything is uploaded
-        return parse(model, {**fields, "ref_audio": self._materials.audio_url(source, "refAudio")})
+        checked(model, fields)  # a bad provider is refused before anything is uploaded
+        return checked(
+            model, {**fields, "ref_audio": self._materials._audio_url(source, "refAudio")}
+        )

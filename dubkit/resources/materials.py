@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._transport import Transport
+from .._util.deprecation import renamed
 from ..errors import NotFoundError, ValidationError
 from ..results import Material, MaterialList
 from ..uploads import MULTIPART_THRESHOLD, ProgressCallback, Upload, check_media_file
@@ -125,14 +126,13 @@ class MaterialsResource(Resource):
             return True
         return any(m.material_id == material_id for m in self.iterate())
 
-    def require_registered(self, material: Material | str, field: str = "source.materialId") -> str:
+    def _require_registered(
+        self, material: Material | str, field: str = "source.materialId"
+    ) -> str:
         """The id of a registered material, or ValidationError naming ``field`` before any task.
 
         A :class:`Material` is registered by construction; a string is checked against the ids
         this client has seen registered, then against the service's material list.
-
-        >>> client.materials.require_registered(material)             # -> 'mat_…'
-        >>> client.materials.require_registered("mat_from_initiate")  # ValidationError
         """
         if isinstance(material, Material) and material.material_id:
             return material.material_id
@@ -149,13 +149,10 @@ class MaterialsResource(Resource):
             )
         return material
 
-    def audio_url(self, recording: Any, field: str) -> str:
+    def _audio_url(self, recording: Any, field: str) -> str:
         """An http(s) URL for a recording (a reference voice, an emotion reference): URLs
         pass, Materials give their audio URL, local files are uploaded as materials first
-        (checked before any request: missing, empty, text).
-
-        >>> client.materials.audio_url("voice.wav", "refAudio")   # 'http://…/mat_…/voice.wav'
-        """
+        (checked before any request: missing, empty, text); errors name ``field``."""
         if isinstance(recording, Material):
             url = recording.audio_url or recording.address_url
             if not url:
@@ -174,7 +171,10 @@ class MaterialsResource(Resource):
                 f"Material, got {type(recording).__name__}",
             )
         check_media_file(recording, field)
-        return self.audio_url(self.upload(recording, progress=False), field)
+        return self._audio_url(self.upload(recording, progress=False), field)
+
+    require_registered = renamed("_require_registered")
+    audio_url = renamed("_audio_url")
 
     def _record_by_hash(self, file_hash: str) -> dict[str, Any] | None:
         found = self.find_by_hash(file_hash)

@@ -113,10 +113,10 @@ def _checked(result: DubbingResult, voices: VoicesResource) -> list[ScriptLine]:
             )
     made = {line.id: line for line in result.as_made()}
     for line in made.values():  # a dub's own voices, resent with their providers as returned
-        voices.remember(line.voice_id, line.provider)
+        voices._remember(line.voice_id, line.provider)
     recast = [line for line in edited if line.voice_id != made[line.id].voice_id]
     if recast:
-        providers = voices.require(
+        providers = voices._require(
             [line.voice_id for line in recast],
             [f"script[{index[line.id]}].voice_id" for line in recast],
         )
@@ -143,7 +143,7 @@ def _speak(
                 }
                 for line in lines
             ],
-            language=result.target_language,
+            locale=result.target_locale,
             output_format="wav",
             progress=False,
         )
@@ -175,7 +175,7 @@ def _render(
             samples = samples[: round((line.end - line.start) * clip_rate)]
         clips.append((line.start, samples, clip_rate))
     track = mixing.lay_lines(clips, rate, len(bed) / rate, channels)
-    name = f"redub.{result.target_language}"
+    name = f"redub.{result.target_locale}"
     audio = out / f"{name}.{audio_format}"
     av.encode_audio(mixing.mix(bed, track), rate, audio_format, audio)
     cues = [Cue(line.start, line.end, line.translation) for line in script]
@@ -194,6 +194,6 @@ def _picture(
     source = out / f"original{Path(original.url.split('?')[0]).suffix or '.mp4'}"
     if not source.exists():
         source.write_bytes(transport.download(original.url))
-    video = out / f"redub.{result.target_language}.mp4"
+    video = out / f"redub.{result.target_locale}.mp4"
     mp4.mux(source, files["audio"], video, subtitles_path=files["srt"])
     return video

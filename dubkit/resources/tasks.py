@@ -1,7 +1,7 @@
 """Tasks: ``client.tasks`` lists, looks up and deletes the jobs of every product.
 
 >>> client.tasks.list(task_type="textTranslation").to_frame()
->>> task = client.tasks.detail("task_…")          # a Task: .wait(), .result
+>>> task = client.tasks.get("task_…")             # a Task as it is now: .wait(), .result
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from .._util.deprecation import renamed
 from ..results import Task, TaskList
 from ..schema import TaskSummary
 from ._base import Resource, iterate_pages
@@ -52,13 +53,13 @@ class TasksResource(Resource):
 
         return iterate_pages(fetch, page_size, limit)
 
-    def detail(self, task_id: str) -> Task:
-        """The task's current state as a :class:`Task`."""
-        return self.get(task_id).refresh()
-
-    def get(self, task_id: str, task_type: str | None = None) -> Task:
-        """A handle for a known task id, without asking the service yet."""
-        return Task(self._transport, task_id, task_type=task_type)
+    def get(self, task_id: str, *, fetch: bool = True) -> Task:
+        """The task ``task_id`` as the service sees it now (``NotFoundError`` if this key has
+        none); ``fetch=False`` gives a handle without asking yet (``.wait()`` asks)."""
+        task = Task(self._transport, task_id)
+        return task.refresh() if fetch else task
 
     def delete(self, task_id: str) -> None:
-        self.get(task_id).delete()
+        self.get(task_id, fetch=False).delete()
+
+    detail = renamed("get")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._wire import parse, python_names
+from .._wire import checked, python_names
 from ..errors import DubkitError, ValidationError
 from ..results import Task, Translation
 from ..results.translation import is_pseudo
@@ -128,7 +128,7 @@ class TranslateResource(Resource):
         offset: int = 0,
     ) -> TranslateRequest:
         if isinstance(segments, Mapping):  # a raw wire body
-            return parse(model, segments)
+            return checked(model, segments)
         segments = [{"text": s} if isinstance(s, str) else dict(s) for s in as_list(segments)]
         if len(segments) > MAX_LINES:
             raise ValidationError(
@@ -138,7 +138,7 @@ class TranslateResource(Resource):
                 f"sends any number in concurrent chunks",
             )
         try:
-            return parse(
+            return checked(
                 model,
                 {
                     "language": {"source": source, "target": target},

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._transport import Transport
-from .._wire import parse, python_names, wire_name
+from .._util.deprecation import renamed_keywords
+from .._wire import checked, python_names, wire_name
 from ..errors import DubkitError, ValidationError
 from ..results import Audition, Speech, SpeechLine, Task
 from ..schema import (
@@ -32,7 +33,7 @@ from ..schema import (
 )
 from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .materials import MaterialsResource
-from .voices import VoicesResource
+from .voices import VoiceLike, VoicesResource, voice_id_of
 
 Lines = str | Sequence[str | Mapping[str, Any]]  # a plain string is one line
 LINE_OPTIONS = tuple(name for name in TTSLine.model_fields if name != "text")
@@ -48,12 +49,13 @@ class TTSResource(Resource):
         super().__init__(transport)
         self._voices, self._materials = voices, materials
 
+    @renamed_keywords(language="locale")
     def create(
         self,
         lines: Lines | Mapping[str, Any],
         *,
-        voice: str | None = None,
-        language: str | None = None,
+        voice: VoiceLike | None = None,
+        locale: str | None = None,
         output_format: str | None = None,
         trim: bool | None = None,
         idempotency_key: str | None = None,
@@ -61,15 +63,16 @@ class TTSResource(Resource):
     ) -> Speech:
         """Speak up to 50 lines of one provider and wait for the audio.
 
-        ``voice`` is the default ``voiceId``; ``language`` the target locale;
+        ``voice`` is every line's voice unless it names its own (an id or a voice record);
+        ``locale`` the locale to speak (``language.target``);
         ``output_format`` wav, mp3 or m4a (the service's default); ``trim`` strips silence.
         A raw wire body dict (with ``data``) is accepted as the first argument.
         """
-        body = self._request(TTSRequest, lines, voice, language, output_format, trim, line_options)
+        body = self._request(TTSRequest, lines, voice, locale, output_format, trim, line_options)
         data = self._transport.call("tts.create", body, idempotency_key=idempotency_key)
         return Speech.from_task(self._transport, data, SpeechContext.of(body))
 
-    def speak(self, text: str, voice: str, **options: Any) -> SpeechLine:
+    def speak(self, text: str, voice: VoiceLike, **options: Any) -> SpeechLine:
         """The one-liner: one text, one voice, one :class:`SpeechLine` (with a player).
 
         Raises :class:`DubkitError` with the service's reason if the line was not spoken.
@@ -79,12 +82,13 @@ class TTSResource(Resource):
             raise DubkitError(f"the line was not spoken: {line.error_message}")
         return line
 
+    @renamed_keywords(language="locale")
     def create_async(
         self,
         lines: Lines | Mapping[str, Any],
         *,
-        voice: str | None = None,
-        language: str | None = None,
+        voice: VoiceLike | None = None,
+        locale: str | None = None,
         output_format: str | None = None,
         trim: bool | None = None,
         extra_data: Mapping[str, Any] | None = None,
@@ -93,18 +97,19 @@ class TTSResource(Resource):
     ) -> Task:
         """Like :meth:`create` but returns a :class:`Task` at once (webhook ``openapi-tts``)."""
         body = self._request(
-            TTSAsyncRequest, lines, voice, language, output_format, trim, line_options
+            TTSAsyncRequest, lines, voice, locale, output_format, trim, line_options
         )
         return self._start(
             "tts.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
         )
 
+    @renamed_keywords(language="locale")
     def batch(
         self,
         lines: Lines,
         *,
-        voice: str | None = None,
-        language: str | None = None,
+        voice: VoiceLike | None = None,
+        locale: str | None = None,
         output_format: str | None = None,
         trim: bool | None = None,
         concurrency: int = 4,
@@ -124,7 +129,7 @@ class TTSResource(Resource):
         providers = dict(
             zip(
                 voiced,
-                self._voices.require(
+                self._voices._require(
                     [items[i]["voice_id"] for i in voiced], [f"data[{i}].voiceId" for i in voiced]
                 ),
             )
@@ -139,7 +144,7 @@ class TTSResource(Resource):
                     TTSRequest,
                     [items[i] for i in indices],
                     None,
-                    language,
+                    locale,
                     output_format,
                     trim,
                     {},
@@ -181,11 +186,13 @@ class TTSResource(Resource):
         speech.task_ids = [a.task_id for a in answers if a.task_id]
         return speech
 
-    def audition(self, text: str, voice_ids: Sequence[str], **options: Any) -> Audition:
-        """Say ``text`` with each voice and show them side by side (any providers mixed)."""
-        voice_ids = as_list(voice_ids)
-        # Checked here so an unknown id is named as the caller passed it (voice_ids[i]).
-        self._voices.require(voice_ids, [f"voice_ids[{i}]" for i in range(len(voice_ids))])
+    @renamed_keywords(voice_ids="voices")
+    def audition(self, text: str, voices: Sequence[VoiceLike], **options: Any) -> Audition:
+        """Say ``text`` with each voice (ids or voice records) and show them side by side (any
+        providers mixed)."""
+        voice_ids = [voice_id_of(v) for v in as_list(voices)]
+        # Checked here so an unknown id is named as the caller passed it (voices[i]).
+        self._voices._require(voice_ids, [f"voices[{i}]" for i in range(len(voice_ids))])
         speech = self.batch(
             [{"text": text, "voice_id": v} for v in voice_ids], progress=False, **options
         )
@@ -194,7 +201,7 @@ class TTSResource(Resource):
     # ----------------------------------------------------------------- building requests
 
     def _line(
-        self, line: Any, voice: str | None, options: Mapping[str, Any], index: int
+        self, line: Any, voice: VoiceLike | None, options: Mapping[str, Any], index: int
     ) -> dict[str, Any]:
         """A line as a dict of Python field names, with the call's defaults filled in."""
         unknown = set(options) - set(LINE_OPTIONS)
@@ -208,7 +215,8 @@ class TTSResource(Resource):
                 f"data[{index}]", f"a line is a string or a dict, got {type(line).__name__}"
             )
         item = {"text": line} if isinstance(line, str) else python_names(TTSLine, line)
-        for name, value in {"voice_id": voice, **options}.items():
+        default_voice = voice_id_of(voice) if voice is not None else None
+        for name, value in {"voice_id": default_voice, **options}.items():
             if value is None or item.get(name) is not None:
                 continue
             if name == "voice_id" and item.get("timbre_ref_audio"):
@@ -220,15 +228,15 @@ class TTSResource(Resource):
         self,
         model: type[TTSRequest],
         lines: Any,
-        voice: str | None,
-        language: str | None,
+        voice: VoiceLike | None,
+        locale: str | None,
         output_format: str | None,
         trim: bool | None,
         options: Mapping[str, Any],
         offsets: Sequence[int] | None = None,
     ) -> TTSRequest:
         if isinstance(lines, Mapping):  # a raw wire body
-            body = parse(model, lines)
+            body = checked(model, lines)
             self._check_voices(body, offsets)
             return body
         items = [self._line(line, voice, options, i) for i, line in enumerate(as_list(lines))]
@@ -254,15 +262,15 @@ class TTSResource(Resource):
             "data": items,
             "output_format": output_format,
             "trim": trim,
-            "language": {"target": language} if language else None,
+            "language": {"target": locale} if locale else None,
         }
         try:
-            body = parse(model, {k: v for k, v in request.items() if v is not None})
+            body = checked(model, {k: v for k, v in request.items() if v is not None})
         except ValidationError as exc:
             raise _renumbered(exc, offsets) from None
         self._check_voices(body, offsets)
         for (i, name), path in local.items():
-            setattr(body.data[i], name, self._materials.audio_url(path, wire_name(TTSLine, name)))
+            setattr(body.data[i], name, self._materials._audio_url(path, wire_name(TTSLine, name)))
         return body
 
     def _check_voices(self, body: TTSRequest, offsets: Sequence[int] | None) -> None:
@@ -276,7 +284,7 @@ class TTSResource(Resource):
             return f"data[{offsets[i] if offsets else i}]"
 
         voiced = [i for i, line in enumerate(body.data) if line.voice_id]
-        found = self._voices.require(
+        found = self._voices._require(
             [body.data[i].voice_id for i in voiced], [f"{name(i)}.voiceId" for i in voiced]
         )
         providers: dict[str, int] = {}

@@ -6,8 +6,9 @@
 >>> client.voices.rename("cv_…", "Narrator (warm)"); client.voices.delete("cv_…")
 
 Every listing pages through the service for you (``limit`` caps the count) and remembers
-each voice's provider, which ``client.tts`` and ``client.media`` use to check voices before
-anything is sent.
+each voice's provider, which ``client.tts`` and ``client.dubbing`` use to check voices before
+anything is sent. A voice is passed as ``voice=`` (several: ``voices=``): its id, or any record
+with a ``voice_id`` (a listed voice, a :class:`~dubkit.results.Clone`).
 
 A voice id the key's preset catalogue and clone library do not have is a
 :class:`~dubkit.ValidationError` naming the argument it came in (:func:`unknown_voice`),
@@ -17,28 +18,45 @@ wherever it is passed: looked up in the service's own lists before anything is s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from .._util.deprecation import renamed, renamed_keywords
 from ..errors import ValidationError
 from ..results import VoiceList
-from ..schema import ClonedVoice, PresetVoice
+from ..schema import ClonedVoice, CloneRename, PresetVoice, VoiceIdBody
 from ._base import Resource, iterate_pages
 
 V = TypeVar("V", PresetVoice, ClonedVoice)
+
+
+class HasVoiceId(Protocol):
+    @property
+    def voice_id(self) -> str | None: ...
+
+
+VoiceLike = str | HasVoiceId  # a voice id, or a record that has one
+
+
+def voice_id_of(voice: VoiceLike) -> str:
+    """The id of ``voice`` (an id, or a record with ``voice_id``); an empty id is refused by
+    the call it is sent with, which names the field."""
+    return voice if isinstance(voice, str) else (voice.voice_id or "")
+
+
 LISTING_HINT = "find ids with client.voices.presets() or client.voices.clones()"
 
 
 def unknown_voice(field: str, voice_id: Any, *, presets_only: bool = False) -> ValidationError:
     """The one error for a voice id the service's lists do not have (field: where it came in).
 
-    >>> raise unknown_voice("selected_voices[1]", "sv_nowhere")
+    >>> raise unknown_voice("voices[1]", "sv_nowhere")
     """
     if not isinstance(voice_id, str) or not voice_id.strip():
         return ValidationError(field, f"a voice id is required, got {voice_id!r}; {LISTING_HINT}")
     if presets_only:
         # cv_ is the interface's own prefix of cloned voices: say where those are found.
         clone = (
-            f"; {voice_id!r} looks like a cloned voice id: client.voices.clones(voice_id=...)"
+            f"; {voice_id!r} looks like a cloned voice id: client.voices.clones(voice=...)"
             if voice_id.startswith("cv_")
             else ""
         )
@@ -61,6 +79,7 @@ class VoicesResource(Resource):
 
     # ----------------------------------------------------------------- presets
 
+    @renamed_keywords(voice_id="voice")
     def presets(
         self,
         *,
@@ -71,7 +90,7 @@ class VoicesResource(Resource):
         category: str | None = None,
         emotion_prompt: str | None = None,
         search: str | None = None,
-        voice_id: str | None = None,
+        voice: VoiceLike | None = None,
         top_ids: Sequence[str] | None = None,
         order_by: str | None = None,
         order: str | None = None,
@@ -82,12 +101,13 @@ class VoicesResource(Resource):
         """Preset voices matching every filter given, all pages (``limit`` caps the count).
 
         ``age``: young, adult, senior; ``quality``: any, high; ``emotion_prompt``: include,
-        exclude; ``search`` matches display or local name; ``top_ids`` pins voices first;
+        exclude; ``search`` matches display or local name; ``voice`` one voice (an id or a
+        voice record); ``top_ids`` pins voices first;
         ``order_by``: voiceId, score, create_time, update_time, is_preferred; ``order``: asc,
         desc. Other wire fields pass through ``**wire``.
         """
         query = {
-            "voice_id": voice_id,
+            "voice_id": voice_id_of(voice) if voice is not None else None,
             "search_name": search,
             "locale": locale,
             "age": age,
@@ -109,25 +129,27 @@ class VoicesResource(Resource):
         counts every match."""
         return self._page("voices.presets", PresetVoice, page, page_size, filters)
 
-    def preset(self, voice_id: str) -> PresetVoice:
-        """The preset ``voice_id``; a :class:`~dubkit.ValidationError` naming ``voice_id`` if
-        the catalogue has none (as for any unknown voice id, see :func:`unknown_voice`)."""
-        if not isinstance(voice_id, str) or not voice_id.strip():
+    @renamed_keywords(voice_id="voice")
+    def preset(self, voice: str) -> PresetVoice:
+        """The preset ``voice`` (its id); a :class:`~dubkit.ValidationError` naming ``voice``
+        if the catalogue has none (as for any unknown voice id, see :func:`unknown_voice`)."""
+        if not isinstance(voice, str) or not voice.strip():
             # An empty filter would list the whole catalogue: refuse it rather than answer
             # with some other voice.
-            raise unknown_voice("voice_id", voice_id)
-        found = self.presets(voice_id=voice_id, limit=1)
+            raise unknown_voice("voice", voice)
+        found = self.presets(voice=voice, limit=1)
         if not found:
-            raise unknown_voice("voice_id", voice_id, presets_only=True)
+            raise unknown_voice("voice", voice, presets_only=True)
         return found[0]
 
     # ----------------------------------------------------------------- clones
 
+    @renamed_keywords(voice_id="voice", voice_ids="voices")
     def clones(
         self,
         *,
-        voice_id: str | None = None,
-        voice_ids: Sequence[str] | None = None,
+        voice: VoiceLike | None = None,
+        voices: Sequence[VoiceLike] | None = None,
         search: str | None = None,
         order_by: str | None = None,
         order: str | None = None,
@@ -135,62 +157,73 @@ class VoicesResource(Resource):
         page_size: int = 50,
         **wire: Any,
     ) -> VoiceList[ClonedVoice]:
-        """This key's cloned voices, all pages. ``order_by``: voiceId, name, create_time,
-        update_time; ``order``: asc, desc. Make new ones with ``client.clones``."""
+        """This key's cloned voices, all pages: ``voice`` one, ``voices`` several (ids or
+        voice records). ``order_by``: voiceId, name, create_time, update_time; ``order``: asc,
+        desc. Make new ones with ``client.clones``."""
         query = {
-            "voice_id": voice_id,
+            "voice_id": voice_id_of(voice) if voice is not None else None,
             "search_name": search,
-            "voice_ids": list(voice_ids) if voice_ids is not None else None,
+            "voice_ids": [voice_id_of(v) for v in voices] if voices is not None else None,
             "order_by": order_by,
             "order": order,
             **wire,
         }
         return self._list("voices.clones", ClonedVoice, query, limit, page_size)
 
-    def rename(self, voice_id: str, name: str) -> None:
-        """Give a cloned voice a new display name."""
-        self._transport.call("voices.rename", {"voice_id": voice_id, "voice_name": name})
+    @renamed_keywords(voice_id="voice")
+    def rename(self, voice: VoiceLike, name: str) -> None:
+        """Give a cloned voice (its id, or its record) a new display name."""
+        body = CloneRename(voice_id=voice_id_of(voice), voice_name=name)
+        self._transport.call("voices.rename", body)
 
-    def delete(self, voice_id: str) -> None:
-        """Delete a cloned voice (it disappears from lists and TTS)."""
-        self._transport.call("voices.delete", {"voice_id": voice_id})
+    @renamed_keywords(voice_id="voice")
+    def delete(self, voice: VoiceLike) -> None:
+        """Delete a cloned voice (its id, or its record): it leaves lists and TTS."""
+        voice_id = voice_id_of(voice)
+        self._transport.call("voices.delete", VoiceIdBody(voice_id=voice_id))
         self._providers.pop(voice_id, None)
 
     # ----------------------------------------------------------------- providers
 
-    def provider_of(self, voice_id: str) -> str | None:
+    def _provider_of(self, voice_id: str) -> str | None:
         """The provider (S1…, V1…) the service gave for a voice seen in a listing, else None.
 
         Never guessed from the id's shape: ids are opaque, the service's records decide.
         """
         return self._providers.get(voice_id)
 
-    def require(self, voice_ids: Sequence[Any], fields: Sequence[str]) -> list[str]:
+    def _require(self, voice_ids: Sequence[Any], fields: Sequence[str]) -> list[str]:
         """The provider of each voice, looked up in the service's own lists where not seen yet
         (cloned ``cv_`` ids in one clone-list call, the others by id in the catalogue).
 
         The first id neither list has raises :func:`unknown_voice` naming ``fields[i]``.
         """
         wanted = {
-            v for v in voice_ids if isinstance(v, str) and v.strip() and self.provider_of(v) is None
+            v
+            for v in voice_ids
+            if isinstance(v, str) and v.strip() and self._provider_of(v) is None
         }
         clones = sorted(v for v in wanted if v.startswith("cv_"))
         if clones:
-            self.clones(voice_ids=clones)
+            self.clones(voices=clones)
         for preset_id in sorted(wanted - set(clones)):
-            self.presets(voice_id=preset_id, limit=1)
+            self.presets(voice=preset_id, limit=1)
         providers = []
         for voice_id, field in zip(voice_ids, fields):
-            provider = self.provider_of(voice_id) if isinstance(voice_id, str) else None
+            provider = self._provider_of(voice_id) if isinstance(voice_id, str) else None
             if provider is None:
                 raise unknown_voice(field, voice_id)
             providers.append(provider)
         return providers
 
-    def remember(self, voice_id: str | None, provider: str | None) -> None:
+    def _remember(self, voice_id: str | None, provider: str | None) -> None:
         """Note a voice's provider (new clones are noted as they are made)."""
         if voice_id and provider:
             self._providers[voice_id] = provider
+
+    provider_of = renamed("_provider_of")
+    require = renamed("_require")
+    remember = renamed("_remember")
 
     # ----------------------------------------------------------------- paging
 
@@ -225,7 +258,7 @@ class VoicesResource(Resource):
         )
 
     def _seen(self, voice: V) -> V:
-        self.remember(voice.voice_id, voice.provider)
+        self._remember(voice.voice_id, voice.provider)
         return voice
 
 

@@ -16,6 +16,8 @@ import numpy as np
 
 from .. import schema
 from .._transport import Transport
+from .._util.deprecation import renamed, renamed_keywords
+from .._util.words import count
 from ..errors import ValidationError
 from ..media.audio import decode
 from ..media.mime import format_of
@@ -57,13 +59,15 @@ class Subtitles:
     """The dub's subtitle files (URLs); :meth:`text` fetches one."""
 
     def __init__(
-        self, transport: Transport, srt: str | None, vtt: str | None, language: str | None
+        self, transport: Transport, srt: str | None, vtt: str | None, locale: str | None
     ) -> None:
         self._transport = transport
-        self.srt, self.vtt, self.language = srt, vtt, language
+        self.srt, self.vtt, self.locale = srt, vtt, locale
 
     def __repr__(self) -> str:
-        return f"Subtitles(srt={self.srt!r}, vtt={self.vtt!r}, language={self.language!r})"
+        return f"Subtitles(srt={self.srt!r}, vtt={self.vtt!r}, locale={self.locale!r})"
+
+    language = renamed("locale")
 
     def text(self, fmt: Literal["srt", "vtt"] = "srt") -> str:
         url = self.srt if fmt == "srt" else self.vtt
@@ -77,7 +81,7 @@ class ScriptLine:
     """One dubbed line: where it sits, who said what, what the dub says, and its audio URL.
 
     ``translation``, ``voice_id``, ``start`` and ``end`` may be changed (or use
-    :meth:`DubbingResult.edit`); ``client.media.redub(result)`` then re-dubs the lines changed.
+    :meth:`DubbingResult.edit`); ``client.dubbing.redub(result)`` then re-dubs the lines changed.
     """
 
     id: str
@@ -153,8 +157,8 @@ class DubbingResult:
         )
         asr = result.asr_scripts or schema.AsrScripts()
         language = asr.language or schema.LanguagePair()
-        self.source_language = language.source or context.source
-        self.target_language = language.target or context.target
+        self.source_locale = language.source or context.source
+        self.target_locale = language.target or context.target
         self.category = asr.category
         self.voices: list[dict[str, Any]] = [v.to_wire() for v in result.voice_match]
         self.notices: list[str] = list(result.notices or [])
@@ -178,6 +182,9 @@ class DubbingResult:
     ) -> DubbingResult:
         return cls(transport, raw, context)
 
+    source_language = renamed("source_locale")
+    target_language = renamed("target_locale")
+
     def save(self, directory: str | Path, stem: str = "dub") -> dict[str, Path]:
         """Download the dubbed video and audio and the subtitles into ``directory`` as
         ``<stem>.<target>.<ext>``; returns the paths written, by kind (video, audio, srt, vtt).
@@ -186,7 +193,7 @@ class DubbingResult:
         """
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
-        base = f"{stem}.{self.target_language or 'dub'}"
+        base = f"{stem}.{self.target_locale or 'dub'}"
         wanted = {
             "video": (self.video.url if self.video else None, "mp4"),
             "audio": (self.audio.url if self.audio else None, "m4a"),
@@ -212,23 +219,25 @@ class DubbingResult:
             "line_id", f"no line {line_id!r} in this dub's script (its lines: {', '.join(ids)})"
         )
 
+    @renamed_keywords(voice_id="voice")
     def edit(
         self,
         line_id: str,
         *,
         translation: str | None = None,
-        voice_id: str | None = None,
+        voice: str | None = None,
         start: float | None = None,
         end: float | None = None,
     ) -> ScriptLine:
-        """Change one line for a re-dub (``client.media.redub``); checked when re-dubbed.
+        """Change one line for a re-dub (``client.dubbing.redub``); checked when re-dubbed.
+        ``voice`` is a voice id (its provider follows it).
 
-        >>> dub.edit("2", translation="Bonjour à tous !", voice_id="sv_s2_fr_fr_story_f")
+        >>> dub.edit("2", translation="Bonjour à tous !", voice="sv_s2_fr_fr_story_f")
         """
         line = self.line(line_id)
         for name, value in (
             ("translation", translation),
-            ("voice_id", voice_id),
+            ("voice_id", voice),
             ("start", start),
             ("end", end),
         ):
@@ -259,10 +268,8 @@ class DubbingResult:
     def __repr__(self) -> str:
         kind = "video" if self.video else "audio"
         return (
-            f"DubbingResult({kind}, {self.source_language}->{self.target_language}, "
-            f"{len(self.script)} line{'' if len(self.script) == 1 else 's'}, "
-            f"{len(self.voices)} "
-            f"voice{'' if len(self.voices) == 1 else 's'})"
+            f"DubbingResult({kind}, {self.source_locale}->{self.target_locale}, "
+            f"{count(len(self.script), 'line')}, {count(len(self.voices), 'voice')})"
         )
 
     def _repr_html_(self) -> str:

@@ -1,6 +1,6 @@
 """A re-dub made on this machine: files on disk that play, compare and save like a dub.
 
-``client.media.redub(dub)`` makes one from a :class:`~dubkit.results.DubbingResult` whose
+``client.dubbing.redub(dub)`` makes one from a :class:`~dubkit.results.DubbingResult` whose
 script was edited. Its media are files on the kernel's machine, which a remote browser (Binder,
 a hub) cannot reach by path: so a notebook plays them embedded, up to :data:`LOCAL_EMBED_LIMIT`
 bytes each (a re-dub is usually a short clip; it also keeps playing in a saved notebook).
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._util.deprecation import renamed
+from .._util.words import noun
 from ..media.mime import format_of, known_mime_type
 from ..views.dubbing import dubbing_html
 from ..views.sources import data_uri
@@ -59,8 +61,8 @@ class Redub:
         self.redubbed = redubbed  # ids of the lines spoken anew
         self.files = files
         self.timings = timings
-        self.source_language = made_from.source_language
-        self.target_language = made_from.target_language
+        self.source_locale = made_from.source_locale
+        self.target_locale = made_from.target_locale
         self.original = made_from.original
         self.voices: list[dict[str, Any]] = made_from.voices
         self.compressed: dict[str, MediaFile | None] = {}
@@ -68,7 +70,7 @@ class Redub:
         self.label = "re-dubbed here"
         self.poster_url = made_from.poster_url
         self.notices = [
-            f"re-dubbed on this machine: line{'' if len(redubbed) == 1 else 's'} "
+            f"re-dubbed on this machine: {noun(len(redubbed), 'line')} "
             f"{', '.join(redubbed) or 'none'} spoken anew; the rest is the service's audio"
         ]
         self.audio = self._media("audio")
@@ -96,21 +98,22 @@ class Redub:
             return Path(url).read_bytes()
         return self.made_from.held(url)
 
+    source_language = renamed("source_locale")
+    target_language = renamed("target_locale")
+
     def save(self, directory: str | Path, stem: str = "redub") -> dict[str, Path]:
         """Copy the files to ``directory`` as ``<stem>.<target>.<ext>``."""
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         return {
-            kind: Path(
-                shutil.copyfile(path, folder / f"{stem}.{self.target_language}{path.suffix}")
-            )
+            kind: Path(shutil.copyfile(path, folder / f"{stem}.{self.target_locale}{path.suffix}"))
             for kind, path in self.files.items()
         }
 
     def __repr__(self) -> str:
         # No folder in the repr: a saved notebook must not name this machine's paths.
         return (
-            f"Redub({self.target_language}, {len(self.redubbed)} of {len(self.script)} lines "
+            f"Redub({self.target_locale}, {len(self.redubbed)} of {len(self.script)} lines "
             f"spoken anew, {len(self.files)} files)"
         )
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._transport import Transport
+from .._util.words import count
 from ..schema import TranslateItem, TranslateResult, TranslationContext
 from ..views.translation import translation_html
 
@@ -64,11 +65,7 @@ class Translation:
 
     def __repr__(self) -> str:
         label = ", pseudo" if self.pseudo else ""
-        count = len(self)
-        return (
-            f"Translation({count} segment{'' if count == 1 else 's'}, "
-            f"{len(self.errors)} failed{label})"
-        )
+        return f"Translation({count(len(self), 'segment')}, {len(self.errors)} failed{label})"
 
     def _repr_html_(self) -> str:
         return translation_html(self.to_frame(), pseudo=self.pseudo)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from .._util.words import count
 from ..schema import ClonedVoice, PresetVoice
 from ..views.voices import audition_html, voice_table_html
 from .speech import Speech
@@ -62,7 +63,7 @@ class VoiceList(list[V], Generic[V]):
         return pd.DataFrame(rows, columns=columns)
 
     def __repr__(self) -> str:
-        return f"VoiceList({len(self)} voice{'' if len(self) == 1 else 's'} of {self.total})"
+        return f"VoiceList({count(len(self), 'voice')} of {self.total})"
 
     def _repr_html_(self) -> str:
         return voice_table_html(self)

@@ -30,13 +30,29 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import Field
 
 from .._util.masking import mask_key
-from ..schema import Wire
+from ..schema.sandbox_admin import (
+    Credits,
+    DeliveryAttempt,
+    DeliverySchedule,
+    Faults,
+    FetchPolicy,
+    KeyInfo,
+    KeyMade,
+    Limits,
+    NewKey,
+    OutboxRow,
+    Redeliver,
+    SandboxInfo,
+    Timing,
+    UploadSession,
+    WebhookSecrets,
+    WebhookSettings,
+)
 from . import delivery, references
 from .backend import Backend, new_secret
 from .products.upload_sessions import sessions_of
@@ -52,94 +68,35 @@ def _key(backend: Backend, api_key: str | None) -> str:
     return api_key or backend.default_key
 
 
-class NewKey(Wire):
-    name: str = "extra"
-    credits: float = Field(default=1_000_000, ge=0)
-    api_key: str | None = Field(default=None, pattern=r"^sk_[A-Za-z0-9_]{16,100}$")
-
-
-class Credits(Wire):
-    api_key: str | None = None
-    credits: float = Field(ge=0)
-
-
-class WebhookSettings(Wire):
-    api_key: str | None = None
-    url: str | None = None
-    rotate_secret: bool = False
-    overlap_seconds: float = 3600
-
-
-class Timing(Wire):
-    mode: Literal["immediate", "seconds", "polls"]
-    value: float = 0
-
-
-class Faults(Wire):
-    drop_after_commit: float = Field(default=0, ge=0, le=1)
-    error502_before: float = Field(default=0, ge=0, le=1)
-    error502_after: float = Field(default=0, ge=0, le=1)
-    latency_ms: float = Field(default=0, ge=0)
-    crash_after_handler: float = Field(default=0, ge=0, le=1)
-    paths: list[str] | None = None
-    seed: int | None = None
-
-
-class Limits(Wire):
-    body_limit: int | None = Field(default=None, ge=1)
-    idempotency_window: float | None = Field(default=None, gt=0)
-    upload_limit: int | None = Field(default=None, ge=1)
-
-
-class FetchPolicy(Wire):
-    remote: bool | None = None
-    schemes: list[Literal["http", "https"]] | None = None
-    allow: list[str] | None = None  # hosts, host:port or networks that may be non-public
-
-
-class DeliverySchedule(Wire):
-    base_delay: float | None = Field(default=None, gt=0)
-    max_delay: float | None = Field(default=None, gt=0)
-    max_attempts: int | None = Field(default=None, ge=1)
-    timeout: float | None = Field(default=None, gt=0)
-    jitter: float | None = Field(default=None, ge=0, lt=1)
-
-
-class Redeliver(Wire):
-    task_id: str | None = None
-    ids: list[int] | None = None
-
-
 @admin_router.get("/info")
 def info(request: Request) -> dict[str, Any]:
     backend = _backend(request)
     key = backend.key(backend.default_key) or {}
-    return {
-        "url": backend.base_url,
-        "apiKey": backend.default_key,
-        "webhookSecret": key.get("webhook_secret"),
-        "webhookUrl": key.get("webhook_url"),
-        "dataDir": str(backend.data_dir),
-        "timing": backend.setting("timing"),
-        "faults": backend.setting("faults", {}),
-    }
+    return SandboxInfo(
+        url=backend.base_url,
+        api_key=backend.default_key,
+        webhook_secret=key.get("webhook_secret"),
+        webhook_url=key.get("webhook_url"),
+        data_dir=str(backend.data_dir),
+        timing=backend.setting("timing"),
+        faults=backend.setting("faults", {}),
+    ).model_dump(by_alias=True)
 
 
 @admin_router.get("/uploads")
 def uploads(request: Request, api_key: str | None = Query(None, alias="apiKey")) -> dict[str, Any]:
     backend = _backend(request)
-    return {
-        "sessions": [
-            {
-                "materialId": s["material_id"],
-                "kind": s["kind"],
-                "state": s["state"],
-                "fileName": s["file_name"],
-                "createdAt": s["created_at"],
-            }
-            for s in sessions_of(backend, _key(backend, api_key))
-        ]
-    }
+    sessions = [
+        UploadSession(
+            material_id=s["material_id"],
+            kind=s["kind"],
+            state=s["state"],
+            file_name=s["file_name"],
+            created_at=s["created_at"],
+        ).model_dump(by_alias=True)
+        for s in sessions_of(backend, _key(backend, api_key))
+    ]
+    return {"sessions": sessions}
 
 
 @admin_router.get("/contract")
@@ -160,12 +117,12 @@ def reset(request: Request) -> dict[str, Any]:
 def list_keys(request: Request) -> list[dict[str, Any]]:
     """Every key, masked (the full key was answered once, when it was made)."""
     return [
-        {
-            "apiKey": mask_key(k["api_key"]),
-            "name": k["name"],
-            "credits": k["credits"],
-            "webhookUrl": k["webhook_url"],
-        }
+        KeyInfo(
+            api_key=mask_key(k["api_key"]),
+            name=k["name"],
+            credits=k["credits"],
+            webhook_url=k["webhook_url"],
+        ).model_dump(by_alias=True)
         for k in _backend(request).keys()
     ]
 
@@ -174,7 +131,8 @@ def list_keys(request: Request) -> list[dict[str, Any]]:
 def create_key(body: NewKey, request: Request) -> dict[str, Any]:
     backend = _backend(request)
     key = backend.create_key(body.name, body.credits, api_key=body.api_key)
-    return {"apiKey": key, "webhookSecret": backend.key(key)["webhook_secret"]}  # type: ignore
+    made = KeyMade(api_key=key, webhook_secret=(backend.key(key) or {}).get("webhook_secret"))
+    return made.model_dump(by_alias=True)
 
 
 @admin_router.get("/credits")
@@ -205,20 +163,20 @@ def set_webhook(body: WebhookSettings, request: Request) -> dict[str, Any]:
     backend = _backend(request)
     key = _key(backend, body.api_key)
     if "url" in body.model_fields_set:  # rotating alone keeps the URL
-        backend.store.execute("UPDATE keys SET webhook_url = ? WHERE api_key = ?", (body.url, key))
+        backend.db.execute("UPDATE keys SET webhook_url = ? WHERE api_key = ?", (body.url, key))
     if body.rotate_secret:
-        backend.store.execute(
+        backend.db.execute(
             "UPDATE keys SET previous_secret = webhook_secret, webhook_secret = ?, "
             "rotated_at = ? WHERE api_key = ?",
             (new_secret(), time.time() + body.overlap_seconds, key),
         )
     row = backend.key(key) or {}
     overlap = row.get("rotated_at") and row["rotated_at"] > time.time()
-    return {
-        "url": row.get("webhook_url"),
-        "secret": row.get("webhook_secret"),
-        "previousSecret": row.get("previous_secret") if overlap else None,
-    }
+    return WebhookSecrets(
+        url=row.get("webhook_url"),
+        secret=row.get("webhook_secret"),
+        previous_secret=row.get("previous_secret") if overlap else None,
+    ).model_dump(by_alias=True)
 
 
 @admin_router.post("/timing")
@@ -265,13 +223,13 @@ def set_fetch(body: FetchPolicy, request: Request) -> dict[str, Any]:
 
 @admin_router.get("/delivery")
 def get_delivery(request: Request) -> dict[str, Any]:
-    return delivery.schedule(_backend(request))
+    return delivery.schedule(_backend(request)).answer()
 
 
 @admin_router.post("/delivery")
 def set_delivery(body: DeliverySchedule, request: Request) -> dict[str, Any]:
     backend = _backend(request)
-    plan = delivery.schedule(backend) | body.model_dump(by_alias=True, exclude_none=True)
+    plan = delivery.updated(delivery.schedule(backend), body).answer()
     backend.set_setting("delivery", plan)
     return plan
 
@@ -289,44 +247,43 @@ def deliveries(
         if value is not None:
             where += f" AND {column} = ?"
             args.append(value)
-    store = _backend(request).store
+    store = _backend(request).db
     rows = [dict(r) for r in store.all(f"SELECT * FROM outbox WHERE {where} ORDER BY id", args)]
-    attempts: dict[int, list[dict[str, Any]]] = {}
+    attempts: dict[int, list[DeliveryAttempt]] = {}
     for a in store.all(
         f"SELECT * FROM deliveries WHERE outbox_id IN (SELECT id FROM outbox "
         f"WHERE {where}) ORDER BY id",
         args,
     ):
         attempts.setdefault(a["outbox_id"], []).append(
-            {
-                "attempt": a["attempt"],
-                "at": a["at"],
-                "url": a["url"],
-                "statusCode": a["status_code"],
-                "error": a["error"],
-                "durationMs": round(a["duration_ms"], 1),
-                "secret": a["secret"],
-            }
+            DeliveryAttempt(
+                attempt=a["attempt"],
+                at=a["at"],
+                url=a["url"],
+                status_code=a["status_code"],
+                error=a["error"],
+                duration_ms=round(a["duration_ms"], 1),
+                secret=a["secret"],
+            )
         )
-    return {
-        "deliveries": [
-            {
-                "id": r["id"],
-                "apiKey": mask_key(r["api_key"]),
-                "taskId": r["task_id"],
-                "event": r["event"],
-                "pipelineKey": r["pipeline_key"],
-                "state": r["state"],
-                "attempts": r["attempts"],
-                "nextAt": r["next_at"],
-                "lastError": r["last_error"],
-                "createdAt": r["created_at"],
-                "deliveredAt": r["delivered_at"],
-                "log": attempts.get(r["id"], []),
-            }
-            for r in rows
-        ]
-    }
+    listed = [
+        OutboxRow(
+            id=r["id"],
+            api_key=mask_key(r["api_key"]),
+            task_id=r["task_id"],
+            event=r["event"],
+            pipeline_key=r["pipeline_key"],
+            state=r["state"],
+            attempts=r["attempts"],
+            next_at=r["next_at"],
+            last_error=r["last_error"],
+            created_at=r["created_at"],
+            delivered_at=r["delivered_at"],
+            log=attempts.get(r["id"], []),
+        ).model_dump(by_alias=True)
+        for r in rows
+    ]
+    return {"deliveries": listed}
 
 
 @admin_router.post("/deliveries/redeliver")
@@ -337,6 +294,6 @@ def redeliver(body: Redeliver, request: Request) -> dict[str, Any]:
     if body.task_id:
         ids += [
             r["id"]
-            for r in backend.store.all("SELECT id FROM outbox WHERE task_id = ?", (body.task_id,))
+            for r in backend.db.all("SELECT id FROM outbox WHERE task_id = ?", (body.task_id,))
         ]
     return {"requeued": delivery.redeliver(backend, ids)}

@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from .. import contract
-from ..schema import OPERATIONS_BY_PATH, Operation, WireError, parse
+from ..schema import OPERATIONS_BY_PATH, Operation, WireError, validated
 from . import file_access
 from .admin import admin_router
 from .backend import Backend
@@ -189,7 +189,7 @@ def _parse(backend: Backend, op: Operation, raw: Any, req_id: str) -> Any:
     if model is None:
         return None
     try:
-        return parse(model, raw if isinstance(raw, dict) else {})
+        return validated(model, raw if isinstance(raw, dict) else {})
     except WireError as exc:
         if not exc.rule and backend.contract_log.strict:
             backend.contract_log.record(

@@ -16,6 +16,10 @@ Choices made where the interface is silent (each marked *choice*):
   envelope carries the error's code and message, with ``data.taskId``.
 * Timing (admin): results become visible immediately, after N seconds, or on the N-th
   tasks/detail poll; real work always runs first, so timing only ever delays.
+
+Credits: a key is charged before work starts (402 when it cannot pay) and refunded after. A
+crash must not cost the caller: each request keeps a ledger of its charges, the tasks it made
+and the async work it holds back, so :meth:`Backend.undo_on_crash` can take all of it back.
 """
 
 from __future__ import annotations
@@ -31,21 +35,42 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .admin_token import admin_token
 from .contract_log import ContractLog
-from .credits import DEFAULT_CREDITS, Credits, request_ledger
+from .database import Database
 from .service_error import ServiceError
-from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
 
 IDEMPOTENCY_WINDOW = 24 * 3600.0
+DEFAULT_CREDITS = 1_000_000.0
+
+
+@dataclass
+class RequestLedger:
+    charges: list[tuple[str, float]] = field(default_factory=list)  # (api_key, amount)
+    tasks: list[str] = field(default_factory=list)  # task ids it made
+    starts: list[Callable[[], object]] = field(default_factory=list)  # async work, held back
+
+
+# What the request this thread is serving has done so far (see Backend.undo_on_crash).
+_request: ContextVar[RequestLedger | None] = ContextVar("sandbox_request", default=None)
+# The task whose work this thread is doing: its refunds are counted on it (see refund).
+_working_on: ContextVar[str | None] = ContextVar("sandbox_task", default=None)
+
+
+def request_ledger() -> RequestLedger | None:
+    """The ledger of the request this thread is serving; None outside one (a worker thread)."""
+    return _request.get()
 
 
 def now_iso() -> str:
@@ -56,11 +81,8 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex}"
 
 
-class Backend(Credits):
-    """Everything the sandbox knows, behind methods the HTTP layer and products call.
-
-    Charges, refunds and undoing a crashed request are :class:`~dubkit.sandbox.credits.Credits`.
-    """
+class Backend:
+    """Everything the sandbox knows, behind methods the HTTP layer and products call."""
 
     def __init__(
         self, data_dir: Path, *, workers: int = 2, contract_log: ContractLog | None = None
@@ -70,7 +92,7 @@ class Backend(Credits):
         _private_dir(self.data_dir)
         self.files_dir = self.data_dir / "files"
         self.files_dir.mkdir(mode=0o700, exist_ok=True)
-        self.store = Store(self.data_dir / "sandbox.sqlite3")
+        self.db = Database(self.data_dir / "sandbox.sqlite3")
         self.admin_token = admin_token(self.data_dir)
         self.base_url = ""  # set by the server once it has a port
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-work")
@@ -93,15 +115,15 @@ class Backend(Credits):
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._ticker.is_alive():
             self._ticker.join(timeout=2)
-        self.store.close()
+        self.db.close()
 
     # ------------------------------------------------------------------ keys
 
     def _ensure_default_key(self) -> str:
-        key = self.store.setting("default_key")
+        key = self.db.setting("default_key")
         if key is None:
             key = self.create_key("default")
-            self.store.set_setting("default_key", key)
+            self.db.set_setting("default_key", key)
         return key
 
     def create_key(
@@ -109,7 +131,7 @@ class Backend(Credits):
     ) -> str:
         """A new account; ``api_key`` chooses its key (a test harness that must know it early)."""
         key = api_key or "sk_sandbox_" + secrets.token_hex(16)
-        self.store.execute(
+        self.db.execute(
             "INSERT INTO keys (api_key, name, credits, created_at, webhook_secret) "
             "VALUES (?, ?, ?, ?, ?)",
             (key, name, credits, now_iso(), new_secret()),
@@ -117,17 +139,87 @@ class Backend(Credits):
         return key
 
     def key(self, api_key: str) -> dict[str, Any] | None:
-        row = self.store.one("SELECT * FROM keys WHERE api_key = ?", (api_key,))
+        row = self.db.one("SELECT * FROM keys WHERE api_key = ?", (api_key,))
         return dict(row) if row else None
 
     def keys(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.store.all("SELECT * FROM keys ORDER BY created_at")]
+        return [dict(r) for r in self.db.all("SELECT * FROM keys ORDER BY created_at")]
+
+    # ------------------------------------------------------------------ credits
+
+    def set_credits(self, api_key: str, credits: float) -> None:
+        self.db.execute("UPDATE keys SET credits = ? WHERE api_key = ?", (credits, api_key))
+
+    def charge(self, api_key: str, amount: float, what: str) -> None:
+        """Take ``amount`` credits or refuse with 402 before any work starts."""
+        cursor = self.db.execute(
+            "UPDATE keys SET credits = credits - ? WHERE api_key = ? AND credits >= ?",
+            (amount, api_key, amount),
+        )
+        if cursor.rowcount == 0:
+            key = self.db.one("SELECT credits FROM keys WHERE api_key = ?", (api_key,))
+            left = key["credits"]  # type: ignore[index]
+            raise ServiceError(
+                402, f"insufficient credits: {what} needs {amount:g} credits, this key has {left:g}"
+            )
+        ledger = _request.get()
+        if ledger is not None:
+            ledger.charges.append((api_key, amount))
+
+    @contextmanager
+    def undo_on_crash(self) -> Iterator[None]:
+        """Undo what this request did if it ends in an unexpected exception (a sandbox bug):
+        give back its charges, remove the tasks it made and never start their async work.
+
+        Business refusals (ServiceError) are the products' to settle; a crash must not leave
+        the caller paying for nothing, nor paying twice when the client retries the 500, nor
+        holding a task it was never told about. Async work made by the request starts only
+        once it has ended without crashing, so there is never any to stop.
+        """
+        ledger = RequestLedger()
+        token = _request.set(ledger)
+        crashed = False
+        try:
+            yield
+        except ServiceError:
+            raise
+        except Exception:
+            crashed = True
+            for api_key, amount in ledger.charges:
+                self.refund(api_key, amount)
+            self.db.store_many(
+                "DELETE FROM tasks WHERE task_id = ?", [(task_id,) for task_id in ledger.tasks]
+            )
+            raise
+        finally:
+            _request.reset(token)
+            for start in [] if crashed else ledger.starts:
+                start()
+
+    def refund(self, api_key: str, amount: float) -> None:
+        task_id = _working_on.get()
+        with self.db.transaction() as db:
+            db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?", (amount, api_key))
+            if task_id is not None:
+                db.execute(
+                    "UPDATE tasks SET refunded = refunded + ? WHERE task_id = ?", (amount, task_id)
+                )
+
+    @contextmanager
+    def working_on(self, task_id: str) -> Iterator[None]:
+        """Count the refunds made by this thread's work on ``task_id``, so a restart that ends
+        the task gives back exactly what it still holds."""
+        token = _working_on.set(task_id)
+        try:
+            yield
+        finally:
+            _working_on.reset(token)
 
     # ------------------------------------------------------------------ idempotency
 
     def reserve_idempotency_key(self, api_key: str, path: str, key: str) -> None:
-        window = float(self.store.setting("idempotency_window", IDEMPOTENCY_WINDOW))
-        with self.store.transaction() as db:
+        window = float(self.db.setting("idempotency_window", IDEMPOTENCY_WINDOW))
+        with self.db.transaction() as db:
             db.execute(
                 "DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
                 "AND created_at < ?",
@@ -154,13 +246,13 @@ class Backend(Credits):
         raise ServiceError(409, f"Idempotency key already used: {detail}", {"Retry-After": "2"})
 
     def commit_idempotency_key(self, api_key: str, path: str, key: str) -> None:
-        self.store.execute(
+        self.db.execute(
             "UPDATE idempotency SET state = 'committed' WHERE api_key = ? AND path = ? AND key = ?",
             (api_key, path, key),
         )
 
     def release_idempotency_key(self, api_key: str, path: str, key: str) -> None:
-        self.store.execute(
+        self.db.execute(
             "DELETE FROM idempotency WHERE api_key = ? AND path = ? AND key = ? "
             "AND state = 'pending'",
             (api_key, path, key),
@@ -177,14 +269,14 @@ class Backend(Credits):
         request: Any,
         extra_data: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        timing = self.store.setting("timing", {"mode": "immediate"})
+        timing = self.db.setting("timing", {"mode": "immediate"})
         release_at = time.time() + float(timing["value"]) if timing["mode"] == "seconds" else None
         release_polls = int(timing["value"]) if timing["mode"] == "polls" else None
         stamp = now_iso()
         task_id = new_id("")
         ledger = request_ledger()
         charged = sum(amount for key, amount in ledger.charges if key == api_key) if ledger else 0
-        with self.store.transaction() as db:
+        with self.db.transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks").fetchone()[0]
             db.execute(
                 "INSERT INTO tasks (task_id, api_key, task_type, status, is_async, request, "
@@ -211,19 +303,19 @@ class Backend(Credits):
         return self.task_row(task_id)
 
     def task_row(self, task_id: str) -> dict[str, Any]:
-        row = self.store.one("SELECT * FROM tasks WHERE task_id = ?", (task_id,))
+        row = self.db.one("SELECT * FROM tasks WHERE task_id = ?", (task_id,))
         if row is None:
             raise KeyError(task_id)
         return dict(row)
 
     def task_is_live(self, task_id: str) -> bool:
         return (
-            self.store.one("SELECT 1 FROM tasks WHERE task_id = ? AND deleted = 0", (task_id,))
+            self.db.one("SELECT 1 FROM tasks WHERE task_id = ? AND deleted = 0", (task_id,))
             is not None
         )
 
     def find_task(self, api_key: str, task_id: str) -> dict[str, Any]:
-        row = self.store.one(
+        row = self.db.one(
             "SELECT * FROM tasks WHERE task_id = ? AND api_key = ? AND deleted = 0",
             (task_id, api_key),
         )
@@ -233,7 +325,7 @@ class Backend(Credits):
 
     def finish_sync(self, task_id: str, result: dict[str, Any]) -> None:
         """Sync creates finish at once, whatever the timing setting says."""
-        self.store.execute(
+        self.db.execute(
             "UPDATE tasks SET status = 'finished', ready = 1, result = ?, "
             "updated_at = ? WHERE task_id = ?",
             (json.dumps(result), now_iso(), task_id),
@@ -258,7 +350,7 @@ class Backend(Credits):
         except Exception as exc:  # a sandbox bug must still end the task, never hang it
             log.exception("task %s failed", task_id)
             result, code, message = None, 500, f"internal error: {exc}"
-        self.store.execute(
+        self.db.execute(
             "UPDATE tasks SET ready = 1, result = ?, error_code = ?, message = ? WHERE task_id = ?",
             (
                 json.dumps(result) if result is not None else None,
@@ -271,14 +363,12 @@ class Backend(Credits):
 
     def record_poll(self, task: dict[str, Any]) -> dict[str, Any]:
         """Count a tasks/detail poll (for 'after N polls' timing) and release if due."""
-        self.store.execute(
-            "UPDATE tasks SET polls = polls + 1 WHERE task_id = ?", (task["task_id"],)
-        )
+        self.db.execute("UPDATE tasks SET polls = polls + 1 WHERE task_id = ?", (task["task_id"],))
         self._release_due()
         return self.task_row(task["task_id"])
 
     def _release_due(self) -> None:
-        due = self.store.all(
+        due = self.db.all(
             "SELECT * FROM tasks WHERE status = 'running' AND ready = 1 AND "
             "(release_at IS NULL OR release_at <= ?) AND "
             "(release_polls IS NULL OR polls >= release_polls)",
@@ -287,7 +377,7 @@ class Backend(Credits):
         for row in due:
             task = dict(row)
             status = "failed" if task["error_code"] else "finished"
-            cursor = self.store.execute(
+            cursor = self.db.execute(
                 "UPDATE tasks SET status = ?, updated_at = ? WHERE "
                 "task_id = ? AND status = 'running'",
                 (status, now_iso(), task["task_id"]),
@@ -309,11 +399,11 @@ class Backend(Credits):
     def _resume_unfinished_work(self) -> None:
         """After a restart, running work was lost with the process: end it honestly, and give
         back what it was charged and had not yet given back (it delivered nothing)."""
-        lost = self.store.all(
+        lost = self.db.all(
             "SELECT task_id, api_key, charged - refunded AS held FROM tasks "
             "WHERE status = 'running' AND ready = 0"
         )
-        with self.store.transaction() as db:
+        with self.db.transaction() as db:
             for task in lost:
                 if task["held"] > 0:
                     db.execute(
@@ -347,20 +437,20 @@ class Backend(Credits):
     # ------------------------------------------------------------------ settings
 
     def setting(self, name: str, default: Any = None) -> Any:
-        return self.store.setting(name, default)
+        return self.db.setting(name, default)
 
     def set_setting(self, name: str, value: Any) -> None:
-        self.store.set_setting(name, value)
+        self.db.set_setting(name, value)
 
     def reset(self) -> None:
         """Forget every task, key, delivery and setting; a fresh default key is made."""
         tables = [
             r["name"]
-            for r in self.store.all(
+            for r in self.db.all(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
             )
         ]
-        with self.store.transaction() as db:
+        with self.db.transaction() as db:
             for table in tables:
                 db.execute(f"DELETE FROM {table}")
         self.default_key = self._ensure_default_key()

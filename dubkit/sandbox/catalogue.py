@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,7 +42,6 @@ import numpy as np
 from .. import locales
 from ..media import speech
 from ..schema import PresetVoice
-from . import catalogue_text
 
 
 @dataclass(frozen=True)
@@ -244,14 +245,14 @@ def _language(espeak: str) -> str:
 
 
 def _name(persona: Persona, espeak: str, voice_id: str) -> str:
-    names = catalogue_text.given_names(_language(espeak), persona.gender)
+    names = given_names(_language(espeak), persona.gender)
     return names[_digest(voice_id) % len(names)]
 
 
 def _build(tier: Tier, persona: Persona, locale: str, espeak: str) -> Preset:
     voice_id = f"sv_{tier.code.lower()}_{locale.lower().replace('-', '_')}_{persona.key}"
     name = _name(persona, espeak, voice_id)
-    locale_name, endonym = catalogue_text.locale_names(locale)
+    locale_name, endonym = locale_names(locale)
     score = round(3.0 + (_digest("score", voice_id) % 151) / 100 + (0.45 if tier.hd else 0), 2)
     released = datetime.fromisoformat(tier.released).replace(tzinfo=timezone.utc)
     created = released + timedelta(days=_digest("created", voice_id) % 60)
@@ -292,7 +293,7 @@ def _build(tier: Tier, persona: Persona, locale: str, espeak: str) -> Preset:
         create_time=created.isoformat().replace("+00:00", "Z"),
         update_time=updated.isoformat().replace("+00:00", "Z"),
     )
-    sample = catalogue_text.sample_text(_language(espeak))
+    sample = sample_text(_language(espeak))
     return Preset(record, speaking, sample)
 
 
@@ -325,3 +326,134 @@ def _by_id() -> dict[str, Preset]:
 def preset(voice_id: str) -> Preset | None:
     """The preset ``voice_id``, or None."""
     return _by_id().get(voice_id)
+
+
+# --------------------------------------------------------------------------- words
+# What the voices are called and what their previews say, per language.
+
+# "Hello! This is my voice." in each language the catalogue speaks (by espeak language).
+SAMPLE_TEXT = {
+    "af": "Hallo! Dit is my stem.",
+    "am": "ሰላም! ይህ የእኔ ድምጽ ነው።",
+    "ar": "مرحبا! هذا صوتي.",
+    "az": "Salam! Bu mənim səsimdir.",
+    "be": "Прывітанне! Гэта мой голас.",
+    "bg": "Здравейте! Това е моят глас.",
+    "bn": "নমস্কার! এটা আমার কণ্ঠস্বর।",
+    "bs": "Zdravo! Ovo je moj glas.",
+    "ca": "Hola! Aquesta és la meva veu.",
+    "cs": "Dobrý den! Tohle je můj hlas.",
+    "cy": "Helo! Dyma fy llais.",
+    "da": "Hej! Det her er min stemme.",
+    "de": "Hallo! Das ist meine Stimme.",
+    "el": "Γεια σας! Αυτή είναι η φωνή μου.",
+    "en": "Hello! This is my voice.",
+    "es": "¡Hola! Esta es mi voz.",
+    "et": "Tere! See on minu hääl.",
+    "eu": "Kaixo! Hau da nire ahotsa.",
+    "fa": "سلام! این صدای من است.",
+    "fi": "Hei! Tämä on minun ääneni.",
+    "fr": "Bonjour ! Voici ma voix.",
+    "ga": "Dia duit! Seo é mo ghlór.",
+    "gu": "નમસ્તે! આ મારો અવાજ છે.",
+    "he": "שלום! זה הקול שלי.",
+    "hi": "नमस्ते! यह मेरी आवाज़ है।",
+    "hr": "Bok! Ovo je moj glas.",
+    "ht": "Bonjou! Sa a se vwa mwen.",
+    "hu": "Szia! Ez az én hangom.",
+    "hy": "Բարև! Սա իմ ձայնն է։",
+    "id": "Halo! Ini suara saya.",
+    "is": "Halló! Þetta er röddin mín.",
+    "it": "Ciao! Questa è la mia voce.",
+    "ja": "こんにちは！これがわたしのこえです。",
+    "ka": "გამარჯობა! ეს ჩემი ხმაა.",
+    "kk": "Сәлем! Бұл менің дауысым.",
+    "ku": "Silav! Ev dengê min e.",
+    "kn": "ನಮಸ್ಕಾರ! ಇದು ನನ್ನ ಧ್ವನಿ.",
+    "ko": "안녕하세요! 이것은 제 목소리입니다.",
+    "lt": "Labas! Tai mano balsas.",
+    "lv": "Sveiki! Šī ir mana balss.",
+    "mk": "Здраво! Ова е мојот глас.",
+    "ml": "നമസ്കാരം! ഇത് എന്റെ ശബ്ദമാണ്.",
+    "mr": "नमस्कार! हा माझा आवाज आहे.",
+    "ms": "Helo! Ini suara saya.",
+    "mt": "Bongu! Din hija l-vuċi tiegħi.",
+    "my": "မင်္ဂလာပါ! ဒါ ကျွန်ုပ်ရဲ့ အသံပါ။",
+    "nb": "Hei! Dette er stemmen min.",
+    "ne": "नमस्ते! यो मेरो आवाज हो।",
+    "nl": "Hallo! Dit is mijn stem.",
+    "pa": "ਸਤ ਸ੍ਰੀ ਅਕਾਲ! ਇਹ ਮੇਰੀ ਆਵਾਜ਼ ਹੈ।",
+    "pl": "Cześć! To jest mój głos.",
+    "pt": "Olá! Esta é a minha voz.",
+    "ro": "Bună! Aceasta este vocea mea.",
+    "ru": "Здравствуйте! Это мой голос.",
+    "si": "ආයුබෝවන්! මේ මගේ හඬයි.",
+    "sk": "Dobrý deň! Toto je môj hlas.",
+    "sl": "Živjo! To je moj glas.",
+    "sq": "Përshëndetje! Ky është zëri im.",
+    "sr": "Zdravo! Ovo je moj glas.",
+    "sv": "Hej! Det här är min röst.",
+    "sw": "Habari! Hii ni sauti yangu.",
+    "ta": "வணக்கம்! இது என் குரல்.",
+    "te": "నమస్కారం! ఇది నా గొంతు.",
+    "th": "สวัสดี! นี่คือเสียงของฉัน",
+    "tr": "Merhaba! Bu benim sesim.",
+    "ug": "ياخشىمۇسىز! بۇ مېنىڭ ئاۋازىم.",
+    "uk": "Привіт! Це мій голос.",
+    "ur": "السلام علیکم! یہ میری آواز ہے۔",
+    "uz": "Salom! Bu mening ovozim.",
+    "vi": "Xin chào! Đây là giọng nói của tôi.",
+    "cmn": "你好！这是我的声音。",
+    "yue": "你好！呢個係我嘅聲音。",
+}
+
+# Given names per language family, "female | male"; other languages use the first row.
+_NAMES = {
+    "": "Ava Maya Lena Sofia Nora Iris Clara Emma Lucia Zara | Leo Adam Noah Felix Omar Ivan "
+    "Hugo Elias Theo Milan",
+    "en": "Ava Emma Olivia Grace Chloe Ruby Harper Isla | Liam Noah Oliver Jack Henry Leo "
+    "Ethan Samuel",
+    "es": "Lucía Sofía Valentina Camila Elena Paula | Mateo Diego Santiago Pablo Javier Hugo",
+    "fr": "Camille Léa Chloé Manon Inès Juliette | Louis Hugo Gabriel Arthur Jules Lucas",
+    "de": "Mia Hannah Lena Marie Emilia Clara | Lukas Felix Jonas Paul Maximilian Leon",
+    "it": "Giulia Sofia Aurora Chiara Martina | Leonardo Francesco Lorenzo Matteo Marco",
+    "pt": "Beatriz Mariana Ana Júlia Larissa | João Pedro Gabriel Lucas Rafael",
+    "ja": "Yui Haruka Sakura Aoi Hina | Haruto Ren Sota Yuto Kaito",
+    "cmn": "Xiaoxiao Yunxi Mei Lan Hui | Wei Jun Hao Ming Lei",
+    "yue": "Hiu Gaai Wing Man Ka Yan | Wan Lung Chi Kin Ho Yin",
+    "ko": "Jiwoo Seoyeon Minji Haeun | Minjun Seojun Jihoon Hyun",
+    "ar": "Layla Amira Salma Noor Yasmin | Omar Karim Youssef Hamza Tariq",
+    "hi": "Ananya Priya Aditi Kavya | Arjun Rohan Vivaan Aarav",
+    "ru": "Anna Daria Sofia Polina | Dmitri Ivan Mikhail Artem",
+}
+
+
+def sample_text(language: str) -> str:
+    """What a preview says in espeak language ``language`` (English when there is none)."""
+    return SAMPLE_TEXT.get(language, SAMPLE_TEXT["en"])
+
+
+def given_names(language: str, gender: str) -> list[str]:
+    """The names a voice of ``gender`` speaking espeak language ``language`` may be given."""
+    pool = _NAMES.get(language, _NAMES[""])
+    female, male = (names.split() for names in pool.split("|"))
+    return female if gender == "female" else male
+
+
+def locale_names(locale: str) -> tuple[str, str]:
+    """``("English (United States)", "English")``: the English label and the endonym.
+
+    Read from ``data/locale_names.json``, written from CLDR for every target locale by
+    ``tests/test_catalogue.py`` (which fails, and says how to write it again, when the two
+    differ): working them out with babel on every start took most of a second.
+    """
+    return _locale_table().get(locale, (locale, locale))
+
+
+@functools.lru_cache(maxsize=1)
+def _locale_table() -> dict[str, tuple[str, str]]:
+    table = json.loads(_TABLE.read_text(encoding="utf-8"))
+    return {locale: (label, endonym) for locale, (label, endonym) in table.items()}
+
+
+_TABLE = Path(__file__).with_name("data") / "locale_names.json"

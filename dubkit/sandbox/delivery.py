@@ -50,11 +50,13 @@ import logging
 import random
 import threading
 import time
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .. import contract
 from .._util.signing import sign
 from ..schema import Product, WebhookEnvelope, Wire, product_of_task_type
+from ..schema.sandbox_admin import DeliverySchedule
 from .backend import Backend, now_iso
 from .delivery_pool import Aborted, AttemptTimeout, FairPool, post
 from .envelope import omit_nulls
@@ -63,13 +65,24 @@ RECOVERY_INTERVAL = 5.0  # seconds between checks for ended tasks that were neve
 REFILL_INTERVAL = 0.1  # seconds a key's queued rows may keep other keys' new rows unread
 BATCH_PER_KEY = 64  # due rows of one key read into its queue at a time
 log = logging.getLogger("dubkit.sandbox")
-DEFAULT_SCHEDULE = {
-    "baseDelay": 1.0,
-    "maxDelay": 60.0,
-    "maxAttempts": 20,
-    "timeout": 5.0,
-    "jitter": 0.1,
-}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How deliveries are retried: seconds, attempts, and a jitter share (0..1)."""
+
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    max_attempts: int = 20
+    timeout: float = 5.0  # seconds an attempt may take
+    jitter: float = 0.1
+
+    def answer(self) -> dict[str, Any]:
+        """As the admin API shows it."""
+        return DeliverySchedule(**asdict(self)).model_dump(by_alias=True)
+
+
+DEFAULT_SCHEDULE = Schedule()
 # One row per task. Rows a race left behind (before this index) go first: the lowest id stays,
 # and the attempts logged against the others move to it (they did reach the receiver).
 ONE_ROW_PER_TASK = """
@@ -127,21 +140,27 @@ def _product(task: dict[str, Any]) -> Product:
     return product
 
 
-def schedule(backend: Backend) -> dict[str, float]:
+def schedule(backend: Backend) -> Schedule:
     """The retry schedule in force: defaults overlaid with what the admin set."""
-    return {**DEFAULT_SCHEDULE, **backend.setting("delivery", {})}
+    return updated(DEFAULT_SCHEDULE, backend.setting("delivery", {}))
 
 
-def delay_after(attempt: int, plan: dict[str, float]) -> float:
+def updated(plan: Schedule, changes: dict[str, Any] | DeliverySchedule) -> Schedule:
+    """``plan`` with the fields ``changes`` sets (an admin body, or the stored setting)."""
+    given = DeliverySchedule.model_validate(changes).model_dump(exclude_none=True)
+    return replace(plan, **given)
+
+
+def delay_after(attempt: int, plan: Schedule) -> float:
     """Seconds to wait after failed attempt number ``attempt`` (1-based), jitter included."""
-    delay = min(plan["maxDelay"], plan["baseDelay"] * 2 ** (attempt - 1))
-    return delay * random.uniform(1 - plan["jitter"], 1 + plan["jitter"])
+    delay = min(plan.max_delay, plan.base_delay * 2 ** (attempt - 1))
+    return delay * random.uniform(1 - plan.jitter, 1 + plan.jitter)
 
 
 def redeliver(backend: Backend, outbox_ids: list[int]) -> int:
     """Send rows again from now with a fresh attempt budget (same body: a replay)."""
     return sum(
-        backend.store.execute(
+        backend.db.execute(
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at = ?, last_error = NULL "
             "WHERE id = ?",
             (time.time(), outbox_id),
@@ -160,10 +179,10 @@ class Deliverer:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sandbox-webhooks", daemon=True)
         self.pool = FairPool(self._attempt_row, self._wake.set)
-        columns = {r["name"] for r in backend.store.all("PRAGMA table_info(deliveries)")}
+        columns = {r["name"] for r in backend.db.all("PRAGMA table_info(deliveries)")}
         if "secret" not in columns:  # which secret signed an attempt: 'current' or 'previous'
-            backend.store.execute("ALTER TABLE deliveries ADD COLUMN secret TEXT")
-        backend.store.ensure(ONE_ROW_PER_TASK)
+            backend.db.execute("ALTER TABLE deliveries ADD COLUMN secret TEXT")
+        backend.db.ensure(ONE_ROW_PER_TASK)
         backend.on_release.append(self.enqueue)
 
     def start(self) -> None:
@@ -179,7 +198,7 @@ class Deliverer:
         index on ``updated_at`` keeps that cost flat however many tasks are stored), so the
         event still goes out, once.
         """
-        missing = self.backend.store.all(
+        missing = self.backend.db.all(
             "SELECT * FROM tasks t WHERE t.is_async = 1 AND t.updated_at >= ? "
             "AND t.status IN ('finished', 'failed') "
             "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.task_id)",
@@ -201,7 +220,7 @@ class Deliverer:
         if not task["is_async"]:
             return
         body = json.dumps(envelope_for(task), separators=(",", ":")).encode()
-        added = self.backend.store.execute(
+        added = self.backend.db.execute(
             "INSERT INTO outbox (api_key, task_id, event, pipeline_key, body, next_at, state, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) "
             "ON CONFLICT (task_id) DO NOTHING",  # released twice, or found by recover(): once
@@ -247,7 +266,7 @@ class Deliverer:
             self._wake.clear()
 
     def _refill(self) -> None:
-        store = self.backend.store
+        store = self.backend.db
         store.execute(
             "UPDATE outbox SET state = 'skipped', last_error = 'no webhook URL "
             "configured for this key' WHERE state = 'pending' AND api_key IN "
@@ -264,7 +283,7 @@ class Deliverer:
 
     def _attempt_row(self, outbox_id: int) -> None:
         """A worker's job: the row as it is now (URL, secrets, state), then one attempt."""
-        row = self.backend.store.one(
+        row = self.backend.db.one(
             "SELECT o.*, k.webhook_url, k.webhook_secret, k.previous_secret, k.rotated_at "
             "FROM outbox o JOIN keys k ON k.api_key = o.api_key WHERE o.id = ? AND "
             "o.state = 'pending'",
@@ -273,7 +292,7 @@ class Deliverer:
         if row is None or self._stopping.is_set():
             return
         if not row["webhook_url"]:
-            self.backend.store.execute(
+            self.backend.db.execute(
                 "UPDATE outbox SET state = 'skipped', last_error = 'no webhook URL configured "
                 "for this key' WHERE id = ? AND state = 'pending'",
                 (outbox_id,),
@@ -291,7 +310,7 @@ class Deliverer:
         overlap = row["previous_secret"] and (row["rotated_at"] or 0) > time.time()
         if status in (401, 403) and overlap:
             status, error = self._post(row, attempt, row["previous_secret"], "previous", plan)
-        store = self.backend.store
+        store = self.backend.db
         if error is None:
             now = time.time()
             store.execute(
@@ -306,14 +325,14 @@ class Deliverer:
                 (now, row["api_key"], now),
             )
             return
-        state = "dead" if attempt >= plan["maxAttempts"] else "pending"
+        state = "dead" if attempt >= plan.max_attempts else "pending"
         store.execute(
             "UPDATE outbox SET attempts = ?, next_at = ?, state = ?, last_error = ? WHERE id = ?",
             (attempt, time.time() + delay_after(attempt, plan), state, error, row["id"]),
         )
 
     def _post(
-        self, row: dict[str, Any], attempt: int, secret: str, which: str, plan: dict[str, float]
+        self, row: dict[str, Any], attempt: int, secret: str, which: str, plan: Schedule
     ) -> tuple[int | None, str | None]:
         timestamp = str(int(time.time() * 1000))
         headers = {
@@ -332,7 +351,7 @@ class Deliverer:
         started = time.perf_counter()
         status, error = None, None
         try:
-            status = post(row["webhook_url"], row["body"], headers, plan["timeout"], self.pool.live)
+            status = post(row["webhook_url"], row["body"], headers, plan.timeout, self.pool.live)
             if not 200 <= status < 300:
                 error = f"receiver answered HTTP {status}"
         except Aborted:
@@ -343,7 +362,7 @@ class Deliverer:
             error = f"ConnectionError: {type(exc).__name__}: {exc}"
         except Exception as exc:  # a URL the stdlib refuses (scheme, port, host name)
             error = f"{type(exc).__name__}: {exc}"
-        self.backend.store.execute(
+        self.backend.db.execute(
             "INSERT INTO deliveries (outbox_id, attempt, at, url, status_code, error, "
             "duration_ms, secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (

@@ -19,7 +19,9 @@ completion must be in ascending order, without repeats, with the ETag each PUT a
 the joined bytes must have the upload's MD5. A refusal leaves the session and its parts as
 they were. Re-sending a part replaces it; while its new bytes arrive it does not count.
 
-Completion closes the session's :class:`~dubkit.sandbox.sinks.Gate` first: a part PUT still
+Received bytes go through a sink (:class:`FileSink`: a file of their own, as a single PUT's
+object or a large part; :class:`SlotSink`: a part's region of the assembly file). Completion
+closes the session's :class:`Gate` first: a part PUT still
 streaming (a slow client, a retry racing the complete) writes its next block only through the
 gate, finds it shut and is answered 404, so no byte lands in the file once it is being
 registered (the assembly file becomes the material's file by a rename, so a late write would
@@ -42,15 +44,127 @@ from pathlib import Path
 from typing import Any
 
 from .backend import Backend
-from .segments import Segment, copy_segment, hash_into, md5_of
+from .database import Database
 from .service_error import ServiceError
-from .sinks import FileSink, Gate, SlotSink
-from .store import Store
 
 log = logging.getLogger("dubkit.sandbox")
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 BLOCK = 1 << 20  # bytes read, hashed, copied or written at a time
+
+
+# --------------------------------------------------------------------------- where bytes land
+
+
+class Closed(Exception):
+    """The session stopped taking bytes (completing, completed or aborted)."""
+
+
+class Gate:
+    """Every write of a session's bytes passes here; completion shuts it first."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.shut = False
+
+    def write(self, write: Any, data: bytes) -> None:
+        with self.lock:  # held for one block at most, so closing never waits long
+            if self.shut:
+                raise Closed()
+            write(data)
+
+
+class FileSink:
+    """Bytes for a file of their own: a temporary file, renamed into place when complete.
+
+    With a ``gate`` (a part of a session), the write and the rename pass through it.
+    """
+
+    def __init__(self, target: Path, gate: Gate | None = None) -> None:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._target, self._gate = target, gate
+        self._partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
+        self._file = open(self._partial, "wb")
+
+    def write(self, data: bytes) -> None:
+        if self._gate is None:
+            self._file.write(data)
+        else:
+            self._gate.write(self._file.write, data)
+
+    def close(self, keep: bool) -> None:
+        self._file.close()
+        try:
+            if keep and self._gate is not None:
+                self._gate.write(lambda _: os.replace(self._partial, self._target), b"")
+            elif keep:
+                os.replace(self._partial, self._target)
+        finally:
+            self._partial.unlink(missing_ok=True)
+
+
+class SlotSink:
+    """Bytes for the part's region of the assembly file, written through the session's gate."""
+
+    def __init__(self, assembly: Path, offset: int, gate: Gate) -> None:
+        assembly.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._fd = os.open(assembly, os.O_WRONLY | os.O_CREAT, 0o600)
+        self._offset, self._gate = offset, gate
+
+    def write(self, data: bytes) -> None:
+        self._gate.write(self._pwrite, data)
+
+    def _pwrite(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self._fd, view, self._offset)
+            self._offset += written
+            view = view[written:]
+
+    def close(self, keep: bool) -> None:
+        os.close(self._fd)
+
+
+# --------------------------------------------------------------------------- byte ranges
+# Completion sees an object as segments ``(path, offset, length)`` (of the assembly file or of
+# parts kept in files of their own) and hashes or joins them a block at a time, never whole.
+
+Segment = tuple[Path, int, int]  # file, offset, length
+
+
+def md5_of(segments: list[Segment], block: int) -> str:
+    return hash_into(hashlib.md5(usedforsecurity=False), segments, block).hexdigest()
+
+
+def hash_into(digest: Any, segments: list[Segment], block: int) -> Any:
+    """Feed the segments' bytes to ``digest`` in order, ``block`` bytes at a time."""
+    buffer = bytearray(block)
+    view = memoryview(buffer)
+    for path, offset, length in segments:
+        with open(path, "rb", buffering=0) as source:
+            source.seek(offset)
+            while length and (count := source.readinto(view[: min(length, block)])):
+                digest.update(view[:count])
+                length -= count
+    return digest
+
+
+def copy_segment(segment: Segment, out: Any, block: int) -> None:
+    """Append the segment's bytes to the open file ``out`` (in the kernel where it can)."""
+    path, offset, left = segment
+    with open(path, "rb") as source:
+        try:
+            while left:
+                copied = os.copy_file_range(source.fileno(), out.fileno(), left, offset)
+                if copied == 0:
+                    break
+                offset, left = offset + copied, left - copied
+        except OSError:  # no copy_file_range (old kernel, other OS): a plain copy
+            source.seek(offset)
+            while left and (data := source.read(min(left, block))):
+                out.write(data)
+                left -= len(data)
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS storage_uploads (
@@ -63,8 +177,8 @@ CREATE TABLE IF NOT EXISTS storage_parts (
 """
 
 
-def _store(backend: Backend) -> Store:
-    return backend.store.ensure(SCHEMA)
+def _store(backend: Backend) -> Database:
+    return backend.db.ensure(SCHEMA)
 
 
 def _folder(backend: Backend, upload_id: str) -> Path:

@@ -51,9 +51,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ..schema import Wire
-from . import multipart, sinks
+from . import multipart
 from .backend import Backend
-from .store import Store
+from .database import Database
 
 log = logging.getLogger("dubkit.sandbox")
 storage_router = APIRouter(include_in_schema=False)
@@ -71,8 +71,8 @@ CREATE TABLE IF NOT EXISTS storage_objects (
 _refused: weakref.WeakKeyDictionary[Backend, Counter[str]] = weakref.WeakKeyDictionary()
 
 
-def _store(backend: Backend) -> Store:
-    return backend.store.ensure(SCHEMA)
+def _store(backend: Backend) -> Database:
+    return backend.db.ensure(SCHEMA)
 
 
 def object_path(backend: Backend, key: str) -> Path:
@@ -194,7 +194,7 @@ async def put_object(key: str, request: Request) -> Response:
             return _refuse(
                 413, f"payload too large: the upload limit is {limit} bytes ({size} bytes sent)"
             )
-        etag = await _receive(request, sinks.FileSink(object_path(backend, key)), size)
+        etag = await _receive(request, multipart.FileSink(object_path(backend, key)), size)
         if etag is None:
             return incomplete
         _store(backend).execute(
@@ -217,7 +217,7 @@ async def put_object(key: str, request: Request) -> Response:
         )
     try:
         etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
-    except sinks.Closed:  # completed or aborted while this part was arriving
+    except multipart.Closed:  # completed or aborted while this part was arriving
         return gone
     if etag is None:
         return incomplete

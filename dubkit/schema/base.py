@@ -35,7 +35,7 @@ RULE = "dubkit_rule"  # pydantic error type of a rule the interface states beyon
 def rule(message: str) -> PydanticCustomError:
     """An error for a rule the interface states that a JSON schema cannot say (``end >= start``).
 
-    Raised from validators; :func:`parse` reports it like any other, and the sandbox tells it
+    Raised from validators; :func:`validated` reports it like any other, and the sandbox tells it
     apart from a shape error (a shape the document allows must never be refused).
     """
     return PydanticCustomError(RULE, message)
@@ -175,7 +175,7 @@ def _wire_model(annotation: Any) -> type[Wire] | None:
     return next((m for m in map(_wire_model, get_args(annotation)) if m is not None), None)
 
 
-def parse(model: type[W], payload: Any) -> W:
+def validated(model: type[W], payload: Any) -> W:
     """Validate ``payload`` (wire dict, snake_case dict or model) into ``model``.
 
     Raises :class:`WireError` naming the first bad field by its wire name.

@@ -11,22 +11,22 @@ or show it in any notebook:
 >>> from dubkit.studio import AuditionStudio
 >>> studio = AuditionStudio(dubkit.connect(), locale="fr-FR", gender="female", voices=3)
 >>> studio.hear("Bonjour tout le monde !")              # what the "Hear them" button does
->>> client.media.translate("talk.mp4", target="fr-FR",
-...                        selected_voices=studio.shortlist.to_selected_voices())
+>>> client.dubbing.create("talk.mp4", target="fr-FR", voices=studio.shortlist.to_voices())
 
 It composes what the client already does: ``client.voices.presets`` picks the voices,
 ``client.tts.audition`` and ``client.tts.batch`` say the line, :mod:`dubkit.media.loudness`
 matches the takes, the clone panel (:class:`~dubkit.widgets.clone.ClonePanel`) makes clones.
 
 Modules: ``app`` (the screen), ``takes`` (a take and its card HTML), ``cards`` (live cards and
-the shortlist panel), ``shortlist``, ``blind``, ``deliveries`` and ``delivery_panel`` (one voice,
-several emotions and speeds), ``voices`` (labels), ``command`` (the CLI).
+the shortlist panel), ``shortlist``, ``blind``, ``readings`` (one voice, several emotions and
+speeds, and its panel), ``voices`` (labels), ``command`` (the CLI).
 """
 
+from .._util.deprecation import warn_renamed
 from .app import DEFAULT_TEXT, MAX_VOICES, AuditionStudio, running_in_voila
 from .blind import BlindRound, Pick
 from .command import APP_INTRO, APP_SOURCE, app_notebook, main
-from .deliveries import EMOTIONS, SPEEDS, speak_deliveries
+from .readings import EMOTIONS, SPEEDS, speak_readings
 from .shortlist import Entry, Shortlist
 from .takes import Take
 from .voices import VoiceInfo
@@ -48,5 +48,12 @@ __all__ = [
     "app_notebook",
     "main",
     "running_in_voila",
-    "speak_deliveries",
+    "speak_readings",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "speak_deliveries":  # its old name
+        warn_renamed("dubkit.studio.speak_deliveries", "dubkit.studio.speak_readings")
+        return speak_readings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,11 +1,11 @@
-"""The studio's one screen: choose voices, hear them fairly, shortlist, compare deliveries, clone.
+"""The studio's one screen: choose voices, hear them fairly, shortlist, compare readings, clone.
 
 >>> studio = AuditionStudio(dubkit.connect(), locale="fr-FR", gender="female", voices=3)
 >>> studio.hear("Bonjour tout le monde !")        # the "Hear them" button
 >>> studio.takes[0].matched.label()               # '-19.8 LUFS → -23'
 >>> studio.shortlist.add(studio.takes[0], "warm, a bit slow")
->>> studio.deliveries(studio.takes[0].voice.voice_id, emotions=["neutral", "sad"],
-...                   speeds=[1.0, 1.25])         # one voice, several deliveries
+>>> studio.readings(studio.takes[0].voice.voice_id, emotions=["neutral", "sad"],
+...                   speeds=[1.0, 1.25])         # one voice, several readings
 >>> studio.set_blind(True); studio.hear(); studio.pick("B")   # blind A/B, then who was who
 """
 
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from .. import locales
+from .._util.deprecation import renamed, renamed_keywords
 from ..widgets.clone import ClonePanel
 from ..widgets.voices import GENDERS
 from .blind import BlindRound, Pick
 from .cards import ShortlistView, TakeCard, shortlist_table_html
-from .deliveries import speak_deliveries
-from .delivery_panel import DeliveriesPanel, takes_box
+from .readings import ReadingsPanel, speak_readings, takes_box
 from .shortlist import Shortlist
 from .takes import Take, make_takes
 from .voices import VoiceInfo
@@ -52,7 +52,7 @@ def _error_html(exc: Exception) -> str:
 
 class AuditionStudio(widgets.VBox):
     """Voice choice, the line, takes side by side (loudness-matched, labelled, starrable),
-    blind A/B, one voice across deliveries, the shortlist and cloning.
+    blind A/B, one voice across readings, the shortlist and cloning.
 
     ``in_app``: served by Voila (detected; notebook-only hints are left out); ``seed``
     makes blind rounds' order repeatable.
@@ -76,7 +76,7 @@ class AuditionStudio(widgets.VBox):
         self.voices: dict[str, VoiceInfo] = {}  # every voice seen here, by id
         self.clones: dict[str, str] = {}  # voice id -> name, clones made here
         self.takes: list[Take] = []  # the last "Hear them"
-        self.delivery_takes: list[Take] = []  # the last "Hear deliveries"
+        self.reading_takes: list[Take] = []  # the last "Hear readings"
         self.blind_round: BlindRound | None = None
         self.picks: list[Pick] = []
         self.last_audition: Audition | None = None
@@ -102,8 +102,8 @@ class AuditionStudio(widgets.VBox):
         self._takes.add_class("dubkit-takes")
         self._picks = widgets.HTML()
         self._hear.on_click(lambda _: self.hear())
-        self._delivery_panel = DeliveriesPanel(self.shortlist)
-        self._delivery_panel.button.on_click(lambda _: self.deliveries())
+        self._readings_panel = ReadingsPanel(self.shortlist)
+        self._readings_panel.button.on_click(lambda _: self.readings())
         self.shortlist_view = ShortlistView(self.shortlist, in_app=self.in_app)
         self.shortlist.observe(self._sync_cards)
         self.clone_panel = ClonePanel(client)
@@ -126,12 +126,12 @@ class AuditionStudio(widgets.VBox):
                 self._takes,
                 self._picks,
                 widgets.HTML(
-                    "<h4>One voice, several deliveries</h4><p>The same line by one "
+                    "<h4>One voice, several readings</h4><p>The same line by one "
                     "voice with each emotion and speed ticked, side by side.</p>"
                 ),
-                self._delivery_panel.controls,
-                self._delivery_panel.status,
-                self._delivery_panel.box,
+                self._readings_panel.controls,
+                self._readings_panel.status,
+                self._readings_panel.box,
                 widgets.HTML("<h4>Shortlist</h4>"),
                 self.shortlist_view,
                 widgets.HTML(
@@ -191,7 +191,7 @@ class AuditionStudio(widgets.VBox):
                     "locale or gender</i>"
                 )
                 return None
-            audition = self._client.tts.audition(text, voice_ids, language=self._locale.value)
+            audition = self._client.tts.audition(text, voice_ids, locale=self._locale.value)
             self._status.value = "<i>matching loudness…</i>"
             takes = make_takes(audition.speech, self.voices, text=text, locale=self._locale.value)
         except Exception as exc:  # shown in the app; the studio stays usable
@@ -222,7 +222,7 @@ class AuditionStudio(widgets.VBox):
             self._status.value = (
                 f"You picked <b>{html.escape(letter)}</b>: {html.escape(pick.name)}."
             )
-            self._delivery_panel.offer(self.takes)
+            self._readings_panel.offer(self.takes)
         return pick
 
     def picks_frame(self) -> pd.DataFrame:
@@ -255,11 +255,12 @@ class AuditionStudio(widgets.VBox):
         self._adopt(made)
         return made
 
-    # ----------------------------------------------------------------- deliveries
+    # ----------------------------------------------------------------- readings
 
-    def deliveries(
+    @renamed_keywords(voice_id="voice")
+    def readings(
         self,
-        voice_id: str | None = None,
+        voice: str | None = None,
         *,
         emotions: Sequence[str] | None = None,
         speeds: Sequence[float] | None = None,
@@ -270,12 +271,12 @@ class AuditionStudio(widgets.VBox):
         A speed is a share of that emotion's natural reading time, asked for through the
         line's ``duration``; ``neutral`` sends no emotion prompt.
 
-        >>> studio.deliveries("sv_s7_en_us_emote_f", emotions=["neutral", "happy"],
+        >>> studio.readings("sv_s7_en_us_emote_f", emotions=["neutral", "happy"],
         ...                   speeds=[0.8, 1.0])               # four takes, one voice
         """
         text = self._text.value if text is None else text
-        panel = self._delivery_panel
-        asked = panel.ask(voice_id, emotions, speeds, text)
+        panel = self._readings_panel
+        asked = panel.ask(voice, emotions, speeds, text)
         if asked is None:
             return []
         voice_id, emotions, speeds = asked
@@ -283,17 +284,20 @@ class AuditionStudio(widgets.VBox):
         panel.button.disabled = True
         try:
             info = self._voice_info(voice_id)
-            takes = speak_deliveries(
-                self._client, info, text, emotions, speeds, language=self._locale.value
+            takes = speak_readings(
+                self._client, info, text, emotions, speeds, locale=self._locale.value
             )
         except Exception as exc:  # shown in the app; the studio stays usable
             panel.status.value = _error_html(exc)
             return []
         finally:
             panel.button.disabled = False
-        self.delivery_takes = takes
+        self.reading_takes = takes
         panel.show(takes, info, emotions)
         return takes
+
+    deliveries = renamed("readings")
+    delivery_takes = renamed("reading_takes")
 
     # ----------------------------------------------------------------- internals
 
@@ -312,7 +316,7 @@ class AuditionStudio(widgets.VBox):
             self.blind_round = None
             cards = [TakeCard(t, self.shortlist) for t in takes]
             self._status.value = ""
-            self._delivery_panel.offer(takes)
+            self._readings_panel.offer(takes)
         self._takes.children = cards
 
     def _round_cards(self) -> list[TakeCard]:
@@ -320,8 +324,8 @@ class AuditionStudio(widgets.VBox):
 
     @property
     def cards(self) -> list[TakeCard]:
-        """Every card shown: the round's, then the deliveries'."""
-        return self._round_cards() + self._delivery_panel.cards
+        """Every card shown: the round's, then the readings'."""
+        return self._round_cards() + self._readings_panel.cards
 
     def _sync_cards(self, _: object) -> None:
         for card in self.cards:
@@ -331,10 +335,10 @@ class AuditionStudio(widgets.VBox):
         if voice_id not in self.voices:
             info = VoiceInfo.unknown(voice_id)
             if voice_id.startswith("cv_"):
-                clones = self._client.voices.clones(voice_id=voice_id, limit=1)
+                clones = self._client.voices.clones(voice=voice_id, limit=1)
                 info = VoiceInfo.of_clone(clones[0]) if clones else info
             else:
-                presets = self._client.voices.presets(voice_id=voice_id, limit=1)
+                presets = self._client.voices.presets(voice=voice_id, limit=1)
                 info = VoiceInfo.of_preset(presets[0]) if presets else info
             self.voices[voice_id] = info
         return self.voices[voice_id]
@@ -355,14 +359,14 @@ class AuditionStudio(widgets.VBox):
         )
         hidden = self.blind_round is not None and not self.blind_round.revealed
         cards = "".join(t.card_html(letter=k, hidden=hidden) for k, t in shown)
-        deliveries = "".join(t.card_html() for t in self.delivery_takes)
+        readings = "".join(t.card_html() for t in self.reading_takes)
         row = "<div style='display:flex;flex-wrap:wrap;gap:8px'>{}</div>"
         return (
             "<div class='dubkit-studio'><p><b>Audition studio</b> (live in JupyterLab or "
             "as an app: <code>dubkit studio</code>)</p>"
             + (row.format(cards) if cards else "")
             + self._picks.value
-            + (row.format(deliveries) if deliveries else "")
+            + (row.format(readings) if readings else "")
             + (shortlist_table_html(self.shortlist) if len(self.shortlist) else "")
             + "</div>"
         )

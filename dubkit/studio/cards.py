@@ -131,17 +131,17 @@ def shortlist_table_html(shortlist: Shortlist) -> str:
     rows = []
     cell = "padding:2px 12px 2px 0;text-align:left"
     for e in shortlist:
-        delivery = " · ".join(p for p in (e.emotion, f"{e.speed:g}x") if p)
+        reading = " · ".join(p for p in (e.emotion, f"{e.speed:g}x") if p)
         values = [
             html.escape(e.name),
             f"<code>{html.escape(e.voice_id)}</code>",
             html.escape(e.provider or ""),
             html.escape(e.locale or ""),
-            html.escape(delivery),
+            html.escape(reading),
             html.escape(e.note),
         ]
         rows.append("<tr>" + "".join(f"<td style='{cell}'>{v}</td>" for v in values) + "</tr>")
-    heads = ("voice", "voice id", "provider", "locale", "delivery", "note")
+    heads = ("voice", "voice id", "provider", "locale", "reading", "note")
     return (
         "<table class='dubkit-shortlist' style='border-collapse:collapse'><thead><tr>"
         + "".join(f"<th style='{cell}'>{h}</th>" for h in heads)
@@ -192,14 +192,14 @@ class ShortlistView(widgets.VBox):
         if in_app:
             hint = (
                 "<small style='color:#57606a'>The JSON export loads in Python for a dub or "
-                "a batch: <code>Shortlist.load('shortlist.json').to_selected_voices()</code>"
+                "a batch: <code>Shortlist.load('shortlist.json').to_voices()</code>"
                 "</small>"
             )
         else:
             hint = (
                 f"<small style='color:#57606a'>In code: <code>{name}.shortlist.to_frame()"
-                f"</code>, <code>client.media.translate(..., selected_voices={name}."
-                f"shortlist.to_selected_voices())</code>, <code>client.tts.batch({name}."
+                f"</code>, <code>client.dubbing.create(..., voices={name}."
+                f"shortlist.to_voices())</code>, <code>client.tts.batch({name}."
                 f"shortlist.tts_lines(texts))</code></small>"
             )
         self.hint = widgets.HTML(hint)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 # The code cell of the app notebook (notebooks/apps/audition_studio.ipynb holds the same cell);
 # used as is when dubkit is installed without the repository's notebooks. The name `studio`
-# lets a notebook reach the shortlist in code (studio.shortlist.to_selected_voices()).
+# lets a notebook reach the shortlist in code (studio.shortlist.to_voices()).
 APP_SOURCE = (
     "import dubkit\n"
     "from dubkit.studio import AuditionStudio\n"

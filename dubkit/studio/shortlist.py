@@ -2,10 +2,9 @@
 
 >>> studio.shortlist.to_frame()                       # voice, provider, settings, note
 >>> studio.shortlist.to_csv("shortlist.csv"); studio.shortlist.to_json("shortlist.json")
->>> client.media.translate("talk.mp4", target="fr-FR",
-...                        selected_voices=studio.shortlist.to_selected_voices())
+>>> client.dubbing.create("talk.mp4", target="fr-FR", voices=studio.shortlist.to_voices())
 >>> client.tts.batch(studio.shortlist.tts_lines(["Line one.", "Line two."]))
->>> Shortlist.load("shortlist.json").to_selected_voices()   # an export from the app
+>>> Shortlist.load("shortlist.json").to_voices()             # an export from the app
 """
 
 from __future__ import annotations
@@ -18,6 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from .._util.deprecation import renamed
+from ..schema import SelectedVoice
 
 if TYPE_CHECKING:
     from .takes import Take
@@ -70,7 +72,7 @@ COLUMNS = [f.name for f in fields(Entry)]
 
 
 class Shortlist:
-    """Starred takes in the order starred (one per voice and delivery); watch with
+    """Starred takes in the order starred (one per voice and reading); watch with
     :meth:`observe`. The first voice is the one proposed for speaker 1 of a dub."""
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
@@ -164,28 +166,27 @@ class Shortlist:
         """Each shortlisted voice once, in the order starred."""
         return list(dict.fromkeys(e.voice_id for e in self))
 
-    def to_selected_voices(self) -> list[dict[str, str]]:
-        """``selected_voices`` for ``client.media.translate``: speaker 1 gets the first voice,
-        speaker 2 the next, …  (``{"voiceId", "provider"}``; each voice once).
+    def to_voices(self) -> list[dict[str, str]]:
+        """``voices`` for ``client.dubbing.create``: speaker 1 gets the first voice, speaker 2
+        the next, …  (each voice once, with its provider, as the request's voice list).
 
-        >>> client.media.translate(video, target="fr-FR",
-        ...                        selected_voices=studio.shortlist.to_selected_voices())
+        >>> client.dubbing.create(video, target="fr-FR", voices=studio.shortlist.to_voices())
         """
         seen: dict[str, dict[str, str]] = {}
         for entry in self:
             if entry.voice_id not in seen:
-                seen[entry.voice_id] = {
-                    "voiceId": entry.voice_id,
-                    **({"provider": entry.provider} if entry.provider else {}),
-                }
+                chosen = SelectedVoice(voice_id=entry.voice_id, provider=entry.provider or None)
+                seen[entry.voice_id] = chosen.to_wire()
         return list(seen.values())
+
+    to_selected_voices = renamed("to_voices")
 
     def tts_lines(self, texts: Iterable[str] | str) -> list[dict[str, Any]]:
         """Lines for ``client.tts.batch``: every text said by every starred take's voice,
         with its emotion (as ``emo_prompt``). Speed is not carried over: the service sets
         pace through ``duration``, which belongs to one text.
 
-        >>> speech = client.tts.batch(studio.shortlist.tts_lines(script), language="fr-FR")
+        >>> speech = client.tts.batch(studio.shortlist.tts_lines(script), locale="fr-FR")
         """
         texts = [texts] if isinstance(texts, str) else list(texts)
         lines = []

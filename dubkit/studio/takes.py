@@ -1,4 +1,4 @@
-"""Takes: one voice saying the line with one delivery, loudness-matched, ready to show.
+"""Takes: one voice saying the line with one reading, loudness-matched, ready to show.
 
 Each take is played loudness-matched (-23 LUFS, :mod:`dubkit.media.loudness`) and embedded as WAV,
 so the comparison is fair and plays from any browser; the download is the take as the service
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from .._util.deprecation import renamed
 from ..media import loudness
 from ..media.audio import waveform_svg
 from ..media.mime import mime_type
@@ -44,11 +45,11 @@ class Take:
     speed: float = 1.0
     matched: loudness.Matched | None = None
     problem: str | None = field(default=None)  # why it could not be measured
-    compared: bool = False  # one of a voice's deliveries: the delivery is its title
+    compared: bool = False  # one of a voice's readings: the reading is its title
 
     @property
     def key(self) -> str:
-        """One voice with one delivery: what the shortlist stars."""
+        """One voice with one reading: what the shortlist stars."""
         return f"{self.voice.voice_id}|{self.emotion}|{self.speed:g}"
 
     @property
@@ -59,9 +60,11 @@ class Take:
     def settings(self) -> dict[str, Any]:
         return {"locale": self.locale, "emotion": self.emotion, "speed": self.speed}
 
-    def delivery(self) -> str:
+    delivery = renamed("reading")
+
+    def reading(self) -> str:
         """``'happy · 1.25x'``; empty for a neutral take at natural speed, unless it is one
-        of a voice's deliveries (then ``'neutral · 1x'``)."""
+        of a voice's readings (then ``'neutral · 1x'``)."""
         if self.compared:
             return f"{self.emotion} · {self.speed:g}x"
         parts = [self.emotion] if self.emotion != NEUTRAL else []
@@ -114,8 +117,8 @@ class Take:
         return f"<div>{wave}</div><div>{player_html(self.src, mime)}</div>"
 
     def filename(self) -> str:
-        """``<voice name>[-<delivery>].<format>``, safe on every file system."""
-        stem = self.voice.name + (f"-{self.delivery()}" if self.delivery() else "")
+        """``<voice name>[-<reading>].<format>``, safe on every file system."""
+        stem = self.voice.name + (f"-{self.reading()}" if self.reading() else "")
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem.replace(" · ", "-"))
         return f"{safe}.{self.line.format or 'audio'}"
 
@@ -151,16 +154,13 @@ class Take:
                 f"{html.escape(letter or '?')}</div><div style='color:#57606a;"
                 "font-size:90%'>voice hidden until you pick</div>"
             )
-        if self.compared:  # the voice is the section's; the delivery tells cards apart
-            return self.voice.label_html(title=self.delivery(), by=True)
+        if self.compared:  # the voice is the section's; the reading tells cards apart
+            return self.voice.label_html(title=self.reading(), by=True)
         prefix = f"{letter}: " if letter else ""
-        delivery = self.delivery()
+        reading = self.reading()
         extra = (
-            (
-                f"<div class='dubkit-take-delivery' style='font-size:90%'>"
-                f"{html.escape(delivery)}</div>"
-            )
-            if delivery
+            (f"<div class='dubkit-take-reading' style='font-size:90%'>{html.escape(reading)}</div>")
+            if reading
             else ""
         )
         return self.voice.label_html(prefix=prefix, badge=badge) + extra
@@ -172,18 +172,16 @@ def make_takes(
     *,
     text: str,
     locale: str | None,
-    deliveries: list[tuple[str, float]] | None = None,
+    readings: list[tuple[str, float]] | None = None,
     workers: int = 4,
 ) -> list[Take]:
-    """One take a line (``deliveries``: the (emotion, speed) of each line), measured in
+    """One take a line (``readings``: the (emotion, speed) of each line), measured in
     parallel: each measurement downloads a file and runs ffmpeg, both mostly waiting."""
     takes = []
     for i, line in enumerate(lines):
-        emotion, speed = deliveries[i] if deliveries else (NEUTRAL, 1.0)
+        emotion, speed = readings[i] if readings else (NEUTRAL, 1.0)
         voice = voices.get(line.voice_id or "") or VoiceInfo.unknown(line.voice_id or "")
-        takes.append(
-            Take(voice, line, text, locale, emotion, speed, compared=deliveries is not None)
-        )
+        takes.append(Take(voice, line, text, locale, emotion, speed, compared=readings is not None))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(Take.measure, takes))
     return takes

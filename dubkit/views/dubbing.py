@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from .._util.words import count
 from ..media.mime import format_of, mime_type
 from .buttons import download_button_html, download_row_html
 from .players import player_html
@@ -71,7 +72,7 @@ def side_by_side_html(results: Sequence[DubbingShape]) -> str:
     video = first.video is not None
     columns = [
         _column(
-            "original" + (f" ({first.source_language})" if first.source_language else ""),
+            "original" + (f" ({first.source_locale})" if first.source_locale else ""),
             media_player_html(first.original, video=video, poster=_poster(first)),
             _facts(first.original),
         )
@@ -79,7 +80,7 @@ def side_by_side_html(results: Sequence[DubbingShape]) -> str:
     for result in results:
         columns.append(
             _column(
-                f"{result.label} ({result.target_language})",
+                f"{result.label} ({result.target_locale})",
                 media_player_html(
                     result.video or result.audio, video=video, poster=_poster(result)
                 ),
@@ -153,9 +154,9 @@ def notes_html(result: DubbingShape) -> str:
 def dubbing_html(result: DubbingShape) -> str:
     """Everything about one dub as static HTML."""
     return (
-        f"<div class='dubkit-dubbing'><p><b>{html.escape(str(result.source_language))} → "
-        f"{html.escape(str(result.target_language))}</b>: {len(result.script)} lines, "
-        f"{len(result.voices)} voice{'' if len(result.voices) == 1 else 's'}</p>"
+        f"<div class='dubkit-dubbing'><p><b>{html.escape(str(result.source_locale))} → "
+        f"{html.escape(str(result.target_locale))}</b>: {count(len(result.script), 'line')}, "
+        f"{count(len(result.voices), 'voice')}</p>"
         + side_by_side_html([result])
         + downloads_html(result)
         + script_html(result)
@@ -169,7 +170,7 @@ def compare_html(results: Sequence[DubbingShape]) -> str:
     parts = [side_by_side_html(results)]
     for result in results:
         parts.append(
-            f"<p><b>{html.escape(f'{result.label} ({result.target_language})')}</b></p>"
+            f"<p><b>{html.escape(f'{result.label} ({result.target_locale})')}</b></p>"
             + downloads_html(result)
         )
     return "<div class='dubkit-compare'>" + "".join(parts) + "</div>"

@@ -11,7 +11,7 @@ In a notebook::
 In your own web framework, verify and parse yourself (always the raw bytes, verify first)::
 
     verify(secret, headers["X-Timestamp"], raw_body, headers["X-Signature"])
-    event = parse(raw_body)   # TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent
+    event = parse_event(raw_body)   # TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent
     # or hand both to receiver.handle(headers, raw_body) and send back its status and body
 
 Behind gunicorn or waitress (``app.py`` holds ``receiver = Receiver(...)`` and its handlers)::
@@ -37,6 +37,7 @@ their side effects keyed by ``event.task_id``.
 
 import logging
 
+from .._util.deprecation import warn_renamed
 from .._util.signing import sign
 from ..errors import WebhookVerificationError
 from . import push
@@ -48,7 +49,7 @@ from .events import (
     TranslateEvent,
     TTSEvent,
     WebhookEvent,
-    parse,
+    parse_event,
 )
 from .receiver import Answer, Receiver
 from .signature import TOLERANCE_SECONDS, verify
@@ -61,7 +62,7 @@ logging.getLogger("dubkit.webhooks").addHandler(logging.NullHandler())
 __all__ = [
     "verify",
     "sign",
-    "parse",
+    "parse_event",
     "Receiver",
     "EventStore",
     "Answer",
@@ -77,3 +78,10 @@ __all__ = [
     "default_store_path",
     "push",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "parse":  # its old name
+        warn_renamed("dubkit.webhooks.parse", "dubkit.webhooks.parse_event")
+        return parse_event
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Typed webhook events: one class per ``event`` (interface §4.4-§4.5), built by :func:`parse`.
 
->>> event = parse(raw_body)                   # after verify(); raises ValidationError if malformed
+>>> event = parse_event(raw_body)                  # after verify(); raises ValidationError if malformed
 >>> if isinstance(event, TranslateEvent) and event.succeeded:
 ...     print([item.text for item in event.result.items])
 
@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from pydantic import PrivateAttr, create_model
 from pydantic import ValidationError as PydanticValidationError
 
-from .._wire import parse as parse_wire
+from .._wire import checked
 from ..errors import ValidationError
 from ..schema import (
     CLONE,
@@ -180,7 +180,7 @@ def event_class(product: Product) -> type[WebhookEvent]:
 EVENT_TYPES: dict[str, type[WebhookEvent]] = {p.event: event_class(p) for p in PRODUCTS}
 
 
-def parse(body: bytes | str | Mapping[str, Any]) -> WebhookEvent:
+def parse_event(body: bytes | str | Mapping[str, Any]) -> WebhookEvent:
     """The typed event for a delivery's body (verify the raw bytes first).
 
     Raises :class:`dubkit.ValidationError` naming the field when the body is not a JSON object
@@ -198,13 +198,13 @@ def parse(body: bytes | str | Mapping[str, Any]) -> WebhookEvent:
         raise ValidationError(
             "body", f"must be a JSON object (the envelope), got {type(payload).__name__}"
         )
-    generic = parse_wire(WebhookEvent, dict(payload))
+    generic = checked(WebhookEvent, dict(payload))
     typed = EVENT_TYPES.get(generic.event or "")
     if typed is None:
         generic._problem = f"unknown event {generic.event!r}"
         return generic
     try:
-        return parse_wire(typed, dict(payload))
+        return checked(typed, dict(payload))
     except ValidationError as exc:
         generic._problem = f"data does not fit {generic.event}: {exc}"
         return generic

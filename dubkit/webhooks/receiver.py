@@ -30,7 +30,7 @@ from . import push
 from ._leases import Leases
 from ._queue import WorkQueue
 from .deliveries import Delivery, DeliveryLog
-from .events import WebhookEvent, parse
+from .events import WebhookEvent, parse_event
 from .signature import TOLERANCE_SECONDS, verify
 from .store import DEFAULT_RETENTION, EventStore
 
@@ -146,7 +146,7 @@ class Receiver:
         except WebhookVerificationError as exc:
             return self._answer(401, "rejected", f"{exc.reason}: {exc.message}")
         try:
-            event = parse(body)
+            event = parse_event(body)
         except ValidationError as exc:
             return self._answer(400, "rejected", f"verified but malformed: {exc}")
         # pipelineKey is optional on the wire; a retry repeats the exact body, so its hash
@@ -262,7 +262,7 @@ class Receiver:
             self._leases.let_go(key)
             return
         self.store.extend(key, self.lease)
-        event = parse(row["body"])
+        event = parse_event(row["body"])
         push.publish(event)  # live task cells: idempotent, so every attempt may tell them
         handler = self._handlers.get(event.event or "", self._default)
         if handler is None:

@@ -25,7 +25,7 @@ from .voices import VoiceBrowser
 def monitor(tasks: Task | Iterable[Task], **options: Any) -> TaskMonitor:
     """A cell that refreshes itself until every task ends (see :class:`TaskMonitor`).
 
-    >>> dubkit.monitor(client.media.translate("talk.mp4", target="fr-FR"))
+    >>> dubkit.monitor(client.dubbing.create("talk.mp4", target="fr-FR"))
     """
     return TaskMonitor(tasks, **options)
 

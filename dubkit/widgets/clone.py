@@ -18,6 +18,7 @@ from typing import Any, Protocol, get_args
 
 import ipywidgets as widgets
 
+from .._util.deprecation import renamed_keywords
 from ..errors import DubkitError
 from ..resources.clone import DEFAULT_TEXT, CloneResource
 from ..results import ABPlayers, Clone
@@ -41,8 +42,9 @@ _PROVIDERS = [
 class ClonePanel(widgets.VBox):
     """Pick a recording (FileUpload), clone it, then A/B the reference and the clone."""
 
+    @renamed_keywords(language="locale")
     def __init__(
-        self, client: CloningClient, *, text: str = DEFAULT_TEXT, language: str = "en-US"
+        self, client: CloningClient, *, text: str = DEFAULT_TEXT, locale: str = "en-US"
     ) -> None:
         self._client = client
         self.file = widgets.FileUpload(
@@ -50,7 +52,7 @@ class ClonePanel(widgets.VBox):
         )
         self.name = widgets.Text(placeholder="my voice", description="name")
         self.provider = widgets.Dropdown(options=_PROVIDERS, value="", description="engine")
-        self.language = widgets.Text(value=language, description="language")
+        self.locale = widgets.Text(value=locale, description="locale")
         self.text = widgets.Textarea(
             value=text, description="says", layout=widgets.Layout(width="480px")
         )
@@ -65,7 +67,7 @@ class ClonePanel(widgets.VBox):
         super().__init__(
             [
                 widgets.HBox([self.file, self.name, self.provider]),
-                self.language,
+                self.locale,
                 self.text,
                 self.button,
                 self.status,
@@ -81,7 +83,7 @@ class ClonePanel(widgets.VBox):
             source,
             name=self.name.value.strip() or None,
             provider=self.provider.value or None,
-            language=self.language.value.strip() or None,
+            locale=self.locale.value.strip() or None,
             text=words,
         )
         self.clone = clone

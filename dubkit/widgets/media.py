@@ -30,7 +30,7 @@ class DubbingView(widgets.VBox):
         super().__init__([self._view])
 
     def __repr__(self) -> str:
-        return f"DubbingView({', '.join(str(r.target_language) for r in self.results)})"
+        return f"DubbingView({', '.join(str(r.target_locale) for r in self.results)})"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
@@ -40,5 +40,5 @@ class DubbingView(widgets.VBox):
 
 def compare(*results: DubbingShape) -> DubbingView:
     """The original and each dub side by side: ``compare(dub_fr, dub_de)``; a local
-    re-dub (``client.media.redub``) compares the same way."""
+    re-dub (``client.dubbing.redub``) compares the same way."""
     return DubbingView(results)

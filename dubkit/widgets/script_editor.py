@@ -4,7 +4,7 @@
 >>> editor                                      # translation, voice, and its dubbed line
 
 Each row's translation and voice can be changed; "Re-dub changed lines" applies the edits to
-``dub`` (:meth:`DubbingResult.edit`), calls ``client.media.redub`` and shows the original, the
+``dub`` (:meth:`DubbingResult.edit`), calls ``client.dubbing.redub`` and shows the original, the
 service's dub and the re-dub side by side. A bad edit (an end before its start, an unknown
 voice...) is said in the status line; nothing was spoken. Saved notebooks keep the static HTML.
 """
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import ipywidgets as widgets
 
 from ..errors import DubkitError
-from ..resources.media import MediaResource
+from ..resources.dubbing import DubbingResource
 from ..resources.voices import VoicesResource
 from ..results import DubbingResult, Redub, ScriptLine
 from ..views.dubbing import compare_html, line_player_html
@@ -30,7 +30,7 @@ _SHOWN = ("start", "end", "speaker", "source_text", "translation", "voice_id", "
 class RedubbingClient(Protocol):
     """What the editor uses of a :class:`dubkit.Client`."""
 
-    media: MediaResource
+    dubbing: DubbingResource
     voices: VoicesResource
 
 
@@ -65,7 +65,7 @@ class _Row:
         """Put this row's values into the dub's line (nothing is sent)."""
         translation, voice = self.translation.value, self.voice.value
         if translation != self.line.translation or voice != self.line.voice_id:
-            dub.edit(self.line.id, translation=translation, voice_id=voice)
+            dub.edit(self.line.id, translation=translation, voice=voice)
 
 
 class ScriptEditor(widgets.VBox):
@@ -74,7 +74,7 @@ class ScriptEditor(widgets.VBox):
     def __init__(self, client: RedubbingClient, dub: DubbingResult, *, voices: int = 8) -> None:
         self._client, self.dub = client, dub
         self.redub: Redub | None = None
-        presets = client.voices.presets(locale=dub.target_language or None, limit=voices)
+        presets = client.voices.presets(locale=dub.target_locale or None, limit=voices)
         choices = {line.voice_id: f"{line.voice_name} · {line.provider}" for line in dub.script}
         for preset in presets:
             if preset.voice_id:
@@ -100,7 +100,7 @@ class ScriptEditor(widgets.VBox):
             return None
         self.status.value = "<small>Re-dubbing…</small>"
         try:
-            self.redub = self._client.media.redub(self.dub, progress=False)
+            self.redub = self._client.dubbing.redub(self.dub, progress=False)
         except DubkitError as exc:
             self.status.value = f"<small style='color:#cf222e'>{html.escape(str(exc))}</small>"
             return None
@@ -113,7 +113,7 @@ class ScriptEditor(widgets.VBox):
         return self.redub
 
     def __repr__(self) -> str:
-        return f"ScriptEditor({len(self.rows)} lines, {self.dub.target_language})"
+        return f"ScriptEditor({len(self.rows)} lines, {self.dub.target_locale})"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}

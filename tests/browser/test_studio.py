@@ -31,7 +31,7 @@ from dubkit.studio import APP_INTRO, APP_SOURCE, Shortlist
 STUDIO = ".dubkit-studio"
 TAKES = f"{STUDIO} .dubkit-takes"
 CARDS = f"{TAKES} .dubkit-take"
-DELIVERIES = f"{STUDIO} .dubkit-deliveries .dubkit-take"
+READINGS = f"{STUDIO} .dubkit-readings .dubkit-take"
 SHORTLIST = f"{STUDIO} .dubkit-shortlist-panel"
 LEVEL = re.compile(r"^(-\d+\.\d) LUFS → -23$")
 LINE = "Mind the gap between the train and the platform."
@@ -139,7 +139,7 @@ def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, 
     # Each take shows the level it came at, which is the take's own level ...
     levels = texts(page, f"{CARDS} .dubkit-loudness")
     assert len(levels) == 3 and all(LEVEL.match(t) for t in levels), levels
-    spoken = client.tts.audition(LINE, voices.ids, language="en-GB").speech
+    spoken = client.tts.audition(LINE, voices.ids, locale="en-GB").speech
     for shown, line in zip(levels, spoken):
         own = loudness.measure(line.audio, line.sample_rate)
         assert float(LEVEL.match(shown).group(1)) == pytest.approx(own, abs=0.5), (shown, own)
@@ -218,7 +218,7 @@ def test_shortlist_stars_notes_and_exports(studio, page, tmp_path, shots):
     as_json = download(
         page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="JSON"), tmp_path
     )
-    handed = Shortlist.load(as_json).to_selected_voices()
+    handed = Shortlist.load(as_json).to_voices()
     assert handed == [{"voiceId": r["voice_id"], "provider": r["provider"]} for r in records]
 
     cards.nth(0).locator(".dubkit-star").click()  # unstar
@@ -247,35 +247,35 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
     for untick in ("happy", "calm"):
         page.locator(f"{STUDIO} .dubkit-emotion", has_text=untick).click()
     page.locator(f"{STUDIO} .dubkit-speed", has_text="1.25x").click()
-    page.locator(f"{STUDIO} button", has_text="Hear deliveries").click()
-    page.locator(f"{DELIVERIES} audio").nth(3).wait_for(timeout=60_000)
+    page.locator(f"{STUDIO} button", has_text="Hear readings").click()
+    page.locator(f"{READINGS} audio").nth(3).wait_for(timeout=60_000)
 
-    assert texts(page, f"{DELIVERIES} .dubkit-take-name") == [
+    assert texts(page, f"{READINGS} .dubkit-take-name") == [
         "neutral · 1x",
         "neutral · 1.25x",
         "sad · 1x",
         "sad · 1.25x",
     ]
     assert all(
-        f.startswith(f"{name} · en-US · ") for f in texts(page, f"{DELIVERIES} .dubkit-take-facts")
+        f.startswith(f"{name} · en-US · ") for f in texts(page, f"{READINGS} .dubkit-take-facts")
     )
-    players = load_media(page, f"{DELIVERIES} audio")
+    players = load_media(page, f"{READINGS} audio")
     assert not media_problems(players), players
     seconds = [p["duration"] for p in players]  # neutral, neutral 1.25x, sad, sad 1.25x
     assert seconds[1] == pytest.approx(seconds[0] / 1.25, rel=0.05), seconds
     assert seconds[3] == pytest.approx(seconds[2] / 1.25, rel=0.05), seconds
     assert seconds[2] > seconds[0] * 1.05, "sad reads slower than neutral"
-    assert all(LEVEL.match(t) for t in texts(page, f"{DELIVERIES} .dubkit-loudness"))
+    assert all(LEVEL.match(t) for t in texts(page, f"{READINGS} .dubkit-loudness"))
 
-    page.locator(DELIVERIES).nth(3).locator(".dubkit-star").click()
+    page.locator(READINGS).nth(3).locator(".dubkit-star").click()
     page.locator(f"{SHORTLIST} table.dubkit-shortlist tbody tr").first.wait_for()
     exported = download(
         page, page.locator(f"{SHORTLIST} a.dubkit-download", has_text="CSV"), tmp_path
     )
     (record,) = list(csv.DictReader(exported.open(newline="", encoding="utf-8")))
     assert (record["name"], record["emotion"], float(record["speed"])) == (name, "sad", 1.25)
-    page.locator(f"{STUDIO} .dubkit-deliveries").scroll_into_view_if_needed()
-    screenshot(page, shots / "studio-deliveries.png")
+    page.locator(f"{STUDIO} .dubkit-readings").scroll_into_view_if_needed()
+    screenshot(page, shots / "studio-readings.png")
     assert not shown_errors(page, "body")
 
 

@@ -247,7 +247,7 @@ _calibration_lock = threading.Lock()
 # or dub does not spend a second of CPU measuring espeak (issue 15), and so that their
 # prosodies no longer depend on what the process measured before (espeak's variants breathe at
 # random). Used only while its fingerprint matches; after an espeak update, rewrite it with
-# ``write_calibration_table(catalogue.clone_calibrations())`` (about 2.5 minutes).
+# ``DUBKIT_UPDATE_CALIBRATION=1 pytest tests/test_voice_calibration.py`` (about 2.5 minutes).
 _TABLE = Path(__file__).parent.parent / "data" / "voice_calibration.json"
 
 

@@ -9,8 +9,8 @@ from typing import Any
 from ... import locales
 from ...schema import AsyncAcceptance, product_of_operation
 from ..call import Call
+from ..database import Database
 from ..service_error import ServiceError
-from ..store import Store
 
 Work = Callable[[str], dict[str, Any]]  # work(task_id) -> the task's result, as answered
 
@@ -51,7 +51,7 @@ def page(
 
 
 def page_rows(
-    store: Store,
+    store: Database,
     sql: str,
     args: Sequence[Any],
     current_page: int | None,
@@ -80,7 +80,7 @@ def run_sync(call: Call[Any], work: Work) -> dict[str, Any]:
         with call.backend.working_on(task_id):
             result = work(task_id)
     except BaseException:  # refused or crashed: no half-made task is left behind
-        call.backend.store.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
+        call.backend.db.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
         raise
     call.backend.finish_sync(task_id, result)
     return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..backend import Backend
 from ..catalogue import SpeakingVoice
-from ..store import Store
+from ..database import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_voices (
@@ -32,8 +32,8 @@ class TaskVoice:
     speaking: SpeakingVoice
 
 
-def _table(backend: Backend) -> Store:
-    return backend.store.ensure(SCHEMA)
+def _table(backend: Backend) -> Database:
+    return backend.db.ensure(SCHEMA)
 
 
 def keep(backend: Backend, api_key: str, task_id: str, voice: TaskVoice) -> None:

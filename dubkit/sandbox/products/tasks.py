@@ -28,13 +28,11 @@ def _page(backend: Backend, api_key: str, query: TaskListQuery) -> tuple[list[di
     where = " AND ".join(f"{column} = ?" for column, _ in filters)
     args = [value for _, value in filters]
     offset, size = page_window(query.current_page, query.page_size, default_size=20)
-    rows = backend.store.all(
+    rows = backend.db.all(
         f"SELECT * FROM tasks WHERE {where} AND deleted = 0 ORDER BY seq DESC LIMIT ? OFFSET ?",
         [*args, size, offset],
     )
-    total = backend.store.one(
-        f"SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE {where}", args
-    )
+    total = backend.db.one(f"SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE {where}", args)
     return [dict(r) for r in rows], total["n"]  # type: ignore[index]
 
 
@@ -75,4 +73,4 @@ def detail(call: Call[TaskIdBody]) -> dict[str, Any]:
 
 def delete(call: Call[TaskIdBody]) -> None:
     task = call.backend.find_task(call.api_key, call.body.task_id)
-    call.backend.store.execute("UPDATE tasks SET deleted = 1 WHERE task_id = ?", (task["task_id"],))
+    call.backend.db.execute("UPDATE tasks SET deleted = 1 WHERE task_id = ?", (task["task_id"],))

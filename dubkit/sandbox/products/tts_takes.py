@@ -21,8 +21,8 @@ from ...media import av, mixing, speech
 from ...schema import TTSLine, TTSRequest
 from ..backend import Backend
 from ..catalogue import SpeakingVoice
+from ..database import Database
 from ..references import UnusableAudio
-from ..store import Store
 
 LEAD_IN, TAIL = 0.1, 0.2  # seconds of silence around a line unless trimmed
 BATCH_SECONDS = 600.0  # audio held before it is encoded (about 53 MB of samples)
@@ -171,5 +171,5 @@ def answered_by_live_task(backend: Backend, relpath: str) -> bool:
     )
 
 
-def _table(backend: Backend) -> Store:
-    return backend.store.ensure(CACHE_SCHEMA)
+def _table(backend: Backend) -> Database:
+    return backend.db.ensure(CACHE_SCHEMA)

@@ -17,8 +17,8 @@ from typing import Any
 from ...schema import UploadStart
 from .. import storage
 from ..backend import Backend, new_id, now_iso
+from ..database import Database
 from ..service_error import ServiceError
-from ..store import Store
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS material_uploads (
@@ -28,8 +28,8 @@ CREATE TABLE IF NOT EXISTS material_uploads (
 """
 
 
-def _table(backend: Backend) -> Store:
-    return backend.store.ensure(SCHEMA)
+def _table(backend: Backend) -> Database:
+    return backend.db.ensure(SCHEMA)
 
 
 def _safe_name(file_name: str) -> str:

@@ -44,8 +44,8 @@ from ...schema import (
     ClonedVoicePage,
     CloneRename,
     CloneVoiceQuery,
-    Page,
     PresetVoice,
+    PresetVoicePage,
     PresetVoiceQuery,
     VoiceIdBody,
 )
@@ -53,8 +53,8 @@ from .. import catalogue_files
 from ..backend import Backend, new_id, now_iso
 from ..call import Call
 from ..catalogue import Preset, SpeakingVoice, presets
+from ..database import Database
 from ..service_error import ServiceError
-from ..store import Store
 from .common import check_locale, page, page_rows
 
 CLONE_SCHEMA = """
@@ -105,8 +105,8 @@ class StoredClone:
         return self.record.provider or ""
 
 
-def _table(backend: Backend) -> Store:
-    return backend.store.ensure(CLONE_SCHEMA).count_live_rows("cloned_voices")
+def _table(backend: Backend) -> Database:
+    return backend.db.ensure(CLONE_SCHEMA).count_live_rows("cloned_voices")
 
 
 def insert_clone(
@@ -121,7 +121,7 @@ def insert_clone(
     content: str | None = None,
     audio: str | None = None,
 ) -> StoredClone:
-    """Store a new clone ``cv_<hex>`` for ``api_key``, spoken by TTS as ``voice``.
+    """Database a new clone ``cv_<hex>`` for ``api_key``, spoken by TTS as ``voice``.
 
     >>> insert_clone(backend, key, SpeakingVoice("en-us", "f2"), name="Ann", provider="V3",
     ...              task_id=t).record.voice_id                        # doctest: +SKIP
@@ -288,8 +288,8 @@ def list_presets(call: Call[PresetVoiceQuery]) -> dict[str, Any]:
     pinned = {voice_id: i for i, voice_id in enumerate(query.top_ids or [])}
     matching.sort(key=lambda p: pinned.get(p.voice_id, len(pinned)))  # stable: keeps order
     shown, total = page(matching, query.current_page, query.page_size, default_size=10)
-    records = [served_preset(call.backend, p).to_wire() for p in shown]
-    return Page(records=records, total=total).to_wire()
+    records = [served_preset(call.backend, p) for p in shown]
+    return PresetVoicePage(records=records, total=total).to_wire()
 
 
 def _matches(record: PresetVoice, query: PresetVoiceQuery) -> bool:

@@ -1,6 +1,7 @@
-"""Media translation (translate and dub a video or audio): ``client.media``.
+"""Dubbing (the service's media translation: translate and dub a video or audio):
+``client.dubbing``.
 
->>> task = client.media.translate("talk.mp4", target="fr-FR")        # uploads, then dubs
+>>> task = client.dubbing.create("talk.mp4", target="fr-FR")         # uploads, then dubs
 >>> dubkit.monitor(task)                              # a cell that refreshes until it ends
 >>> dub = task.wait().result
 >>> dub.video.url, dub.subtitles.srt                 # the dubbed mp4 and its subtitles
@@ -19,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union
 
 from .._transport import Transport
-from .._wire import parse, python_names
+from .._util.deprecation import renamed, renamed_keywords
+from .._wire import checked, python_names
 from ..errors import ValidationError
 from ..results import DubbingResult, Material, Redub, Task
 from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest
@@ -27,13 +29,14 @@ from ._base import Resource
 from .materials import MaterialsResource
 from .redub import redub
 from .tts import TTSResource
-from .voices import VoicesResource
+from .voices import VoiceLike, VoicesResource, voice_id_of
 
 MaterialLike = Union[Material, str, "os.PathLike[str]"]  # a Material, its id, or a local file
 
 
-class MediaResource(Resource):
-    """``client.media``: translate and dub registered materials (async; results by poll or webhook)."""
+class DubbingResource(Resource):
+    """``client.dubbing``: dub registered materials into another language (async; results by
+    poll or webhook), and re-dub edited lines here."""
 
     def __init__(
         self,
@@ -62,7 +65,7 @@ class MediaResource(Resource):
         go to ``folder`` (a new temporary folder by default).
 
         >>> dub.edit("2", translation="Bonjour à tous !")
-        >>> again = client.media.redub(dub, "redub")
+        >>> again = client.dubbing.redub(dub, "redub")
         >>> dubkit.compare(dub, again)
         """
         return redub(
@@ -75,7 +78,8 @@ class MediaResource(Resource):
             progress=progress,
         )
 
-    def translate(
+    @renamed_keywords(selected_voices="voices")
+    def create(
         self,
         material: MaterialLike,
         *,
@@ -87,7 +91,7 @@ class MediaResource(Resource):
         clone_provider: str | None = None,
         speaker_num: int | Literal["auto"] | None = None,
         timbre_method: Literal["clone", "smart"] | None = None,
-        selected_voices: Sequence[str | Mapping[str, Any]] | None = None,
+        voices: Sequence[VoiceLike | Mapping[str, Any]] | None = None,
         separation_mode: str | None = None,
         dynamic_video_length: bool | None = None,
         lipsync: bool | None = None,
@@ -102,18 +106,18 @@ class MediaResource(Resource):
         """Start dubbing ``material`` into ``target``; returns the running :class:`Task`.
 
         ``material`` is a registered :class:`~dubkit.resources.materials.Material`, its id,
-        or a local file, which is uploaded first. ``task_type`` defaults to the material's category (``vt`` for video,
-        ``at`` for audio). ``selected_voices`` are voice ids (or ``{"voiceId", "provider"}``)
-        for speakers 1, 2, ...; ``text`` is ``options.text``, whose content the interface
+        or a local file, which is uploaded first. ``task_type`` defaults to the material's
+        category (``vt`` for video, ``at`` for audio). ``voices`` are the voices of speakers
+        1, 2, ...: ids, voice records, or ``{"voiceId", "provider"}``; ``text`` is ``options.text``, whose content the interface
         leaves to the product (the sandbox reads ``burn``, ``soft`` and ``style``, e.g.
         ``{"burn": True, "style": {"size": 28, "position": "top"}}``).
         Everything is checked before the request is sent, and before a local file is
         uploaded: a voice the key's preset or clone library does not have is a
-        ValidationError naming ``selected_voices[i]``; an unregistered or deleted material is
-        refused here, before any credit is spent.
+        ValidationError naming ``voices[i]``; an unregistered or deleted material is refused
+        here, before any credit is spent.
 
-        >>> task = client.media.translate(material, target="de-DE", speaker_num=2,
-        ...                               timbre_method="smart", text={"burn": True})
+        >>> task = client.dubbing.create(material, target="de-DE", speaker_num=2,
+        ...                              timbre_method="smart", text={"burn": True})
         """
         if not isinstance(target, str) or not target.strip():
             raise ValidationError(
@@ -126,7 +130,7 @@ class MediaResource(Resource):
                 clone_provider=clone_provider,
                 speaker_num=speaker_num,
                 timbre_method=timbre_method,
-                selected_voices=selected_voices,
+                voices=voices,
                 separation_mode=separation_mode,
                 dynamic_video_length=dynamic_video_length,
                 lipsync=lipsync,
@@ -139,7 +143,7 @@ class MediaResource(Resource):
         )
 
         def request(kind: str, material_id: str) -> MediaTranslationRequest:
-            return parse(
+            return checked(
                 MediaTranslationRequest,
                 {
                     "task_type": kind,
@@ -163,6 +167,8 @@ class MediaResource(Resource):
             context=DubbingContext(source, target, chosen),
         )
 
+    translate = renamed("create")
+
     def _check_voices(self, body: MediaTranslationRequest, *, raw: bool) -> None:
         """Every chosen voice exists for this key (looked up in the service's own lists), with
         the provider the lists give it. ``raw``: the list came in ``options=``, so the fields
@@ -179,8 +185,8 @@ class MediaResource(Resource):
         )
         if not slots:
             return  # no voice chosen: the service picks them
-        field = "options.voiceSpeakers.selectedVoicesList[{}]" if raw else "selected_voices[{}]"
-        providers = self._voices.require(
+        field = "options.voiceSpeakers.selectedVoicesList[{}]" if raw else "voices[{}]"
+        providers = self._voices._require(
             [v.voice_id for _, v in slots],
             [field.format(i) + (".voiceId" if raw else "") for i, _ in slots],
         )
@@ -202,7 +208,7 @@ class MediaResource(Resource):
             and (os.path.isfile(material) or os.path.splitext(material)[1])
         ):
             material = self._materials.upload(material)
-        material_id = self._materials.require_registered(material)
+        material_id = self._materials._require_registered(material)
         if isinstance(material, Material):
             return material
         return self._materials.get(material_id)
@@ -215,7 +221,7 @@ def _options(
     clone_provider: str | None,
     speaker_num: int | str | None,
     timbre_method: str | None,
-    selected_voices: Sequence[str | Mapping[str, Any]] | None,
+    voices: Sequence[VoiceLike | Mapping[str, Any]] | None,
     separation_mode: str | None,
     dynamic_video_length: bool | None,
     lipsync: bool | None,
@@ -228,11 +234,13 @@ def _options(
     options: dict[str, Any] = {
         "voice_clone": _present(mode=clone_mode, style=clone_style, provider=clone_provider)
     }
-    voices = None
-    if selected_voices is not None:
-        voices = [{"voice_id": v} if isinstance(v, str) else dict(v) for v in selected_voices]
+    chosen = None
+    if voices is not None:
+        chosen = [
+            dict(v) if isinstance(v, Mapping) else {"voice_id": voice_id_of(v)} for v in voices
+        ]
     speakers = _present(
-        selected_voices_list=voices,
+        selected_voices_list=chosen,
         timbre_method=timbre_method,
         speaker_num=None if speaker_num is None else str(speaker_num),
     )
@@ -250,7 +258,7 @@ def _options(
 
 
 def _chooses_voices(options: Mapping[str, Any] | None) -> bool:
-    """Whether raw ``options`` carry the voice list (it then replaces ``selected_voices``)."""
+    """Whether raw ``options`` carry the voice list (it then replaces ``voices``)."""
     speakers = python_names(MediaOptions, options or {}).get("voice_speakers")
     return isinstance(speakers, Mapping) and "selected_voices_list" in speakers
 

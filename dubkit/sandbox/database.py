@@ -2,7 +2,7 @@
 
 One connection guarded by a re-entrant lock: the sandbox's writes are small and quick, and a
 single connection keeps SQLite's locking out of the picture. Product modules add their own tables
-with :meth:`Store.ensure`.
+with :meth:`Database.ensure`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ BEGIN
         WHERE NEW.deleted = 0
     ON CONFLICT (api_key, task_type, status) DO UPDATE SET n = n + 1;
 END;
--- How many live rows each key has in a table that asked for it (Store.count_live_rows).
+-- How many live rows each key has in a table that asked for it (Database.count_live_rows).
 CREATE TABLE IF NOT EXISTS live_counts (
     tbl TEXT NOT NULL, api_key TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (tbl, api_key));
 CREATE TABLE IF NOT EXISTS idempotency (
@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 """
 
 
-class Store:
+class Database:
     """A thread-safe SQLite file with a few conveniences."""
 
     def __init__(self, path: Path) -> None:
@@ -114,7 +114,7 @@ class Store:
             if column not in columns:
                 self.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL NOT NULL DEFAULT 0")
 
-    def ensure(self, schema: str) -> Store:
+    def ensure(self, schema: str) -> Database:
         """Create a product's tables and indexes if missing; cheap to call on every use."""
         if schema not in self._ensured:
             with self._lock:
@@ -122,7 +122,7 @@ class Store:
                 self._ensured.add(schema)
         return self
 
-    def count_live_rows(self, table: str) -> Store:
+    def count_live_rows(self, table: str) -> Database:
         """Keep, by triggers, how many live rows (``deleted = 0``) each ``api_key`` has in
         ``table``, so a list's total costs the same at 20 rows as at 300,000 (:meth:`live_rows`).
         Rows stored before the triggers existed are counted once, when they are made."""

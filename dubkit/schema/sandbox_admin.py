@@ -1,0 +1,137 @@
+"""The sandbox's own admin API (``/_sandbox``, not the service's interface): its request bodies
+and the answers :class:`dubkit.SandboxHandle` reads. Both sides use these models, so a field
+is named once; they are not exported from :mod:`dubkit.schema` (the interface's models).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .base import Wire
+
+
+class NewKey(Wire):
+    name: str = "extra"
+    credits: float = Field(default=1_000_000, ge=0)
+    api_key: str | None = Field(default=None, pattern=r"^sk_[A-Za-z0-9_]{16,100}$")
+
+
+class KeyMade(Wire):
+    api_key: str
+    webhook_secret: str | None = None
+
+
+class KeyInfo(Wire):
+    """One key as listed: masked."""
+
+    api_key: str
+    name: str | None = None
+    credits: float | None = None
+    webhook_url: str | None = None
+
+
+class SandboxInfo(Wire):
+    url: str | None = None
+    api_key: str
+    webhook_secret: str | None = None
+    webhook_url: str | None = None
+    data_dir: str
+    timing: dict[str, Any] | None = None
+    faults: dict[str, Any] | None = None
+
+
+class Credits(Wire):
+    api_key: str | None = None
+    credits: float = Field(ge=0)
+
+
+class WebhookSettings(Wire):
+    api_key: str | None = None
+    url: str | None = None
+    rotate_secret: bool = False
+    overlap_seconds: float = 3600
+
+
+class WebhookSecrets(Wire):
+    url: str | None = None
+    secret: str | None = None
+    previous_secret: str | None = None  # during a rotation's overlap
+
+
+class Timing(Wire):
+    mode: Literal["immediate", "seconds", "polls"]
+    value: float = 0
+
+
+class Faults(Wire):
+    """Rates 0..1 of each fault on the matching ``paths`` (all API paths without them)."""
+
+    drop_after_commit: float = Field(default=0, ge=0, le=1)
+    error502_before: float = Field(default=0, ge=0, le=1)
+    error502_after: float = Field(default=0, ge=0, le=1)
+    latency_ms: float = Field(default=0, ge=0)
+    crash_after_handler: float = Field(default=0, ge=0, le=1)
+    paths: list[str] | None = None
+    seed: int | None = None
+
+
+class Limits(Wire):
+    body_limit: int | None = Field(default=None, ge=1)
+    idempotency_window: float | None = Field(default=None, gt=0)
+    upload_limit: int | None = Field(default=None, ge=1)
+
+
+class FetchPolicy(Wire):
+    remote: bool | None = None
+    schemes: list[Literal["http", "https"]] | None = None
+    allow: list[str] | None = None  # hosts, host:port or networks that may be non-public
+
+
+class DeliverySchedule(Wire):
+    base_delay: float | None = Field(default=None, gt=0)
+    max_delay: float | None = Field(default=None, gt=0)
+    max_attempts: int | None = Field(default=None, ge=1)
+    timeout: float | None = Field(default=None, gt=0)
+    jitter: float | None = Field(default=None, ge=0, lt=1)
+
+
+class Redeliver(Wire):
+    task_id: str | None = None
+    ids: list[int] | None = None
+
+
+class UploadSession(Wire):
+    material_id: str | None = None
+    kind: str | None = None
+    state: str | None = None
+    file_name: str | None = None
+    created_at: str | None = None
+
+
+class DeliveryAttempt(Wire):
+    attempt: int | None = None
+    at: float | None = None
+    url: str | None = None
+    status_code: int | None = None
+    error: str | None = None
+    duration_ms: float | None = None
+    secret: str | None = None  # which secret signed it: "current" or "previous"
+
+
+class OutboxRow(Wire):
+    """One webhook in the sandbox's outbox, with its attempts; no secrets, no body."""
+
+    id: int
+    api_key: str  # masked
+    task_id: str | None = None
+    event: str | None = None
+    pipeline_key: str | None = None
+    state: str | None = None
+    attempts: int | None = None
+    next_at: float | None = None
+    last_error: str | None = None
+    created_at: float | None = None
+    delivered_at: float | None = None
+    log: list[DeliveryAttempt] = Field(default_factory=list)
