@@ -13,6 +13,7 @@ import pytest
 import requests
 from _html import plays_by_itself
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+from _waiting import PATIENCE
 
 import dubkit
 from dubkit import samples
@@ -113,7 +114,7 @@ def test_async_clone_from_a_material_is_a_task_with_the_clone(api, speaker_files
     material = api.materials.upload(speaker_files["high_fast_female"], progress=False)
     task = api.clones.create_async(material, name="Bright", text=TEXT)
     assert isinstance(task, dubkit.Task) and task.task_type == "cloneVoice"
-    clone = task.wait(timeout=60).result
+    clone = task.wait(PATIENCE).result
     assert isinstance(clone, Clone) and clone.ref_audio == material.audio_url
     assert clone.voice_id in api.voices.clones().ids
     assert clone.provider == "V3"  # English sample, no provider given
@@ -200,7 +201,7 @@ def test_unreachable_or_unusable_references_are_422_and_cost_nothing(
 
     task = api.clones.create_async("http://127.0.0.1:9/ref.wav")
     with pytest.raises(dubkit.TaskFailedError, match="could not get audio"):
-        task.wait(timeout=30)
+        task.wait(PATIENCE)
 
 
 def test_a_clone_needs_credits(api, sandbox, new_key, speaker_files):

@@ -1,15 +1,18 @@
-"""The sandbox's materials and object storage, spoken to as the interface describes (§2.6, §5).
-
-Raw calls and raw PUTs, no upload helper: what any client of the service would send.
-"""
+"""Materials and the sandbox's object storage over raw HTTP, no upload helper: what any client
+of the service would send (presigned PUTs, multipart sessions, completion, delete), and the
+races and limits the storage holds."""
 
 from __future__ import annotations
 
 import hashlib
+import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
 
 import pytest
 import requests
+from _http import local_http
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 import dubkit
@@ -17,6 +20,10 @@ from dubkit import samples
 from dubkit.sandbox.storage import DEFAULT_PART_SIZE
 
 MiB = 1024 * 1024
+
+
+def _wav_server(wav: bytes):
+    return local_http(lambda method, headers, body: (200, {"Content-Type": "audio/wav"}, wav))
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +87,105 @@ def put_parts(api, ref: dict, pieces: list[bytes]) -> list[dict]:
 
 def split(data: bytes, size: int) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def test_presign_parts_has_a_maximum(api):
+    started = api.call(
+        "materials.multipart_initiate", {"fileHash": "0" * 32, "fileName": "big.wav"}
+    )
+    with pytest.raises(dubkit.BadRequestError, match="partNumbers: at most 1000"):
+        api.call(
+            "materials.multipart_presign",
+            {
+                "materialId": started["materialId"],
+                "uploadId": started["uploadId"],
+                "fileHash": "0" * 32,
+                "fileName": "big.wav",
+                "partNumbers": list(range(1, 10_001)),
+            },
+        )
+
+
+def test_a_part_still_arriving_cannot_write_into_the_registered_file(api, sandbox, tmp_path):
+    sandbox.admin("POST", "/storage", recommendedPartSize=5 * MiB)
+    path = samples.noise_wav(tmp_path / "three.wav", 12 * MiB)
+    data, md5 = path.read_bytes(), hashlib.md5(path.read_bytes()).hexdigest()
+    ref = {"fileHash": md5, "fileName": "three.wav"}
+    started = api.call("materials.multipart_initiate", ref)
+    ref |= {"materialId": started["materialId"], "uploadId": started["uploadId"]}
+    urls = {
+        u["partNumber"]: u["url"]
+        for u in api.call("materials.multipart_presign", {**ref, "partNumbers": [1, 2, 3, 4]})[
+            "urls"
+        ]
+    }
+    parts = []
+    for number, piece in (
+        (1, data[: 5 * MiB]),
+        (2, data[5 * MiB : 10 * MiB]),
+        (3, data[10 * MiB :]),
+    ):
+        answer = requests.put(urls[number], data=piece, timeout=60)
+        parts.append({"partNumber": number, "eTag": answer.headers["ETag"]})
+    # Part 4 (not part of the file) starts arriving, slowly...
+    target = urlsplit(urls[4])
+    late = socket.create_connection((target.hostname, target.port), timeout=30)
+    late.sendall(
+        (
+            f"PUT {target.path}?{target.query} HTTP/1.1\r\nHost: {target.netloc}\r\n"
+            f"Content-Length: {5 * MiB}\r\n\r\n"
+        ).encode()
+        + b"\xff" * MiB
+    )
+    time.sleep(0.5)  # let the first bytes reach the server (not an assertion on time)
+    material = api.call("materials.multipart_complete", {**ref, "parts": parts})
+    try:  # ...and keeps coming after
+        late.sendall(b"\xff" * (4 * MiB))
+        reply = late.recv(65536).decode(errors="replace")
+    except (BrokenPipeError, ConnectionResetError):
+        reply = ""
+    late.close()
+    assert not reply.startswith("HTTP/1.1 200"), reply[:200]
+    served = requests.get(material["addressUrl"], timeout=60).content
+    assert len(served) == material["filesize"] == len(data)
+    assert hashlib.md5(served).hexdigest() == md5
+
+
+def test_concurrent_uploads_of_the_same_bytes_make_one_material(api, tmp_path):
+    path = samples.speech_recording(tmp_path / "same.wav", "Eight uploads, one material.")
+    with ThreadPoolExecutor(8) as pool:
+        made = list(
+            pool.map(
+                lambda i: api.materials.upload(
+                    path, progress=False, state_dir=tmp_path / f"state{i}"
+                ),
+                range(8),
+            )
+        )
+    assert len({m.material_id for m in made}) == 1
+    assert [m.material_id for m in api.materials.list()] == [made[0].material_id]
+
+
+def test_file_links_stop_working_when_their_owner_is_deleted(api, sandbox, tmp_path):
+    material = api.materials.upload(
+        samples.speech_recording(tmp_path / "m.wav", "Delete me."), progress=False
+    )
+    line = api.tts.speak("Soon gone.", "sv_s1_en_us_clear_f", output_format="wav")
+    wav = samples.speech_recording(tmp_path / "ref.wav", "A voice to copy.").read_bytes()
+    sandbox.admin("POST", "/fetch", schemes=["http", "https"], allow=["127.0.0.1"])
+    try:
+        with _wav_server(wav) as url:
+            clone = api.clones.create(f"{url}/ref.wav")
+    finally:
+        sandbox.admin("POST", "/fetch", remote=True, schemes=["https"], allow=[])
+    (record,) = api.voices.clones(voice=clone.voice_id)
+    links = {"material": material.address_url, "speech": line.uri, "clone": record.audio}
+    assert all(requests.get(u, timeout=10).status_code == 200 for u in links.values())
+    api.materials.delete(material)
+    api.tasks.delete(api.tasks.list(task_type="tts")[0].task_id)
+    api.voices.delete(clone.voice_id)
+    for name, link in links.items():
+        assert requests.get(link, timeout=10).status_code == 404, name
 
 
 def test_single_upload_registers_an_audio_material(api, wav):

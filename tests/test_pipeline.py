@@ -1,9 +1,9 @@
-"""The sandbox's media-translation pipeline on files, without HTTP: what each stage hears,
-decides and writes. The end-to-end service behaviour is in test_media_translation.py.
-"""
+"""The sandbox's dubbing pipeline on files, without HTTP: what each stage hears, decides and
+writes, and a dub that holds a window of its audio at a time, never the whole clip."""
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +15,62 @@ from dubkit import samples
 from dubkit.media import av, mixing, mp4, speech, subtitles
 from dubkit.media.track import Track
 from dubkit.sandbox import pipeline
-from dubkit.sandbox.pipeline import dubbing, render, transcript
+from dubkit.sandbox.pipeline import WORK_RATE, dubbing, render, transcript
 from dubkit.sandbox.products.media import KeyVoices
 from dubkit.sandbox.service_error import ServiceError
 from dubkit.schema import DubbedSource, MediaTranslationRequest
 
+LINES = (
+    "The harbour wakes before the town does.",
+    "Gulls argue over the night's last catch.",
+    "A ferry sounds its horn across the water.",
+    "By noon the stalls are full of oranges.",
+)
+
+
+def dub_peak(backend, tmp_path, lines: int, scratch: Path | None = None) -> tuple[float, int]:
+    """Seconds of the clip, and the most the dub had allocated at once beyond its start."""
+    script = [LINES[i % len(LINES)] for i in range(lines)]
+    path = samples.narrated_clip(
+        tmp_path / f"clip-{lines}.mp4", script, pause=0.6, bed_db=-34.0, width=160, height=90
+    )
+    request = MediaTranslationRequest.model_validate(
+        {
+            "taskType": "vt",
+            "source": {"materialId": "mat_test"},
+            "language": {"source": "en-US", "target": "fr-FR"},
+            "options": {"voiceClone": {}},
+        }
+    )
+    out = pipeline.Outputs(tmp_path / f"out-{lines}", lambda name: f"http://sandbox.test/{name}")
+    job = pipeline.Job(
+        f"task{lines}",
+        path,
+        pipeline.read_settings(request, "vt"),
+        KeyVoices(backend, backend.default_key),
+        out,
+        DubbedSource(material_id="mat_test", url="http://sandbox.test/source.mp4"),
+        scratch_dir=scratch,
+    )
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        pipeline.run(job)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    return av.probe(path).duration, peak
+
+
 RATE = speech.SAMPLE_RATE
+
+
 SENTENCES = ("Welcome to the sandbox.", "Today we dub a short clip.", "Every step is real.")
+
+
 SCRIPT = list(zip(SENTENCES, ("f2", "m3", "f2")))  # two speakers, the first back at the end
-# 0.7 s pauses, and a quiet hum under everything: the background that separation keeps.
+
+
 NARRATION = {"pause": 0.7, "bed_db": -34.0}
 
 
@@ -68,7 +115,30 @@ def track(path: Path, rate: int = 16000) -> Track:
     return Track.of(decoded(path, rate), rate)
 
 
-# --------------------------------------------------------------------------- transcript
+def _line(start, end):
+    return transcript.Line(0, start, end, "x", False)
+
+
+def test_the_dubs_peak_allocation_does_not_grow_with_the_clips_length(backend, tmp_path):
+    short_seconds, short_peak = dub_peak(backend, tmp_path, 8)
+    long_seconds, long_peak = dub_peak(backend, tmp_path, 32)
+    assert long_seconds > 3.5 * short_seconds > 3.5 * 20  # both longer than a mix window
+    # What the longer clip's decoded original alone would add (mono float32 at the work rate).
+    original = (long_seconds - short_seconds) * WORK_RATE * 4
+    growth = long_peak - short_peak
+    assert growth < 0.5 * original, (
+        f"a {long_seconds:.0f} s dub peaked {growth / 1e6:.1f} MB above a "
+        f"{short_seconds:.0f} s one (its decoded original is {original / 1e6:.1f} MB more)"
+    )
+
+
+def test_a_dub_leaves_nothing_in_its_scratch_folder_and_no_scratch_among_its_outputs(
+    backend, tmp_path
+):
+    scratch = tmp_path / "scratch"
+    dub_peak(backend, tmp_path, 2, scratch)
+    assert list(scratch.iterdir()) == []
+    assert not [p for p in (tmp_path / "out-2").rglob("*") if p.suffix == ".f32"]
 
 
 def test_lines_are_timed_by_the_signal_and_worded_by_the_subtitle_track(clip):
@@ -100,13 +170,6 @@ def test_speakers_are_told_apart_by_pitch_or_forced_to_a_count(clip, wanted, exp
     assert count == expected
     if wanted is None:  # f2, m3, f2: the two female lines belong together
         assert [line.speaker for line in lines] == [0, 1, 0]
-
-
-# --------------------------------------------------------------------------- fitting
-
-
-def _line(start, end):
-    return transcript.Line(0, start, end, "x", False)
 
 
 def test_a_long_dub_is_sped_up_a_short_one_slowed_and_an_impossible_one_cut():
@@ -142,9 +205,6 @@ def test_resampling_keeps_the_pitch():
     assert len(up) == 44100
     peak = np.argmax(np.abs(np.fft.rfft(up))) * 44100 / len(up)
     assert peak == pytest.approx(440, abs=2)
-
-
-# --------------------------------------------------------------------------- separation
 
 
 @pytest.mark.parametrize("mode", ["duck", "remove", "keep"])
@@ -184,9 +244,6 @@ def test_the_dub_mixed_a_window_at_a_time_equals_the_whole_mix_with_lines_across
         [(line.at, line.clip.read(), line.clip.rate) for line in lines], rate, seconds, 1
     )
     assert np.array_equal(windowed, mixing.mix(stems.whole("bed"), laid))
-
-
-# --------------------------------------------------------------------------- whole runs
 
 
 def test_a_run_writes_every_deliverable(backend, clip, tmp_path):

@@ -1,6 +1,6 @@
 """The Receiver over real HTTP: every bad input refused (never a crash, never a 5xx), dedupe that
-holds under concurrency, restarts and several processes, bounded handler retries, dead letters.
-"""
+holds under concurrency, restarts and several processes, bounded handler retries, dead
+letters, failed tasks handled as typed failures."""
 
 from __future__ import annotations
 
@@ -10,14 +10,36 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+from _waiting import PATIENCE
 
+import dubkit
 from dubkit.webhooks import Receiver, sign
 from dubkit.widgets.events import EventLog
+
+CALLBACK_SECRET = "whsec_contract_" + "ab" * 16
+
+
+def _post(url: str, envelope: dict) -> requests.Response:
+    body = json.dumps(envelope).encode()
+    stamp = str(int(time.time() * 1000))
+    return requests.post(
+        url,
+        data=body,
+        timeout=30,
+        headers={
+            "X-Timestamp": stamp,
+            "X-Signature": sign(CALLBACK_SECRET, stamp, body),
+            "Content-Type": "application/json",
+        },
+    )
+
 
 SECRET = "whsec_receiver_" + "5e" * 16
 
@@ -78,7 +100,8 @@ def receiver(store: Path):
 
 
 _BODY = envelope("t-bad")
-# case -> (body, how the delivery is spoiled, expected HTTP status, reason in the answer)
+
+
 BAD = {
     "no X-Timestamp": (_BODY, {"X-Timestamp": None}, 401, "missing-header"),
     "no X-Signature": (_BODY, {"X-Signature": None}, 401, "missing-header"),
@@ -93,6 +116,55 @@ BAD = {
     "envelope without data": (b'{"code":200,"event":"openapi-tts"}', {}, 400, "data: is required"),
     "50 MB body": (b"{" + b" " * (50 << 20) + b"}", {}, 413, "over the"),
 }
+
+
+_OTHER_PROCESS = """
+import sys
+from pathlib import Path
+from dubkit.webhooks import Receiver
+receiver = Receiver(sys.argv[1], store=sys.argv[2])
+out = Path(sys.argv[3])
+receiver.on("openapi-translate", lambda e: out.open("a").write(e.task_id + "\\n"))
+print(receiver.serve(), flush=True)
+sys.stdin.read()
+receiver.stop()
+"""
+
+
+@pytest.mark.parametrize(
+    "event, data",
+    [
+        ("openapi-translate", None),
+        ("openapi-tts", {}),
+        ("openapi-clone-voice", None),
+        ("openapi-media-translation", {"taskId": "t-media", "taskType": "vt", "status": "failed"}),
+        ("openapi-media-translation", None),
+    ],
+)
+def test_a_failed_callback_is_accepted_and_handled_as_a_typed_failure(tmp_path, event, data):
+    receiver = Receiver(CALLBACK_SECRET, store=tmp_path / "events.sqlite3", retry_delay=0.01)
+    seen: list = []
+    handled = threading.Event()
+    receiver.on(event, lambda e: (seen.append(e), handled.set()))
+    url = receiver.serve()
+    try:
+        answer = _post(
+            url,
+            {
+                "code": 500,
+                "event": event,
+                "pipelineKey": uuid.uuid4().hex,
+                "message": "engine failed",
+                "data": data,
+            },
+        )
+        assert answer.status_code == 200, answer.text
+        assert handled.wait(PATIENCE)
+    finally:
+        receiver.stop()
+    (got,) = seen
+    assert type(got) is dubkit.webhooks.EVENT_TYPES[event] and got.problem is None
+    assert got.status == "failed" and got.result is None
 
 
 @pytest.mark.parametrize("case", list(BAD))
@@ -192,7 +264,7 @@ def test_a_failing_handler_is_retried_then_dead_lettered_then_revived(receiver):
     assert post(receiver.url, envelope("t-flaky")).json()["duplicate"] is True
     healthy.set()
     assert receiver.revive() == 1
-    deadline = time.monotonic() + 20  # the sweeper adopts revived rows within a few seconds
+    deadline = time.monotonic() + PATIENCE  # the sweeper adopts revived rows within a few seconds
     while receiver.store.get("pk-t-flaky")["state"] != "done" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert receiver.store.get("pk-t-flaky")["state"] == "done"
@@ -204,7 +276,7 @@ def test_work_still_queued_at_stop_runs_after_a_restart_exactly_once(store):
     gate = threading.Event()
 
     def slow(event):
-        gate.wait(10)
+        gate.wait(PATIENCE)
         ran.append(event.task_id)
 
     first = Receiver(SECRET, store=store, workers=1)
@@ -219,7 +291,7 @@ def test_work_still_queued_at_stop_runs_after_a_restart_exactly_once(store):
     second.on("openapi-translate", lambda event: ran.append(event.task_id))
     second.start()
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + PATIENCE
         while len(ran) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert second.wait_idle(10)
@@ -227,19 +299,6 @@ def test_work_still_queued_at_stop_runs_after_a_restart_exactly_once(store):
         second.stop()
     assert sorted(ran) == ["t-q0", "t-q1", "t-q2"]
     assert [d.outcome for d in second.deliveries] == ["recovered", "recovered"]
-
-
-_OTHER_PROCESS = """
-import sys
-from pathlib import Path
-from dubkit.webhooks import Receiver
-receiver = Receiver(sys.argv[1], store=sys.argv[2])
-out = Path(sys.argv[3])
-receiver.on("openapi-translate", lambda e: out.open("a").write(e.task_id + "\\n"))
-print(receiver.serve(), flush=True)
-sys.stdin.read()
-receiver.stop()
-"""
 
 
 def test_two_processes_sharing_one_store_run_each_event_once(receiver, store, tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import requests
+from _waiting import PATIENCE
 
 import dubkit
 from dubkit import samples
@@ -29,7 +30,7 @@ def made(sandbox, tmp_path_factory):
     clip = samples.narrated_clip(tmp_path_factory.mktemp("redub") / "talk.mp4", SCRIPT)
     dub = (
         client.dubbing.create(clip, target="fr-FR", source="en-US", separation_mode="remove")
-        .wait(timeout=120)
+        .wait(PATIENCE)
         .result
     )
     yield key, client, dub.raw

@@ -1,4 +1,5 @@
-"""Text translation through every layer: client validation, the sandbox's rules, results."""
+"""Text translation end to end over real HTTP: sync and async, glossary and context, batches,
+a string as one segment."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import uuid
 
 import pytest
 import requests
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+from _waiting import PATIENCE
 
 import dubkit
 from dubkit.widgets.tasks import TaskMonitor
+
+VOICE = "sv_s1_en_us_clear_f"
+
 
 LANG = {"source": "en-US", "target": "fr-FR"}
 
@@ -20,6 +26,18 @@ def sandbox_answer(box, body):
         headers={"Authorization": f"Bearer {box.api_key}", "X-Idempotency-Key": uuid.uuid4().hex},
         timeout=10,
     ).json()
+
+
+def test_a_string_is_one_segment_or_line(client):
+    assert len(client.translate.create("Hello world", source="en-US", target="fr-FR")) == 1
+    assert (
+        len(client.translate.batch("Hello world", source="en-US", target="fr-FR", progress=False))
+        == 1
+    )
+    task = client.translate.create_async("Hello world", source="en-US", target="fr-FR")
+    assert len(task.wait(PATIENCE).result) == 1
+    assert len(client.tts.create("Hello world", voice=VOICE, output_format="wav")) == 1
+    assert len(client.tts.batch("Hello world", voice=VOICE, progress=False)) == 1
 
 
 def test_translation_is_aligned_deterministic_and_labelled(client):
@@ -98,7 +116,7 @@ def test_prompt_and_options_are_recorded_on_the_task(client):
     task = client.translate.create_async(
         ["Hi"], source="en-US", target="fr-FR", prompt="Keep it formal", scene="voiceover"
     )
-    assert task.wait(10).status == "finished"
+    assert task.wait(PATIENCE).status == "finished"
     assert task.result.texts[0]
 
 
@@ -192,7 +210,7 @@ def test_batch_validates_every_chunk_before_sending_any(client):
 
 def test_async_result_by_polling_keeps_sources(client):
     task = client.translate.create_async(["One", "Two"], source="en-US", target="fr-FR")
-    frame = task.wait(10).result.to_frame()
+    frame = task.wait(PATIENCE).result.to_frame()
     assert frame["source"].tolist() == ["One", "Two"] and frame["translation"].notna().all()
 
 
@@ -204,7 +222,7 @@ def test_task_monitor_refreshes_itself_until_the_task_ends(client, sandbox):
     ]
     monitor = TaskMonitor(tasks, poll_interval=0.1)
     assert "running" in monitor._repr_mimebundle_()["text/html"]
-    assert monitor.join(timeout=15)
+    assert monitor.join(timeout=PATIENCE)
     html = monitor._repr_mimebundle_()["text/html"]
     assert html.count("finished") == 2 and "running" not in html
     assert all(t.done for t in tasks)

@@ -1,9 +1,6 @@
-"""The transport: the retry verdict as a table, then over real HTTP: a possible charge is never
-hidden, reads are not creates, and the API key stays well-formed and with base_url.
-
-Odd upstreams are a throwaway gateway (tests/_http.py) in front of the real sandbox: it forwards
-some attempts and answers others itself, the way a proxy that loses answers would.
-"""
+"""The transport: the retry verdict as a table, then over real HTTP: idempotency keys, retries
+that never double-charge, a possible charge never hidden, reads that are not creates, and the
+API key well-formed and only with base_url."""
 
 from __future__ import annotations
 
@@ -12,14 +9,21 @@ from collections.abc import Callable
 
 import pytest
 import requests
-from _http import local_http
+from _http import counting_proxy, local_http
+from _waiting import PATIENCE
 
 import dubkit
 from dubkit._transport import Outcome, RetryPolicy, Verdict, verdict
 
 FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
+
+
 CREATE = "/task/translate/create-async"
+
+
 PRESETS = "/assets/voice/basic/list"
+
+
 FORWARDED = ("authorization", "x-idempotency-key", "content-type", "user-agent")
 
 
@@ -74,15 +78,15 @@ def says_maybe_committed(err: dubkit.DubkitError, key: str) -> bool:
 
 
 def wait_for_tasks(c: dubkit.Client, count: int) -> list:
-    deadline = time.monotonic() + 10  # the slow attempts land in their own time
+    deadline = time.monotonic() + PATIENCE  # the slow attempts land in their own time
     while len(tasks := c.tasks.list()) < count and time.monotonic() < deadline:
         time.sleep(0.05)
     return tasks
 
 
-# ------------------------------------------------ the verdict, without a server
-
 NOT_SENT, NO_ANSWER = Outcome("not_sent"), Outcome("no_answer")
+
+
 REDIRECT = Outcome("redirected", 307)
 
 
@@ -91,9 +95,11 @@ def answered(status: int, code: int | None = None) -> Outcome:
 
 
 RETRY, FINAL = Verdict(retry=True, maybe_committed=False), Verdict(False, False)
+
+
 RETRY_MAYBE = Verdict(retry=True, maybe_committed=True)
 
-# (what the call is, what the attempt came to, what came before) -> the verdict
+
 VERDICTS = [
     # a changing API call (a create): retried with its key, flagged when it may have committed
     ("change", NOT_SENT, {}, RETRY),
@@ -133,6 +139,202 @@ VERDICTS = [
 ]
 
 
+def key_consuming_list(sandbox) -> Callable:
+    """A service that does consume keys on the list POST (the interface's guidance allows it)
+    and whose first answer is slow: a reused key is refused 409."""
+    keys: list[str | None] = []
+
+    def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        key = _header(headers, "x-idempotency-key")
+        if key in keys:
+            return (
+                409,
+                {"Retry-After": "2", "Content-Type": "application/json"},
+                (b'{"code": 409, "message": "Idempotency key already used", "data": null}'),
+            )
+        keys.append(key)
+        answer = forward(sandbox, PRESETS, headers, body)
+        if len(keys) == 1:
+            time.sleep(0.6)  # longer than the client's read timeout: the answer is lost
+        return answer
+
+    return respond
+
+
+def catcher() -> tuple[Callable, list]:
+    caught: list[tuple[str, dict, bytes]] = []
+
+    def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        caught.append((method, headers, body))
+        return 200, {"Content-Type": "application/json"}, b'{"code": 200, "data": {}}'
+
+    return respond, caught
+
+
+def test_client_raises_typed_401_without_leaking_the_key(sandbox):
+    secret_key = "sk_live_0123456789abcdefSECRET"
+    with dubkit.Client(secret_key, sandbox.url) as bad:
+        with pytest.raises(dubkit.AuthenticationError) as info:
+            bad.tasks.list()
+        assert secret_key not in repr(bad) and "SECRET" not in repr(bad)
+    err = info.value
+    assert err.code == 401 and err.http_status == 401 and err.path == "/openapi/v1/tasks/list"
+    assert len(err.req_id) == 32
+    assert "SECRET" not in str(err) and "SECRET" not in repr(err)
+
+
+def test_callers_key_reuse_raises_conflict_without_retrying(client):
+    client.translate.create(["one"], source="en-US", target="fr-FR", idempotency_key="mine-1")
+    with pytest.raises(dubkit.IdempotencyConflictError) as info:
+        client.translate.create(["two"], source="en-US", target="fr-FR", idempotency_key="mine-1")
+    assert info.value.first_attempt_accepted is False
+    assert info.value.retry_after == 2
+    assert "new key" in str(info.value)
+
+
+def test_key_over_64_chars_is_refused_before_sending(client):
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.translate.create(["x"], source="en-US", target="fr-FR", idempotency_key="k" * 65)
+    assert info.value.field == "X-Idempotency-Key"
+
+
+def test_thousand_creates_with_lost_answers_make_no_duplicates(
+    client, sandbox, new_key, client_for
+):
+    """Every third answer is lost after commit; the client retries with the same key."""
+    c = client_for(new_key)
+    sandbox.set_faults(drop_after_commit=0.3, paths=["/task/translate/create-async"], seed=1)
+    ok = conflicts = 0
+    keys = set()
+    for i in range(1000):
+        try:
+            task = c.translate.create_async([f"line {i}"], source="en-US", target="fr-FR")
+            keys.add(task.idempotency_key)
+            ok += 1
+        except dubkit.IdempotencyConflictError as err:
+            assert err.first_attempt_accepted, err
+            assert "no second task" in str(err)
+            keys.add(err.idempotency_key)
+            conflicts += 1
+    sandbox.set_faults()
+    tasks = c.tasks.list(task_type="textTranslation")
+    assert ok + conflicts == 1000 and len(keys) == 1000
+    assert conflicts > 100  # the fault really fired
+    assert len(tasks) == 1000  # exactly one task per logical call: no duplicates
+    assert len({t.task_id for t in tasks}) == 1000
+
+
+def test_lost_answer_of_a_sync_call_is_reported_not_repeated(client, sandbox):
+    sandbox.set_faults(drop_after_commit=1.0, paths=["/task/translate/create"])
+    before = len(client.tasks.list(task_type="textTranslation"))
+    with pytest.raises(dubkit.IdempotencyConflictError) as info:
+        client.translate.create(["once"], source="en-US", target="fr-FR")
+    sandbox.set_faults()
+    assert info.value.first_attempt_accepted
+    assert len(client.tasks.list(task_type="textTranslation")) == before + 1
+
+
+def test_502_after_commit_is_retried_safely(client, sandbox):
+    sandbox.set_faults(error502_after=1.0, paths=["/task/translate/create-async"])
+    with pytest.raises(dubkit.IdempotencyConflictError) as info:
+        client.translate.create_async(["x"], source="en-US", target="fr-FR")
+    sandbox.set_faults()
+    assert info.value.first_attempt_accepted
+    # The task the lost answer belonged to exists once and finishes.
+    tasks = client.tasks.list(task_type="textTranslation", limit=1)
+    assert client.tasks.get(tasks[0].task_id).wait(PATIENCE).status == "finished"
+
+
+def test_502_before_commit_is_retried_until_success(client, sandbox):
+    sandbox.set_faults(error502_before=0.5, paths=["/task/translate/create"], seed=7)
+    results = [
+        client.translate.create([f"n{i}"], source="en-US", target="fr-FR") for i in range(20)
+    ]
+    sandbox.set_faults()
+    assert all(len(r) == 1 for r in results)
+
+
+def test_connection_refused_is_a_typed_error_after_bounded_retries():
+    with dubkit.Client(
+        "sk_x_0000000000000",
+        "http://127.0.0.1:9",
+        retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01),
+    ) as dead:
+        with pytest.raises(dubkit.APIConnectionError) as info:
+            dead.tasks.list()
+    assert "could not connect" in str(info.value)
+
+
+def test_read_timeout_on_a_create_never_duplicates(sandbox, new_key):
+    """Every attempt times out on the client's side but still lands in the sandbox: once the
+    sandbox has answered all of them, the key has exactly one task."""
+    sandbox.set_faults(latency_ms=600, paths=["/task/translate/create-async"])
+    try:
+        with (
+            counting_proxy(sandbox.url) as proxy,
+            dubkit.Client(
+                new_key,
+                proxy.url,
+                timeout=dubkit.Timeout(connect=2, read=0.3),
+                retry=dubkit.RetryPolicy(max_retries=2, backoff=0.01),
+            ) as slow,
+        ):
+            with pytest.raises((dubkit.APITimeoutError, dubkit.IdempotencyConflictError)):
+                slow.translate.create_async(["slow"], source="en-US", target="fr-FR")
+            proxy.wait_idle()  # every attempt has had its answer
+    finally:
+        sandbox.set_faults()
+    assert len(proxy.attempts) == 3  # the first try and both retries arrived
+    with dubkit.Client(new_key, sandbox.url) as c:
+        assert len(c.tasks.list()) == 1
+
+
+def test_a_retry_that_meets_an_in_flight_first_attempt_learns_its_real_outcome(
+    sandbox, new_key, tmp_path
+):
+    """The first attempt is slow and then fails (unreachable reference): the retry's 409 says
+    'in progress', dubkit asks again after Retry-After, and reports the real failure, never a
+    made-up 'accepted'."""
+    hits = []
+
+    def slow_then_missing(method, headers, body):
+        hits.append(method)
+        if len(hits) == 1:
+            time.sleep(0.8)
+        return 404, {}, b""
+
+    policy = dubkit.RetryPolicy(max_retries=3, backoff=0.01, max_retry_after=1.5)
+    with (
+        local_http(slow_then_missing) as url,
+        dubkit.Client(
+            new_key, sandbox.url, retry=policy, timeout=dubkit.Timeout(connect=2, read=0.3)
+        ) as c,
+    ):
+        with pytest.raises(dubkit.DubkitError) as info:
+            c.clones.create(f"{url}/ref.wav", name="x")
+        assert not isinstance(info.value, dubkit.IdempotencyConflictError), info.value
+        assert len(c.voices.clones()) == 0 and len(c.tasks.list()) == 0
+
+
+def test_the_key_only_travels_to_the_base_url(client):
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.request("GET", "http://127.0.0.2:9/steal")
+    assert info.value.field == "path"
+    task = client.translate.create_async(["mine"], source="en-US", target="fr-FR")
+    page = client.request("GET", client.base_url + "/openapi/v1/tasks/list")
+    assert page["records"][0]["taskId"] == task.task_id  # newest first: the one just made
+
+
+def test_a_409_without_a_json_body_is_still_a_conflict_error():
+    def conflict(method, headers, body):
+        return 409, {"Retry-After": "2"}, b"conflict"
+
+    with local_http(conflict) as url, dubkit.Client("sk_test_000000000000", url) as c:
+        with pytest.raises(dubkit.IdempotencyConflictError) as info:
+            c.translate.create(["x"], source="en-US", target="fr-FR")
+    assert info.value.first_attempt_accepted is False and info.value.http_status == 409
+
+
 @pytest.mark.parametrize("kind, outcome, before, expected", VERDICTS)
 def test_the_verdict_on_each_outcome(kind, outcome, before, expected):
     got = verdict(
@@ -149,9 +351,6 @@ def test_the_status_sets_are_the_policy_s_to_change():
     assert verdict(strict, answered(409), read=False, ambiguous_before=True) == FINAL
     lenient = RetryPolicy(throttled=RetryPolicy().throttled | {520})
     assert verdict(lenient, answered(520), read=False) == RETRY
-
-
-# ------------------------------------------------ 7. a possible charge is never hidden
 
 
 @pytest.mark.parametrize(
@@ -260,31 +459,6 @@ def test_the_plain_path_retries_a_gateway_error_on_a_get_and_never_on_a_post(sta
     assert seen == ["GET", "GET", "POST"] and info.value.http_status == status
 
 
-# ------------------------------------------------ 8. read-only POSTs are retried like GETs
-
-
-def key_consuming_list(sandbox) -> Callable:
-    """A service that does consume keys on the list POST (the interface's guidance allows it)
-    and whose first answer is slow: a reused key is refused 409."""
-    keys: list[str | None] = []
-
-    def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
-        key = _header(headers, "x-idempotency-key")
-        if key in keys:
-            return (
-                409,
-                {"Retry-After": "2", "Content-Type": "application/json"},
-                (b'{"code": 409, "message": "Idempotency key already used", "data": null}'),
-            )
-        keys.append(key)
-        answer = forward(sandbox, PRESETS, headers, body)
-        if len(keys) == 1:
-            time.sleep(0.6)  # longer than the client's read timeout: the answer is lost
-        return answer
-
-    return respond
-
-
 @pytest.mark.parametrize("how", ["voices.presets_page", "client.request"])
 def test_a_slow_then_refused_list_call_is_asked_again_and_answers(client, sandbox, how):
     expected = client.voices.presets_page(1, 10)
@@ -314,9 +488,6 @@ def test_a_failed_list_call_never_claims_a_possible_charge(client, sandbox, faul
     assert "COMMITTED" not in str(info.value) and "charge" not in str(info.value)
 
 
-# ------------------------------------------------ 9. the key: well-formed, and only to base_url
-
-
 @pytest.mark.parametrize("flaw", ["\n", "\r\n", " ", "\t", "\x00", "\x7f"])
 @pytest.mark.parametrize("where", ["end", "start", "middle"])
 def test_a_key_with_whitespace_or_control_characters_is_refused_without_quoting_it(
@@ -338,16 +509,6 @@ def test_a_key_read_from_the_environment_with_a_newline_is_refused(sandbox, monk
     with pytest.raises(dubkit.ValidationError) as info:
         dubkit.connect().tasks.list()
     assert info.value.field == "api_key" and sandbox.api_key not in str(info.value)
-
-
-def catcher() -> tuple[Callable, list]:
-    caught: list[tuple[str, dict, bytes]] = []
-
-    def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
-        caught.append((method, headers, body))
-        return 200, {"Content-Type": "application/json"}, b'{"code": 200, "data": {}}'
-
-    return respond, caught
 
 
 @pytest.mark.parametrize("call", ["create", "list"])

@@ -1,16 +1,19 @@
-"""client.materials.upload: checks before any request, one PUT or parallel parts, duplicates,
-resume after a kill, expired URLs, abort when it cannot finish, lost answers, listing.
-"""
+"""The client's uploads: MD5 dedup, one PUT or parallel parts, progress, resume after a crash or
+an edit, abort, where resume state lives."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
+import requests
 from _html import plays_by_itself
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
@@ -18,9 +21,37 @@ import dubkit
 from dubkit import samples
 from dubkit.results import Material
 from dubkit.uploads import pending_states
+from dubkit.uploads.state import default_state_dir
 from dubkit.widgets.uploads import UploadProgressBar
 
 MiB = 1024 * 1024
+
+
+KILLED_UPLOADER = r"""
+import os, signal, sys
+import dubkit
+
+client = dubkit.Client(sys.stdin.readline().strip(), sys.argv[1])
+mode = sys.argv[4]
+
+def die(*_):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def report(progress):
+    if mode.startswith("after-parts") and progress.parts_done >= int(mode.split()[1]):
+        die()
+
+def completed(response, *args, **kwargs):
+    if response.request.path_url.split("?")[0].endswith("/multipart/complete") \
+            and response.ok and response.json().get("code") == 200:
+        die()
+
+if mode == "after-complete":
+    client.transport.session.hooks["response"].append(completed)
+client.materials.upload(sys.argv[2], part_size=5 * 2**20, concurrency=1,
+                        multipart_threshold=2**20, state_dir=sys.argv[3], progress=report)
+print("finished", flush=True)
+"""
 
 
 @pytest.fixture
@@ -30,6 +61,62 @@ def state_dir(tmp_path):
 
 def md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def live_ids_with_hash(api, file_hash: str) -> list[str]:
+    return [m.material_id for m in api.materials.list() if m.file_hash == file_hash]
+
+
+def sessions(api, sandbox) -> list[dict]:
+    """The key's upload sessions (gen-upload-url and initiate each open one)."""
+    query = urlencode({"apiKey": api.transport._secret})
+    return sandbox.admin("GET", f"/uploads?{query}")["sessions"]
+
+
+def crash_while_uploading(api, path: Path, state_dir: Path, mode: str) -> None:
+    """Run the uploader on ``path`` until it kills itself (``mode``, see KILLED_UPLOADER)."""
+    uploader = subprocess.run(
+        [sys.executable, "-c", KILLED_UPLOADER, api.base_url, str(path), str(state_dir), mode],
+        input=api.transport._secret + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert uploader.returncode == -signal.SIGKILL, (uploader.returncode, uploader.stderr)
+    assert "finished" not in uploader.stdout
+
+
+def edit_in_place_keeping_size_and_mtime(path: Path, offset: int) -> str:
+    """Overwrite 64 KiB at ``offset`` with other bytes, then put the mtime back; the old MD5."""
+    before, old_md5 = path.stat(), md5(path)
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        old = handle.read(64 * 1024)
+        handle.seek(offset)
+        handle.write(bytes(b ^ 0xFF for b in old))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert md5(path) != old_md5
+    return old_md5
+
+
+def stored_md5(material) -> str:
+    """MD5 of the material's file as the sandbox serves it."""
+    answer = requests.get(material.address_url, timeout=30)
+    answer.raise_for_status()
+    return hashlib.md5(answer.content).hexdigest()
+
+
+class Phases:
+    def __init__(self):
+        self.phases: list[str] = []
+        self.last = None
+
+    def __call__(self, progress):
+        self.last = progress
+        if not self.phases or self.phases[-1] != progress.phase:
+            self.phases.append(progress.phase)
 
 
 def live_with_hash(api, file_hash: str) -> list[Material]:
@@ -54,6 +141,147 @@ class Recorder:
                 self.parts_at_registering = self._sandbox.admin(
                     "GET", f"/storage/uploads/{state.data['uploadId']}"
                 )["parts"]
+
+
+UPLOADER = r"""
+import sys
+import dubkit
+client = dubkit.Client(sys.argv[1], sys.argv[2])
+def report(progress):
+    print("parts", progress.parts_done, flush=True)
+client.materials.upload(sys.argv[3], part_size=5 * 2**20, concurrency=1,
+                        multipart_threshold=2**20, state_dir=sys.argv[4], progress=report)
+print("finished", flush=True)
+"""
+
+
+def interrupted_upload(api, path, state_dir):
+    """Upload ``path`` in 5 MiB parts and interrupt it (as Ctrl-C would) after the first part;
+    return the resume state it left."""
+
+    def stop_after_first_part(progress):
+        if progress.parts_done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        api.materials.upload(
+            path,
+            progress=stop_after_first_part,
+            part_size=5 * MiB,
+            multipart_threshold=MiB,
+            concurrency=1,
+            state_dir=state_dir,
+        )
+    (state,) = pending_states(state_dir)
+    return state
+
+
+def test_a_large_upload_opens_no_session_it_does_not_use(api, sandbox, tmp_path):
+    path = samples.noise_wav(tmp_path / "long.wav", 3 * 2**20)
+    material = api.materials.upload(
+        path, progress=False, multipart_threshold=2**20, state_dir=tmp_path / "state"
+    )
+    sessions = sandbox.admin("GET", f"/uploads?apiKey={api.transport._secret}")["sessions"]
+    assert [(s["kind"], s["state"]) for s in sessions] == [("multipart", "completed")]
+    again = api.materials.upload(
+        path, progress=False, multipart_threshold=2**20, state_dir=tmp_path / "state"
+    )
+    assert again.material_id == material.material_id
+    assert len(sandbox.admin("GET", f"/uploads?apiKey={api.transport._secret}")["sessions"]) == 1
+
+
+def test_upload_resume_state_follows_a_moved_sandbox_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv("DUBKIT_UPLOAD_STATE_DIR", raising=False)
+    monkeypatch.setenv("DUBKIT_SANDBOX_DIR", str(tmp_path / "box"))
+    assert default_state_dir() == tmp_path / "box-uploads"
+    monkeypatch.setenv("DUBKIT_UPLOAD_STATE_DIR", str(tmp_path / "mine"))
+    assert default_state_dir() == tmp_path / "mine"
+    monkeypatch.delenv("DUBKIT_UPLOAD_STATE_DIR")
+    monkeypatch.delenv("DUBKIT_SANDBOX_DIR")
+    assert default_state_dir() == Path.home() / ".cache" / "dubkit" / "uploads"
+
+
+def test_a_file_edited_in_place_after_a_crash_is_uploaded_afresh(api, sandbox, tmp_path, state_dir):
+    path = samples.noise_wav(tmp_path / "edited.wav", 16 * MiB)  # parts 5+5+5+1 MiB
+    crash_while_uploading(api, path, state_dir, "after-parts 1")
+    (old,) = pending_states(state_dir)
+    assert 1 in old.etags and len(old.etags) < 4
+
+    old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=MiB)  # inside sent part 1
+    assert old.matches(path)  # size and mtime alone cannot see the edit
+
+    material = api.materials.upload(path, progress=False, state_dir=state_dir)
+    assert material.file_hash == md5(path)
+    assert stored_md5(material) == md5(path)  # the new bytes, all of them
+    assert live_ids_with_hash(api, old_md5) == []
+    assert sandbox.admin("GET", f"/storage/uploads/{old.data['uploadId']}")["state"] == "aborted"
+    assert list(pending_states(state_dir)) == []
+
+
+def test_parts_of_a_state_without_digests_are_not_trusted(api, sandbox, tmp_path, state_dir):
+    # A state written before part digests were kept (or hand-made): its sent parts cannot be
+    # checked, so an in-place edit must not slip through them either.
+    path = samples.noise_wav(tmp_path / "legacy.wav", 12 * MiB)
+
+    def stop_after_first_part(progress):
+        if progress.parts_done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        api.materials.upload(
+            path,
+            progress=stop_after_first_part,
+            part_size=5 * MiB,
+            multipart_threshold=MiB,
+            concurrency=1,
+            state_dir=state_dir,
+        )
+    (old,) = pending_states(state_dir)
+    legacy = {k: v for k, v in old.data.items() if k != "partDigests"} | {"version": 1}
+    old.file.write_text(json.dumps(legacy))
+    old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=MiB)
+
+    material = api.materials.upload(path, progress=False, state_dir=state_dir)
+    assert material.file_hash == md5(path) and stored_md5(material) == md5(path)
+    assert live_ids_with_hash(api, old_md5) == []
+    assert sandbox.admin("GET", f"/storage/uploads/{old.data['uploadId']}")["state"] == "aborted"
+
+
+def test_a_crash_right_after_registration_returns_the_registered_material(
+    api, sandbox, tmp_path, state_dir
+):
+    path = samples.noise_wav(tmp_path / "registered.wav", 12 * MiB)  # parts 5+5+2 MiB
+    crash_while_uploading(api, path, state_dir, "after-complete")
+    (state,) = pending_states(state_dir)  # the crash left the state...
+    assert sorted(state.etags) == [1, 2, 3]
+    (registered,) = live_ids_with_hash(api, md5(path))  # ...and the material
+    assert registered == state.data["materialId"]
+    assert len(sessions(api, sandbox)) == 1
+
+    seen = Phases()
+    material = api.materials.upload(path, progress=seen, state_dir=state_dir)
+    assert material.material_id == registered
+    assert live_ids_with_hash(api, md5(path)) == [registered]
+    assert len(sessions(api, sandbox)) == 1  # no second upload began
+    assert seen.last.sent == seen.last.resumed_bytes == path.stat().st_size  # none sent now
+    assert seen.last.verified == path.stat().st_size  # checked against the file first
+    assert "registering" not in seen.phases and seen.phases[-1] == "done"
+    assert list(pending_states(state_dir)) == []
+
+
+def test_a_file_edited_after_a_crash_after_registration_is_uploaded_again(
+    api, sandbox, tmp_path, state_dir
+):
+    path = samples.noise_wav(tmp_path / "later.wav", 12 * MiB)
+    crash_while_uploading(api, path, state_dir, "after-complete")
+    (registered,) = live_ids_with_hash(api, md5(path))
+    old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=6 * MiB)  # inside part 2
+
+    material = api.materials.upload(path, progress=False, state_dir=state_dir)
+    assert material.material_id != registered
+    assert material.file_hash == md5(path) and stored_md5(material) == md5(path)
+    assert live_ids_with_hash(api, old_md5) == [registered]  # the old material stays as is
+    assert list(pending_states(state_dir)) == []
 
 
 def test_a_small_file_is_one_put_then_a_registered_material(api, tmp_path, state_dir):
@@ -120,19 +348,6 @@ def test_a_large_file_goes_in_parallel_parts_each_sent_once(api, sandbox, tmp_pa
     assert list(pending_states(state_dir)) == []  # nothing left to resume
 
 
-# The kill test's uploader: a separate process, killed by the test while it uploads.
-UPLOADER = r"""
-import sys
-import dubkit
-client = dubkit.Client(sys.argv[1], sys.argv[2])
-def report(progress):
-    print("parts", progress.parts_done, flush=True)
-client.materials.upload(sys.argv[3], part_size=5 * 2**20, concurrency=1,
-                        multipart_threshold=2**20, state_dir=sys.argv[4], progress=report)
-print("finished", flush=True)
-"""
-
-
 def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_path, state_dir):
     path = samples.noise_wav(tmp_path / "killed.wav", 27 * MiB)  # 6 parts of 5 MiB
     sandbox.admin("POST", "/storage", putLatencyMs=400)  # parts take a while
@@ -175,27 +390,6 @@ def test_an_upload_killed_halfway_resumes_from_its_state_file(api, sandbox, tmp_
     assert [m.material_id for m in live_with_hash(api, md5(path))] == [material.material_id]
     assert material.filesize == path.stat().st_size
     assert list(pending_states(state_dir)) == []
-
-
-def interrupted_upload(api, path, state_dir):
-    """Upload ``path`` in 5 MiB parts and interrupt it (as Ctrl-C would) after the first part;
-    return the resume state it left."""
-
-    def stop_after_first_part(progress):
-        if progress.parts_done >= 1:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        api.materials.upload(
-            path,
-            progress=stop_after_first_part,
-            part_size=5 * MiB,
-            multipart_threshold=MiB,
-            concurrency=1,
-            state_dir=state_dir,
-        )
-    (state,) = pending_states(state_dir)
-    return state
 
 
 def test_an_upload_interrupted_by_the_caller_resumes(api, tmp_path, state_dir):

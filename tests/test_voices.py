@@ -1,5 +1,5 @@
-"""Voices: the preset catalogue with every filter, paging and order; clones listed, renamed,
-deleted; previews that play; the browser and audition widgets. Real HTTP to the sandbox."""
+"""Voices: the preset catalogue and its filters, cloned voices, and an unknown voice id, the same
+error wherever it is passed, before anything is sent."""
 
 from __future__ import annotations
 
@@ -10,9 +10,39 @@ import pytest
 import requests
 import soundfile as sf
 from _html import plays_by_itself
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 import dubkit
+from dubkit import samples
 from dubkit.widgets.voices import VoiceBrowser
+
+REST_PATHS = ("/openapi/v1", "assets/voice")
+
+
+HINT = "client.voices.presets()"
+
+
+SHAPES = ["sv_s1_nowhere", "cv_" + "0" * 32, "cv_123", "nonsense", "sv bad/../id"]
+
+
+@pytest.fixture(scope="module")
+def dub_account(sandbox, tmp_path_factory):
+    """A key of its own and a short registered video, for the media entry points."""
+    key = sandbox.create_key("newcomer")
+    client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
+    clip = samples.narrated_clip(
+        tmp_path_factory.mktemp("clip") / "clip.mp4", ["Hello there.", "Goodbye now."]
+    )
+    yield client, client.materials.upload(clip, progress=False), clip, key
+    client.close()
+
+
+def assert_unknown_voice(error: dubkit.ValidationError, field: str, voice_id: str) -> None:
+    assert type(error) is dubkit.ValidationError
+    assert error.field == field
+    assert repr(voice_id) in error.problem and HINT in error.problem
+    assert not any(path in str(error) for path in REST_PATHS), str(error)
+
 
 RECORD_FIELDS = (
     "voice_id",
@@ -51,6 +81,86 @@ def make_clone(client, client_for):
         )
 
     return make
+
+
+def test_an_unknown_id_shaped_like_a_sandbox_preset_is_looked_up_not_guessed(client):
+    with pytest.raises(dubkit.ValidationError) as err:
+        client.tts.create(["hi"], voice="sv_s1_zz_nobody_f")
+    assert err.value.field == "data[0].voiceId"
+
+
+@pytest.mark.parametrize("voice_id", SHAPES)
+def test_an_unknown_voice_is_the_same_error_in_every_entry_point(client, dub_account, voice_id):
+    mine, material, _, _ = dub_account
+    tasks_before = len(mine.tasks.list())
+    calls = [
+        ("data[0].voiceId", lambda: client.tts.speak("Hi.", voice_id)),
+        ("voices[1]", lambda: client.tts.audition("Hi.", ["sv_s1_en_us_clear_f", voice_id])),
+        (
+            "voices[1]",
+            lambda: mine.dubbing.create(
+                material, target="fr-FR", voices=["sv_s4_fr_fr_news_f", voice_id]
+            ),
+        ),
+        (
+            "options.voiceSpeakers.selectedVoicesList[0].voiceId",
+            lambda: mine.dubbing.create(
+                material,
+                target="fr-FR",
+                options={"voiceSpeakers": {"selectedVoicesList": [{"voiceId": voice_id}]}},
+            ),
+        ),
+    ]
+    for field, call in calls:
+        with pytest.raises(dubkit.ValidationError) as info:
+            call()
+        assert_unknown_voice(info.value, field, voice_id)
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.voices.preset(voice_id)
+    assert type(info.value) is dubkit.ValidationError and info.value.field == "voice"
+    assert repr(voice_id) in info.value.problem and HINT in info.value.problem
+    assert len(mine.tasks.list()) == tasks_before  # nothing was sent for any of them
+
+
+def test_preset_lookup_names_the_argument_and_points_clone_ids_to_clones(client):
+    assert client.voices.preset("sv_s4_en_gb_news_f").provider == "S4"
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.voices.preset("cv_" + "1" * 32)
+    assert "client.voices.clones(" in info.value.problem
+    with pytest.raises(dubkit.ValidationError) as info:
+        client.voices.preset("")  # not "the first preset of the catalogue"
+    assert info.value.field == "voice"
+
+
+def test_a_dub_with_unknown_voices_costs_no_upload(dub_account, tmp_path):
+    mine, _, clip, _ = dub_account
+    copy = tmp_path / "again.mp4"
+    copy.write_bytes(clip.read_bytes() + b"\0")  # other bytes: an upload would be new
+    before = len(mine.materials.list())
+    with pytest.raises(dubkit.ValidationError) as info:
+        mine.dubbing.create(copy, target="de-DE", voices=["sv_s1_nowhere"])
+    assert info.value.field == "voices[0]"
+    assert len(mine.materials.list()) == before
+
+
+def test_known_voices_pass_and_a_wrong_provider_is_named(dub_account, client_for):
+    mine, material, _, key = dub_account
+    clone = mine.clones.create(
+        mine.voices.preset("sv_s1_en_us_clear_f").audio,
+        name="Tester",
+        provider="V2",
+        locale="en-US",
+    )
+    fresh = client_for(key)  # a client that has seen no voice yet: it must look them up
+    task = fresh.dubbing.create(
+        material, target="fr-FR", voices=["sv_s4_fr_fr_news_f", clone.voice_id]
+    )
+    assert task.task_id
+    with pytest.raises(dubkit.ValidationError) as info:
+        fresh.dubbing.create(
+            material, target="fr-FR", voices=[{"voiceId": "sv_s4_fr_fr_news_f", "provider": "S1"}]
+        )
+    assert info.value.field == "voices[0].provider" and "'S4'" in info.value.problem
 
 
 def test_every_preset_record_field_is_filled(client):

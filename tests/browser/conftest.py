@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _waiting import PATIENCE
 from jupyter_servers import NOTEBOOKS, Server, start_lab
 
 CHROMIUM = Path(os.environ.get("DUBKIT_CHROMIUM", "/usr/bin/chromium"))
@@ -76,7 +77,7 @@ def shots(artifacts: Path) -> Path:
 def page(browser, request, shots: Path):
     context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     page = context.new_page()
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(PATIENCE * 1000)  # a hang, not a slow machine, reaches it
     problems: list[str] = []  # printed for diagnosis (Lab logs some harmless ones)
     page.on("pageerror", lambda exc: problems.append(str(exc)))
     yield page

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
+from _waiting import PATIENCE
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -110,7 +111,7 @@ class Server:
                 self.process.wait(5)
 
 
-def wait_until_up(server: Server, path: str | None, *, timeout: float = 90) -> None:
+def wait_until_up(server: Server, path: str | None, *, timeout: float = PATIENCE) -> None:
     """Poll ``path`` until it answers 200 (``None``: until the port accepts connections);
     fail with the server's log if it dies or stalls."""
     deadline = time.monotonic() + timeout

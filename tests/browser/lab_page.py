@@ -14,13 +14,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from _waiting import PATIENCE
 from jupyter_servers import Server
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 UNDER_TEST = "dubkit-under-test"  # class put on the notebook panel being tested
 OUTPUTS = f".{UNDER_TEST} .jp-OutputArea"
-OPEN_TIMEOUT = 90  # seconds for Lab to show the notebook with an idle kernel
+OPEN_TIMEOUT = PATIENCE  # seconds for Lab to show the notebook with an idle kernel (a hang)
 RUN_TIMEOUT = 240  # seconds for "run all" (notebooks are written to run in ~60 s)
 
 KERNEL_STATE = """() => {

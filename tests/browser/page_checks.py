@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from _waiting import PATIENCE
 from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -23,7 +24,7 @@ MEDIA_STATE = """(el) => ({
     videoWidth: el.videoWidth || 0})"""
 
 
-def load_media(page: Page, selector: str, *, timeout: float = 60) -> list[dict]:
+def load_media(page: Page, selector: str, *, timeout: float = PATIENCE) -> list[dict]:
     """Load the metadata of every ``<audio>``/``<video>`` matching ``selector``; their states."""
     count = page.evaluate(
         """(sel) => {
@@ -67,7 +68,7 @@ def media_problems(states: list[dict]) -> list[str]:
     return problems
 
 
-def press_play(player: Locator, *, timeout: float = 30) -> dict:
+def press_play(player: Locator, *, timeout: float = PATIENCE) -> dict:
     """Click the player's own play button, as a person would; its state once time moves on.
 
     Chromium draws an ``<audio>``'s controls as one bar, play button at its left end; a

@@ -1,11 +1,9 @@
-"""Engine-level tests: espeak-ng speech, voiceprints and cloning, speech segmentation.
-
-These drive the real libespeak-ng. Its audio is not bit-identical between calls, so
-durations and measurements are compared with tolerances, never sample by sample.
-"""
+"""dubkit's offline speech: espeak-ng synthesis, voiceprints and cloning (with the shipped
+calibration table), and speech segmentation."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -14,9 +12,12 @@ import pytest
 
 from dubkit.media import speech
 from dubkit.media.speech import Prosody, SpeechError
+from dubkit.sandbox import catalogue
 from dubkit.sandbox.engines import vad, voiceprint
 
 SENTENCE = "The weather was calm and the harbour was quiet this morning."
+
+
 CLONE_TEXT = (
     "Yesterday afternoon my neighbour finally repaired the broken fence behind the garden, "
     "and we celebrated with a pot of tea."
@@ -33,7 +34,46 @@ def trimmed(audio: np.ndarray) -> np.ndarray:
     return audio[loud[0] : loud[-1] + 1]
 
 
-# ---------------------------------------------------------------- speech
+def harmonic_syllables(
+    f0: float, sr: int = 16000, dur: float = 2.0, rate_hz: float = 3.0
+) -> np.ndarray:
+    """A buzzy tone at ``f0`` switched on ``rate_hz`` times a second, like syllables."""
+    t = np.arange(int(dur * sr)) / sr
+    phase = 2 * np.pi * f0 * t
+    buzz = sum(0.9**k * np.sin(k * phase) / k for k in range(1, 25))
+    return 0.3 * buzz * (np.sin(2 * np.pi * rate_hz * t) > -0.3)
+
+
+def sentences_with_pauses(gap: float = 0.8) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    sr = speech.SAMPLE_RATE
+    lines = [
+        SENTENCE,
+        "Several boats left early, hoping to return before the storm.",
+        "Nobody expected it.",
+    ]
+    silence = np.zeros(int(gap * sr), dtype=np.float32)
+    parts, truth, t = [silence], [], gap
+    for line in lines:
+        clip = trimmed(speech.synthesize(line))
+        parts += [clip, silence]
+        truth.append((t, t + len(clip) / sr))
+        t += len(clip) / sr + gap
+    return np.concatenate(parts), truth
+
+
+def assert_segments_match(segments: list[vad.Segment], truth: list[tuple[float, float]]) -> None:
+    assert len(segments) == len(truth), segments
+    for seg, (start, end) in zip(segments, truth):
+        assert seg.start == pytest.approx(start, abs=0.15)
+        assert seg.end == pytest.approx(end, abs=0.15)
+
+
+TARGETS = [
+    voiceprint.Voiceprint(float(median), float(spread), rate, 0.6, "female")
+    for median in (90, 130, 180, 240)
+    for spread in (10, 40, 80)
+    for rate in (2.0, 3.5, 5.0)
+]
 
 
 def test_synthesize_returns_audible_float_audio_at_sample_rate():
@@ -202,19 +242,6 @@ def test_voice_for_locale_refuses_languages_espeak_cannot_speak(locale):
         speech.voice_for_locale(locale)
 
 
-# ---------------------------------------------------------------- voiceprint
-
-
-def harmonic_syllables(
-    f0: float, sr: int = 16000, dur: float = 2.0, rate_hz: float = 3.0
-) -> np.ndarray:
-    """A buzzy tone at ``f0`` switched on ``rate_hz`` times a second, like syllables."""
-    t = np.arange(int(dur * sr)) / sr
-    phase = 2 * np.pi * f0 * t
-    buzz = sum(0.9**k * np.sin(k * phase) / k for k in range(1, 25))
-    return 0.3 * buzz * (np.sin(2 * np.pi * rate_hz * t) > -0.3)
-
-
 @pytest.mark.parametrize("f0", [75.0, 120.0, 210.0, 380.0])
 def test_measure_finds_known_pitch_and_syllable_rate(f0):
     vp = voiceprint.measure(harmonic_syllables(f0), 16000)
@@ -320,33 +347,6 @@ def test_cloning_with_a_whispering_voice_is_refused_clearly():
         voiceprint.derive_prosody(target, "en-us", variant="whisper")
 
 
-# ---------------------------------------------------------------- vad
-
-
-def sentences_with_pauses(gap: float = 0.8) -> tuple[np.ndarray, list[tuple[float, float]]]:
-    sr = speech.SAMPLE_RATE
-    lines = [
-        SENTENCE,
-        "Several boats left early, hoping to return before the storm.",
-        "Nobody expected it.",
-    ]
-    silence = np.zeros(int(gap * sr), dtype=np.float32)
-    parts, truth, t = [silence], [], gap
-    for line in lines:
-        clip = trimmed(speech.synthesize(line))
-        parts += [clip, silence]
-        truth.append((t, t + len(clip) / sr))
-        t += len(clip) / sr + gap
-    return np.concatenate(parts), truth
-
-
-def assert_segments_match(segments: list[vad.Segment], truth: list[tuple[float, float]]) -> None:
-    assert len(segments) == len(truth), segments
-    for seg, (start, end) in zip(segments, truth):
-        assert seg.start == pytest.approx(start, abs=0.15)
-        assert seg.end == pytest.approx(end, abs=0.15)
-
-
 @pytest.mark.parametrize("background", ["none", "tone -25 dB", "noise -35 dB"])
 def test_segments_match_the_spoken_sentences(background):
     audio, truth = sentences_with_pauses()
@@ -405,3 +405,51 @@ def test_padding_is_clipped_to_the_signal():
 )
 def test_no_segments_without_speech(audio):
     assert vad.segment_speech(audio, 16000) == []
+
+
+def test_the_table_holds_every_voice_and_clone_variant_of_the_interfaces_locales():
+    if os.environ.get("DUBKIT_UPDATE_CALIBRATION") == "1":
+        voiceprint.write_calibration_table(catalogue.clone_calibrations())
+    shipped = voiceprint._shipped()
+    assert shipped, "the shipped table is missing or was written for another espeak"
+    pairs = catalogue.clone_calibrations()
+    assert {f"{voice}+{variant}" for voice, variant in pairs} <= set(shipped)
+    assert ("en-us", "f2") in pairs and ("fr-fr", "m3") in pairs and ("cmn", "f2") in pairs
+
+
+@pytest.mark.parametrize("voice, variant", [("en-us", "f2"), ("fr-fr", "m3"), ("cmn", "f2")])
+def test_the_table_gives_the_prosody_measuring_gives(monkeypatch, voice, variant):
+    """espeak's variants breathe at random, so two measurements differ a little: prosody
+    derived from them differs by up to 2 pitch, 4 range and 2 wpm steps (seen over repeated
+    runs). The table must agree with a fresh measurement within twice that."""
+    tables = {
+        "shipped": {
+            k: np.asarray(v) for k, v in voiceprint._shipped()[f"{voice}+{variant}"].items()
+        },
+        "measured": voiceprint._measure_calibration(voice, variant),
+    }
+    derived = {}
+    for name, table in tables.items():
+        monkeypatch.setattr(voiceprint, "_calibrations", {(voice, variant): table})
+        derived[name] = [voiceprint.derive_prosody(t, voice, variant) for t in TARGETS]
+    for shipped, measured in zip(derived["shipped"], derived["measured"]):
+        assert abs(shipped.pitch - measured.pitch) <= 4, (shipped, measured)
+        assert abs(shipped.pitch_range - measured.pitch_range) <= 8, (shipped, measured)
+        assert abs(shipped.rate_wpm - measured.rate_wpm) <= 5, (shipped, measured)
+
+
+def test_a_voice_in_the_table_is_not_measured_again(monkeypatch):
+    spoken: list[str] = []
+    real = speech.synthesize
+
+    def counting(text, *args, **kwargs):
+        spoken.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(speech, "synthesize", counting)
+    monkeypatch.setattr(voiceprint, "_calibrations", {})
+    target = voiceprint.Voiceprint(180.0, 40.0, 3.0, 0.6, "female")
+    voiceprint.derive_prosody(target, "de", "f2")
+    assert spoken == []
+    voiceprint.derive_prosody(target, "de", "f3")  # a variant outside the table is measured
+    assert spoken and set(spoken) == {voiceprint._CALIBRATION_TEXT}

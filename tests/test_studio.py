@@ -1,7 +1,5 @@
-"""The audition studio's features over real HTTP to the session's sandbox: takes labelled and
-loudness-matched (checked against ffmpeg's own reading of the files), the shortlist exported and
-handed to a dub and a TTS batch, one voice across readings, blind A/B, and app text that fits
-where it is shown. The widgets are driven the way their buttons drive them."""
+"""The audition studio: takes at one loudness, the shortlist handed to a dub and a TTS batch, one
+voice across readings, blind A/B, and app text that fits where it is shown."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import soundfile as sf
+from _waiting import PATIENCE
 
 from dubkit import samples
 from dubkit.media import loudness
@@ -24,7 +23,6 @@ from dubkit.views.buttons import download_button_html
 LINE = "Welcome aboard! Tonight we sail past the lighthouse."
 
 
-# Both readings print one decimal: they agree within one step plus rounding (0.15 LU).
 def ffmpeg_loudness(path: Path) -> float:
     """Integrated loudness as ffmpeg reads a file by itself: its own decoder, resampled to
     48 kHz (BS.1770's reference rate), its ``ebur128`` filter's summary."""
@@ -65,7 +63,21 @@ def tone(seconds: float, rate: int, peak_dbfs: float) -> np.ndarray:
     return (10 ** (peak_dbfs / 20) * np.sin(2 * np.pi * 997 * t)).astype(np.float32)
 
 
-# --------------------------------------------------------------------------- loudness
+@pytest.fixture(scope="module")
+def dialogue(sandbox, tmp_path_factory):
+    """A two-speaker clip for dubs (f2 then m3), uploaded under a key of its own."""
+    import dubkit
+
+    key = sandbox.create_key("studio")
+    client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
+    clip = samples.narrated_clip(
+        tmp_path_factory.mktemp("studio") / "talk.mp4",
+        [("Good evening, and welcome.", "f2"), ("Thank you, it is good to be here.", "m3")],
+        pause=0.6,
+    )
+    material = client.materials.upload(clip, progress=False)
+    yield client, material
+    client.close()
 
 
 def test_loudness_of_reference_tones_is_what_bs1770_gives_and_what_ffmpeg_reads(tmp_path):
@@ -107,9 +119,6 @@ def test_match_brings_speech_to_minus_23_and_never_past_the_peak_ceiling(client,
     assert silent.gain_db == 0 and silent.silent and "played as is" in silent.label()
 
 
-# --------------------------------------------------------------------------- takes
-
-
 def test_takes_are_labelled_and_show_the_level_ffmpeg_reads_in_the_service_file(
     client, sandbox, tmp_path
 ):
@@ -132,26 +141,6 @@ def test_takes_are_labelled_and_show_the_level_ffmpeg_reads_in_the_service_file(
         assert "class='dubkit-download'" in card.download.value
         assert f"download='{take.filename()}'" in card.download.value
     assert sandbox.api_key not in studio.static_html() + repr(studio)
-
-
-# --------------------------------------------------------------------------- shortlist
-
-
-@pytest.fixture(scope="module")
-def dialogue(sandbox, tmp_path_factory):
-    """A two-speaker clip for dubs (f2 then m3), uploaded under a key of its own."""
-    import dubkit
-
-    key = sandbox.create_key("studio")
-    client = dubkit.Client(key, sandbox.url, sandbox=sandbox)
-    clip = samples.narrated_clip(
-        tmp_path_factory.mktemp("studio") / "talk.mp4",
-        [("Good evening, and welcome.", "f2"), ("Thank you, it is good to be here.", "m3")],
-        pause=0.6,
-    )
-    material = client.materials.upload(clip, progress=False)
-    yield client, material
-    client.close()
 
 
 def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_path):
@@ -191,7 +180,7 @@ def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_
     assert selected == [{"voiceId": e.voice_id, "provider": e.provider} for e in studio.shortlist]
     dub = (
         client.dubbing.create(material, target="fr-FR", speaker_num=2, voices=selected)
-        .wait(90)
+        .wait(PATIENCE)
         .result
     )
     assert [m["voiceId"] for m in dub.voices] == [s["voiceId"] for s in selected]
@@ -238,9 +227,6 @@ def test_one_voice_across_readings_then_a_tts_batch_from_the_shortlist(client):
     assert [ln.extra.get("emotion") for ln in speech] == ["sad x0.60", "sad x0.60", None, None]
 
 
-# --------------------------------------------------------------------------- blind A/B
-
-
 def test_blind_round_hides_the_voices_until_a_pick_then_reveals_and_records_it(client):
     studio = AuditionStudio(client, locale="en-US", voices=3, blind=True, seed=11, in_app=True)
     studio.hear(LINE)
@@ -273,9 +259,6 @@ def test_blind_round_hides_the_voices_until_a_pick_then_reveals_and_records_it(c
     studio.hear(LINE)  # the next round is blind again
     with pytest.raises(ValueError, match="no take 'Z'"):
         studio.pick("Z")
-
-
-# --------------------------------------------------------------------------- text and buttons
 
 
 def test_app_text_fits_where_it_is_shown(client):

@@ -49,7 +49,7 @@ def open_studio(page, studio) -> list[str]:
     """Open the app as a remote browser would; the loopback requests it refused."""
     refused = block_other_loopback_ports(page, studio.port)
     page.goto(f"{studio.url}/")
-    page.locator(f"{STUDIO} button", has_text="Hear them").wait_for(timeout=90_000)
+    page.locator(f"{STUDIO} button", has_text="Hear them").wait_for()
     return refused
 
 
@@ -73,7 +73,7 @@ def hear(
         control(page, "dropdown", "gender").select_option(gender)
     control(page, "textarea", "line").fill(line)
     page.locator(f"{STUDIO} button", has_text="Hear them").click()
-    page.locator(f"{CARDS} audio").nth(count - 1).wait_for(timeout=60_000)
+    page.locator(f"{CARDS} audio").nth(count - 1).wait_for()
 
 
 def texts(page, selector: str) -> list[str]:
@@ -248,7 +248,7 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
         page.locator(f"{STUDIO} .dubkit-emotion", has_text=untick).click()
     page.locator(f"{STUDIO} .dubkit-speed", has_text="1.25x").click()
     page.locator(f"{STUDIO} button", has_text="Hear readings").click()
-    page.locator(f"{READINGS} audio").nth(3).wait_for(timeout=60_000)
+    page.locator(f"{READINGS} audio").nth(3).wait_for()
 
     assert texts(page, f"{READINGS} .dubkit-take-name") == [
         "neutral · 1x",
@@ -343,8 +343,8 @@ def test_studio_clones_an_uploaded_recording_and_hears_it_beside_the_presets(
     page.locator(f"{STUDIO} button", has_text=re.compile(r"^\s*Clone\s*$")).click()
 
     # the clone's A/B players in the panel, and its take beside the presets
-    page.locator(f"{STUDIO} .dubkit-ab audio").nth(1).wait_for(timeout=90_000)
-    page.locator(f"{CARDS} .dubkit-take-name", has_text="Harbour narrator").wait_for(timeout=60_000)
+    page.locator(f"{STUDIO} .dubkit-ab audio").nth(1).wait_for()
+    page.locator(f"{CARDS} .dubkit-take-name", has_text="Harbour narrator").wait_for()
     names = texts(page, f"{CARDS} .dubkit-take-name")
     facts = texts(page, f"{CARDS} .dubkit-take-facts")
     assert len(names) == 4 and names[3] == "Harbour narrator", names  # 3 presets, the clone
@@ -371,7 +371,7 @@ def test_studio_with_a_key_talks_to_the_service_of_that_key(
         open_studio(page, server)
         assert f"the service at {sandbox.url}" in page.locator(STUDIO).inner_text()
         page.locator(f"{STUDIO} button", has_text="Hear them").click()
-        page.locator(f"{CARDS} audio").first.wait_for(timeout=60_000)
+        page.locator(f"{CARDS} audio").first.wait_for()
         assert not media_problems(load_media(page, f"{CARDS} audio"))
         assert all(LEVEL.match(t) for t in texts(page, f"{CARDS} .dubkit-loudness"))
         assert client_for(new_key).tasks.list(), "the studio's speech is a task of this key"

@@ -1,7 +1,5 @@
-"""Translate and dub over real HTTP: a narrated clip goes in, a dubbed video with subtitles and
-a script comes out; every option changes what comes back; bad input is refused before any
-credit is spent and a failure ends the task.
-"""
+"""Dubbing (the service's media translation) end to end over real HTTP: dubs of real clips,
+options, voices, charges, bad requests refused before anything is spent."""
 
 from __future__ import annotations
 
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 import requests
 from _frames import frame
+from _waiting import PATIENCE
 from test_pipeline import NARRATION, SCRIPT, SENTENCES
 
 import dubkit
@@ -79,9 +78,6 @@ def wait_for(check, timeout: float = 20.0):
     return value
 
 
-# --------------------------------------------------------------------------- the whole story
-
-
 def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(
     sandbox, account, tmp_path
 ):
@@ -97,7 +93,7 @@ def test_a_video_comes_back_dubbed_with_subtitles_a_script_and_a_webhook(
             materials["video"], target="fr-FR", source="en-US", translate_prompt="Keep it formal."
         )
         assert (task.task_type, task.status) == ("vt", "running")
-        dub = task.wait(timeout=60).result
+        dub = task.wait(PATIENCE).result
         assert wait_for(lambda: events)
     finally:
         receiver.stop()
@@ -147,16 +143,13 @@ def test_at_on_a_video_runs_as_vt_and_an_audio_material_gives_audio(account):
     _, client, materials, _, _ = account
     task = client.dubbing.create(materials["video"], target="es-ES", task_type="at")
     assert task.task_type == "vt" and client.tasks.get(task.task_id).task_type == "vt"
-    dub = client.dubbing.create(materials["audio"], target="es-ES").wait(60).result
+    dub = client.dubbing.create(materials["audio"], target="es-ES").wait(PATIENCE).result
     assert dub.video is None and dub.audio.url.endswith(".m4a")
     assert dub.audio.duration == pytest.approx(materials["audio"].duration / 1000, abs=0.15)
     assert list(dub.compressed) == ["mp3"] and len(dub.script) == len(SENTENCES)
     with pytest.raises(BadRequestError, match="taskType"):
         client.dubbing.create(materials["audio"], target="es-ES", task_type="vt")
-    task.wait(60)
-
-
-# --------------------------------------------------------------------------- voices
+    task.wait(PATIENCE)
 
 
 def test_a_selected_preset_speaks_for_speaker_one_and_the_other_is_cloned(account):
@@ -164,7 +157,7 @@ def test_a_selected_preset_speaks_for_speaker_one_and_the_other_is_cloned(accoun
     preset = client.voices.presets(locale="de-DE", gender="female", limit=1)[0]
     dub = (
         client.dubbing.create(materials["video"], target="de-DE", voices=[preset.voice_id])
-        .wait(60)
+        .wait(PATIENCE)
         .result
     )
     voices = {(ln.speaker, ln.voice_id, ln.provider) for ln in dub.script}
@@ -178,7 +171,7 @@ def test_smart_matching_picks_presets_of_the_target_locale_and_the_speakers_gend
     _, client, materials, _, _ = account
     dub = (
         client.dubbing.create(materials["video"], target="de-DE", timbre_method="smart")
-        .wait(60)
+        .wait(PATIENCE)
         .result
     )
     genders = {"Speaker 1": "female", "Speaker 2": "male"}  # f2 and m3 narrate
@@ -190,7 +183,11 @@ def test_smart_matching_picks_presets_of_the_target_locale_and_the_speakers_gend
 @pytest.mark.parametrize("mode, distinct", [("sentence", 3), ("role", 2), ("mix", 2)])
 def test_clone_mode_decides_how_many_voices_speak(account, mode, distinct):
     _, client, materials, _, _ = account
-    dub = client.dubbing.create(materials["video"], target="it-IT", clone_mode=mode).wait(60).result
+    dub = (
+        client.dubbing.create(materials["video"], target="it-IT", clone_mode=mode)
+        .wait(PATIENCE)
+        .result
+    )
     assert len({line.voice_id for line in dub.script}) == distinct
     assert all(line.voice_id.startswith("cv_") for line in dub.script)
     assert {t["cloneMode"] for t in dub.raw["tts"]["result"]} == {mode}
@@ -198,26 +195,27 @@ def test_clone_mode_decides_how_many_voices_speak(account, mode, distinct):
 
 def test_a_forced_speaker_count_is_honoured(account):
     _, client, materials, _, _ = account
-    dub = client.dubbing.create(materials["video"], target="fr-FR", speaker_num=1).wait(60).result
+    dub = (
+        client.dubbing.create(materials["video"], target="fr-FR", speaker_num=1)
+        .wait(PATIENCE)
+        .result
+    )
     assert dub.raw["asrScripts"]["speakerNum"] == 1
     assert {line.speaker for line in dub.script} == {"Speaker 1"}
-
-
-# --------------------------------------------------------------------------- rendering options
 
 
 def test_burned_subtitles_are_drawn_into_the_picture(account, tmp_path):
     _, client, materials, _, _ = account
     plain = (
         client.dubbing.create(materials["video"], target="fr-FR", text={"soft": False})
-        .wait(60)
+        .wait(PATIENCE)
         .result
     )
     burned = (
         client.dubbing.create(
             materials["video"], target="fr-FR", text={"burn": True, "style": {"size": 30}}
         )
-        .wait(60)
+        .wait(PATIENCE)
         .result
     )
     line = burned.script[0]
@@ -235,9 +233,11 @@ def test_dynamic_length_lets_the_video_grow_instead_of_squeezing_speech(account,
     path = tmp_path / "short.mp4"  # short words, long placeholders: the dub needs more time
     samples.narrated_clip(path, ("Yes.", "No.", "Maybe."), subtitles=False)
     material = client.materials.upload(path, progress=False)
-    fixed = client.dubbing.create(material, target="fr-FR").wait(60).result
+    fixed = client.dubbing.create(material, target="fr-FR").wait(PATIENCE).result
     grown = (
-        client.dubbing.create(material, target="fr-FR", dynamic_video_length=True).wait(60).result
+        client.dubbing.create(material, target="fr-FR", dynamic_video_length=True)
+        .wait(PATIENCE)
+        .result
     )
     source = material.duration / 1000
     assert fixed.video.duration == pytest.approx(source, abs=0.1)
@@ -254,7 +254,7 @@ def test_separation_mode_decides_what_remains_of_the_original_speech(account, tm
     for mode in ("remove", "keep"):
         dub = (
             client.dubbing.create(materials["video"], target="fr-FR", separation_mode=mode)
-            .wait(60)
+            .wait(PATIENCE)
             .result
         )
         samples, rate = av.decode_audio(fetch(dub.audio.url, tmp_path, f"{mode}.m4a"))
@@ -275,7 +275,7 @@ def test_lip_sync_is_reported_unavailable_not_ignored(account):
         client.dubbing.create(
             materials["video"], target="fr-FR", lipsync=True, text={"colour": "red"}
         )
-        .wait(60)
+        .wait(PATIENCE)
         .result
     )
     assert dub.raw["lipsync"] == {
@@ -285,9 +285,6 @@ def test_lip_sync_is_reported_unavailable_not_ignored(account):
     }
     assert any("lip sync" in n for n in dub.notices)
     assert any("options.text.colour" in n for n in dub.notices)
-
-
-# --------------------------------------------------------------------------- bad input
 
 
 def test_unfinished_and_deleted_materials_are_refused_by_client_and_sandbox(
@@ -393,7 +390,7 @@ def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(
     before = credits(sandbox, key)
     task = client.dubbing.create(material, target="fr-FR")
     with pytest.raises(TaskFailedError, match="probe failed"):
-        task.wait(timeout=60)
+        task.wait(PATIENCE)
     assert task.status == "failed"
     assert credits(sandbox, key) == before
 
@@ -418,7 +415,7 @@ def test_bad_options_are_refused_before_a_local_file_is_uploaded(client, tmp_pat
 )
 def test_source_auto_is_detected_from_the_transcript(client, tmp_path, locale, script):
     clip = samples.narrated_clip(tmp_path / "talk.mp4", script, locale=locale)
-    dub = client.dubbing.create(clip, target="en-US", source="auto").wait(timeout=120).result
+    dub = client.dubbing.create(clip, target="en-US", source="auto").wait(PATIENCE).result
     assert dub.source_locale == locale
     assert dub.raw["asrScripts"]["language"]["source"] == locale
     assert any(f"detected {locale}" in notice for notice in dub.notices), dub.notices
@@ -428,6 +425,6 @@ def test_source_auto_without_transcript_text_says_so_and_stays_auto(client, tmp_
     clip = samples.narrated_clip(
         tmp_path / "talk.mp4", ["Hello and welcome."], locale="en-US", subtitles=False
     )
-    dub = client.dubbing.create(clip, target="fr-FR", source="auto").wait(timeout=120).result
+    dub = client.dubbing.create(clip, target="fr-FR", source="auto").wait(PATIENCE).result
     assert dub.source_locale == "auto"
     assert any("no text the sandbox can identify" in notice for notice in dub.notices)

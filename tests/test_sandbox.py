@@ -1,0 +1,291 @@
+"""The sandbox's HTTP face: the envelope and auth, server-side idempotency (409s), limits that hold
+while bytes arrive, the admin API behind its token, and the handler table."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import select
+import socket
+import stat
+import typing
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+
+import dubkit
+from dubkit.sandbox.admin_token import ADMIN_HEADER, read_admin_token
+from dubkit.sandbox.call import Call
+from dubkit.sandbox.products.routes import HANDLERS
+from dubkit.schema import OPERATIONS
+
+SEGMENTS = [{"text": "Hello world"}]
+
+
+LANG = {"source": "en-US", "target": "fr-FR"}
+
+
+def raw_post(box, path, body, *, key=None, idem="auto", data=None):
+    headers = {"Authorization": f"Bearer {key or box.api_key}"}
+    if idem == "auto":
+        headers["X-Idempotency-Key"] = uuid.uuid4().hex
+    elif idem is not None:
+        headers["X-Idempotency-Key"] = idem
+    return requests.post(
+        f"{box.url}/openapi/v1{path}",
+        json=body if data is None else None,
+        data=data,
+        headers=headers,
+        timeout=10,
+    )
+
+
+MiB = 1024 * 1024
+
+
+def api_post(box, path: str, body: bytes | dict, key: str | None = None) -> requests.Response:
+    headers = {
+        "Authorization": f"Bearer {key or box.api_key}",
+        "X-Idempotency-Key": uuid.uuid4().hex,
+        "Content-Type": "application/json",
+    }
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return requests.post(f"{box.url}/openapi/v1{path}", data=data, headers=headers, timeout=60)
+
+
+ADMIN_CALLS = [
+    ("GET", "/info", None),
+    ("GET", "/keys", None),
+    ("POST", "/reset", {}),
+    ("POST", "/credits", {"credits": 0}),
+    ("POST", "/webhook", {"url": None}),
+    ("GET", "/deliveries", None),
+    ("GET", "/storage", None),
+    ("POST", "/fetch", {"remote": True, "schemes": ["http"], "allow": ["0.0.0.0/0"]}),
+]
+
+
+@pytest.mark.parametrize("key", [None, "sk_wrong_key_000000"])
+def test_missing_or_wrong_key_is_a_401_envelope(sandbox, key):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    answer = requests.get(f"{sandbox.url}/openapi/v1/tasks/list", headers=headers, timeout=10)
+    assert answer.status_code == 401
+    assert answer.json()["code"] == 401 and answer.json()["data"] is None
+
+
+def test_post_without_idempotency_key_names_the_header(sandbox):
+    answer = raw_post(
+        sandbox, "/task/translate/create", {"language": LANG, "segments": SEGMENTS}, idem=None
+    )
+    assert answer.status_code == 400
+    assert "X-Idempotency-Key" in answer.json()["message"]
+
+
+def test_malformed_json_is_a_400_envelope(sandbox):
+    answer = raw_post(sandbox, "/task/translate/create", None, data=b"{not json")
+    assert answer.status_code == 400
+    assert answer.json()["message"].startswith("malformed JSON")
+
+
+def test_validation_failure_names_the_field_never_a_framework_body(sandbox):
+    answer = raw_post(
+        sandbox,
+        "/task/translate/create",
+        {"language": LANG, "segments": [{"text": "a", "start": 2, "end": 1}]},
+    )
+    body = answer.json()
+    assert answer.status_code == 400 and set(body) == {"code", "message", "data"}
+    assert "segments[0]" in body["message"] and "end" in body["message"]
+
+
+def test_unknown_path_and_method_get_envelopes(sandbox):
+    auth = {"Authorization": f"Bearer {sandbox.api_key}"}
+    answer = requests.get(f"{sandbox.url}/openapi/v1/no/such/thing", headers=auth, timeout=10)
+    assert answer.status_code == 404 and answer.json()["code"] == 404
+    answer = requests.get(
+        f"{sandbox.url}/openapi/v1/task/translate/create", headers=auth, timeout=10
+    )
+    assert answer.status_code == 405 and answer.json()["code"] == 405
+    # Without a key, auth comes first, as on the service: nothing is revealed about paths.
+    answer = requests.get(f"{sandbox.url}/openapi/v1/no/such/thing", timeout=10)
+    assert answer.status_code == 401
+
+
+def test_body_over_the_limit_is_413(client, sandbox):
+    sandbox.set_limits(body_limit=2000)
+    try:
+        with pytest.raises(dubkit.PayloadTooLargeError):
+            client.translate.create(["x" * 3000], source="en-US", target="fr-FR")
+    finally:
+        sandbox.set_limits(body_limit=8 * 1024 * 1024)
+
+
+def test_reused_key_is_409_with_retry_after(sandbox):
+    body = {"language": LANG, "segments": SEGMENTS}
+    first = raw_post(sandbox, "/task/translate/create", body, idem="same-key-1")
+    again = raw_post(sandbox, "/task/translate/create", body, idem="same-key-1")
+    assert first.json()["code"] == 200
+    assert again.status_code == 409 and again.headers["Retry-After"] == "2"
+    assert "Idempotency key already used" in again.json()["message"]
+    # Scope is key + path: the same key on another path is a different submission.
+    other = raw_post(sandbox, "/task/translate/create-async", body, idem="same-key-1")
+    assert other.json()["code"] == 200
+
+
+def test_refused_request_does_not_burn_its_key(sandbox):
+    bad = raw_post(
+        sandbox,
+        "/task/translate/create",
+        {"language": LANG, "segments": [{"text": 5}]},
+        idem="fix-and-retry",
+    )
+    good = raw_post(
+        sandbox,
+        "/task/translate/create",
+        {"language": LANG, "segments": SEGMENTS},
+        idem="fix-and-retry",
+    )
+    assert bad.json()["code"] == 400 and good.json()["code"] == 200
+
+
+@pytest.mark.parametrize("method, path, body", ADMIN_CALLS)
+def test_admin_routes_need_the_admin_token(sandbox, method, path, body):
+    key, secret = sandbox.api_key, sandbox.webhook_secret
+    for token in (None, "not-the-token"):
+        answer = requests.request(
+            method,
+            f"{sandbox.url}/_sandbox{path}",
+            json=body,
+            headers={ADMIN_HEADER: token} if token else {},
+            timeout=10,
+        )
+        assert answer.status_code == 401 and answer.json()["code"] == 401
+        assert answer.json()["data"] is None
+        assert key not in answer.text and secret not in answer.text
+    assert sandbox.api_key == key and sandbox.credits() > 0  # nothing was reset or changed
+
+
+def test_a_web_page_cannot_reconfigure_the_sandbox_even_with_the_token(sandbox):
+    token = read_admin_token(sandbox.data_dir)
+    port = urlsplit(sandbox.url).port
+    before = sandbox.credits()
+    attempts = [
+        {"Content-Type": "text/plain"},  # a page's simple POST
+        {"Content-Type": "application/x-www-form-urlencoded"},  # an HTML form
+        {"Content-Type": "application/json", "Origin": "https://evil.example"},
+        {"Content-Type": "application/json", "Host": f"evil.example:{port}"},  # rebinding
+    ]
+    for headers in attempts:
+        answer = requests.post(
+            f"{sandbox.url}/_sandbox/credits",
+            data=b'{"credits": 1}',
+            headers={ADMIN_HEADER: token, **headers},
+            timeout=10,
+        )
+        assert answer.status_code == 403 and answer.json()["code"] == 403, headers
+    assert sandbox.credits() == before
+    same_site = requests.post(
+        f"{sandbox.url}/_sandbox/credits",
+        json={"credits": before},
+        headers={ADMIN_HEADER: token, "Origin": sandbox.url},
+        timeout=10,
+    )
+    assert same_site.status_code == 200
+
+
+def test_the_data_dir_database_and_token_are_private(sandbox):
+    def mode(path: Path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
+    assert mode(sandbox.data_dir) == 0o700
+    assert mode(sandbox.data_dir / "sandbox.sqlite3") == 0o600
+    assert mode(sandbox.data_dir / "admin-token") == 0o600
+    listed = sandbox.admin("GET", "/keys")
+    assert listed and all("…" in k["apiKey"] for k in listed)  # lists never show a key
+
+
+def test_a_chunked_body_is_refused_at_the_limit_while_it_arrives(sandbox):
+    """8 MB limit, 64 MB sent in chunks: the 413 must come before the body is all there."""
+    host, port = urlsplit(sandbox.url).hostname, urlsplit(sandbox.url).port
+    sock = socket.create_connection((host, port), timeout=30)
+    head = (
+        f"POST /openapi/v1/task/translate/create HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Authorization: Bearer {sandbox.api_key}\r\nX-Idempotency-Key: {uuid.uuid4().hex}"
+        f"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    sock.sendall(head.encode())
+    chunk = b"%x\r\n%s\r\n" % (MiB, b" " * MiB)
+    sent = 0
+    try:
+        while sent < 64 * MiB and not select.select([sock], [], [], 0.05)[0]:
+            sock.sendall(chunk)
+            sent += MiB
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    answer = sock.recv(65536).decode(errors="replace")
+    sock.close()
+    assert answer.startswith("HTTP/1.1 413"), answer[:200]
+    assert sent < 16 * MiB, f"{sent / MiB:.0f} MiB were taken before the refusal"
+
+
+@pytest.mark.parametrize(
+    "text, problem", [("\ud800 alone", "lone surrogate"), ("nul \x00 here", "NUL")]
+)
+def test_text_no_store_can_hold_is_refused_before_anything_is_charged(sandbox, text, problem):
+    before = sandbox.credits()
+    body = json.dumps({"language": LANG, "segments": [{"text": text}]}).encode()
+    answer = api_post(sandbox, "/task/translate/create", body)
+    assert answer.status_code == 400 and problem in answer.json()["message"]
+    assert "segments[0].text" in answer.json()["message"]
+    assert sandbox.credits() == before
+
+
+def test_deep_json_is_a_400_envelope_naming_where(sandbox):
+    nested: dict = {}
+    node = nested
+    for _ in range(100):
+        node["a"] = {}
+        node = node["a"]
+    answer = api_post(
+        sandbox,
+        "/task/translate/create-async",
+        {"language": LANG, "segments": [{"text": "Hi"}], "extraData": nested},
+    )
+    assert answer.status_code == 400 and "nested deeper than" in answer.json()["message"]
+    assert answer.json()["message"].startswith("invalid request: extraData.a.a")
+    very_deep = api_post(sandbox, "/task/translate/create", b"[" * 200_000 + b"]" * 200_000)
+    assert very_deep.status_code == 400 and very_deep.json()["code"] == 400
+
+
+def test_an_over_long_query_string_is_a_400_envelope(sandbox):
+    answer = requests.get(
+        f"{sandbox.url}/openapi/v1/tasks/list",
+        params={"status": "x" * 6000},
+        headers={"Authorization": f"Bearer {sandbox.api_key}"},
+        timeout=10,
+    )
+    assert answer.status_code == 400 and answer.json()["code"] == 400
+    assert "query string" in answer.json()["message"]
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
+def test_each_operation_has_a_handler_typed_with_its_request_model(op):
+    handler = HANDLERS[op.name]
+    first = next(iter(inspect.signature(handler).parameters))
+    annotation = typing.get_type_hints(handler)[first]
+    assert typing.get_origin(annotation) is Call, f"{handler.__qualname__}: {annotation}"
+    (body,) = typing.get_args(annotation)
+    model = op.body or op.query
+    assert body is model, (
+        f"{op.name}: {handler.__module__}.{handler.__qualname__} takes "
+        f"Call[{body.__name__}], but the operation carries {model.__name__}"
+    )
+
+
+def test_the_table_holds_exactly_the_operations_each_with_its_own_handler():
+    assert sorted(HANDLERS) == sorted(op.name for op in OPERATIONS)
+    assert len(set(HANDLERS.values())) == len(OPERATIONS)

@@ -1,0 +1,172 @@
+"""The sandbox's accounts and their state: credits charged before work and given back on a crash,
+keys isolated from each other, and what survives or is cleaned up by a restart."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+from _waiting import PATIENCE
+
+import dubkit
+from dubkit import samples
+from dubkit import start_sandbox as start
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _standalone(data_dir: Path, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dubkit.cli",
+            "sandbox",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    for line in proc.stdout:  # type: ignore[union-attr]
+        if "listening on" in line:
+            threading.Thread(target=proc.stdout.read, daemon=True).start()  # type: ignore
+            return proc
+    raise RuntimeError(f"the sandbox did not start (exit {proc.wait()})")
+
+
+def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_key, client_for):
+    """A sandbox bug after the work was done and charged (the ``crashAfterHandler`` fault)
+    gives the credits back and leaves no task, sync or async, though the client retries the
+    500; the client sees a ServerError."""
+    c = client_for(new_key)
+    before = sandbox.credits(new_key)
+    sandbox.set_faults(crash_after_handler=1, paths=["/task/translate/create"])
+    try:
+        with pytest.raises(dubkit.ServerError) as info:
+            c.translate.create(["0123456789"], source="en-US", target="fr-FR")
+        with pytest.raises(dubkit.ServerError):
+            c.translate.create_async(["0123456789"], source="en-US", target="fr-FR")
+    finally:
+        sandbox.set_faults()
+    assert "crashAfterHandler" in str(info.value)
+    assert sandbox.credits(new_key) == before and len(c.tasks.list()) == 0
+    c.translate.create(["0123456789"], source="en-US", target="fr-FR")  # the same call, sound
+    assert sandbox.credits(new_key) == before - 10 and len(c.tasks.list()) == 1
+
+
+def test_402_when_credits_run_out_and_nothing_is_created(sandbox, new_key, client_for):
+    c = client_for(new_key)
+    sandbox.set_credits(20, api_key=new_key)
+    c.translate.create(["0123456789"], source="en-US", target="fr-FR")  # 10 credits
+    with pytest.raises(dubkit.InsufficientCreditsError) as info:
+        c.translate.create(["a much longer line"], source="en-US", target="fr-FR")
+    assert "credits" in str(info.value)
+    assert len(c.tasks.list()) == 1
+
+
+def test_keys_are_isolated(sandbox, new_key, client_for, client):
+    mine = client_for(new_key).translate.create_async(["x"], source="en-US", target="fr-FR")
+    with pytest.raises(dubkit.NotFoundError):
+        client.tasks.get(mine.task_id)
+    assert mine.task_id not in {t.task_id for t in client.tasks.list()}
+    with pytest.raises(dubkit.NotFoundError):
+        client.tasks.delete(mine.task_id)
+
+
+def test_restart_keeps_keys_and_tasks(tmp_path):
+    first = start(tmp_path)
+    key = first.api_key
+    with dubkit.Client(key, first.url) as c:
+        task_id = (
+            c.translate.create_async(["persist"], source="en-US", target="fr-FR")
+            .wait(PATIENCE)
+            .task_id
+        )
+    first.stop()
+    second = start(tmp_path)
+    try:
+        assert second.api_key == key
+        assert second.url == first.url  # stored file URLs stay valid across restarts
+        with dubkit.Client(key, second.url) as c:
+            task = c.tasks.get(task_id)
+            assert task.status == "finished" and task.result.texts[0]
+    finally:
+        second.stop()
+
+
+def test_tasks_cut_short_by_a_restart_are_refunded(tmp_path):
+    """Kill a standalone sandbox (by PID) with async work in flight; after the restart every
+    unfinished task has failed and what it was charged is back on the key."""
+    data_dir = tmp_path / "box"
+    port = _free_port()
+    proc = _standalone(data_dir, port)
+    try:
+        box = dubkit.SandboxHandle(
+            f"http://127.0.0.1:{port}", admin_token=(data_dir / "admin-token").read_text()
+        )
+        client = dubkit.Client(box.api_key, box.url)
+        start_credits = box.credits()
+        long_line = "This is a long line spoken many times over. " * 200
+        tasks = [
+            client.tts.create_async([long_line + str(i)], voice="sv_s1_en_us_clear_f")
+            for i in range(6)
+        ]
+        assert start_credits - box.credits() == sum(len(long_line + str(i)) for i in range(6))
+    finally:
+        proc.kill()
+        proc.wait(PATIENCE)
+    restarted = start(data_dir)
+    try:
+        client = dubkit.Client(restarted.api_key, restarted.url)
+        ended = [client.tasks.get(t.task_id) for t in tasks]
+        cut_short = [t for t in ended if t.status == "failed"]
+        assert cut_short, "every task finished before the kill; the test proved nothing"
+        spent = sum(len(long_line + str(i)) for i, t in enumerate(ended) if t.status == "finished")
+        assert restarted.credits() == start_credits - spent
+        assert all("restarted" in (t.error_message or "") for t in cut_short)
+    finally:
+        restarted.stop()
+
+
+def test_a_restart_removes_the_scratch_files_of_a_dub_the_process_died_in(tmp_path):
+    """A dub keeps its decoded audio in the data dir's scratch folder; when the process dies
+    mid-dub, the next start removes them along with failing the task."""
+    data_dir = tmp_path / "box"
+    script = [f"Line {i} of a dub that will not finish." for i in range(24)]
+    clip = samples.narrated_clip(tmp_path / "long.mp4", script, width=160, height=90)
+    proc = _standalone(data_dir, port := _free_port())
+    try:
+        box = dubkit.SandboxHandle(
+            f"http://127.0.0.1:{port}", admin_token=(data_dir / "admin-token").read_text()
+        )
+        client = dubkit.Client(box.api_key, box.url)
+        task = client.dubbing.create(clip, target="fr-FR", source="en-US")
+        deadline = time.monotonic() + PATIENCE
+        while not list((data_dir / "scratch").glob(f"{task.task_id}-*/original.f32")):
+            assert time.monotonic() < deadline, "the dub never decoded its audio to scratch"
+            assert client.tasks.get(task.task_id).status == "running", "it ended too soon"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait(PATIENCE)
+    restarted = start(data_dir)
+    try:
+        ended = dubkit.Client(restarted.api_key, restarted.url).tasks.get(task.task_id)
+        assert ended.status == "failed" and "restarted" in (ended.error_message or "")
+        assert list((data_dir / "scratch").iterdir()) == []
+    finally:
+        restarted.stop()

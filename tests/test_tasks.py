@@ -1,0 +1,115 @@
+"""Tasks: listing, paging, filters, delete, waiting (deadlines, statuses the interface names
+and ones it does not), and the sandbox's timing."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import pytest
+from _http import counting_proxy, local_http
+from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+from _waiting import PATIENCE
+
+import dubkit
+
+
+def _service_saying(status: str):
+    """A stand-in service whose tasks/detail reports ``status`` for every task."""
+
+    def respond(method, headers, body):
+        data = {
+            "taskId": "t1",
+            "taskType": "textTranslation",
+            "status": status,
+            "result": {"items": [{"text": "Bonjour"}]},
+        }
+        return (
+            200,
+            {"Content-Type": "application/json"},
+            json.dumps({"code": 200, "message": "", "data": data}).encode(),
+        )
+
+    return local_http(respond)
+
+
+def test_unknown_task_is_404(client):
+    with pytest.raises(dubkit.NotFoundError) as info:
+        client.tasks.get("0" * 32)
+    assert info.value.code == 404
+
+
+def test_wait_holds_its_deadline_even_when_polls_hang(sandbox, new_key):
+    """A poll that hangs for 5 s does not hold ``wait(timeout=1)``: it gives up while that
+    poll is still unanswered, and does not send it again."""
+    sandbox.set_timing("seconds", 60)
+    try:
+        with counting_proxy(sandbox.url) as proxy, dubkit.Client(new_key, proxy.url) as c:
+            slow = c.translate.create_async(["y"], source="en-US", target="fr-FR")
+            sandbox.set_faults(latency_ms=5000, paths=["/tasks/detail"])
+            with pytest.raises(dubkit.TaskTimeoutError) as info:
+                slow.wait(timeout=1.0)
+            still_waiting = proxy.in_flight  # the hanging poll, not yet answered
+            proxy.wait_idle()
+    finally:
+        sandbox.set_faults()
+        sandbox.set_timing("immediate")
+    assert still_waiting == 1 and info.value.last_status == "running"
+    assert [p.split("?")[0] for p in proxy.attempts].count("/openapi/v1/tasks/detail") == 1
+
+
+def test_task_list_pages_filters_and_deletes(sandbox, new_key, client_for):
+    c = client_for(new_key)
+    made = [c.translate.create_async([f"t{i}"], source="en-US", target="fr-FR") for i in range(45)]
+    for task in made:
+        task.wait(PATIENCE)
+    listed = c.tasks.list(task_type="textTranslation", page_size=20)
+    assert [t.task_id for t in listed] == [t.task_id for t in reversed(made)]  # newest first
+    assert len(c.tasks.list(status="finished")) == 45
+    assert len(c.tasks.list(task_type="tts")) == 0
+    assert len(c.tasks.list(limit=7)) == 7
+    frame = listed.to_frame()
+    assert list(frame.columns[:3]) == ["task_id", "task_type", "status"] and len(frame) == 45
+    made[0].delete()
+    assert len(c.tasks.list()) == 44
+    with pytest.raises(dubkit.NotFoundError):
+        made[0].refresh()
+
+
+def test_wait_deadline_names_the_last_status(client, sandbox):
+    sandbox.set_timing("seconds", 30)
+    task = client.translate.create_async(["slow"], source="en-US", target="fr-FR")
+    with pytest.raises(dubkit.TaskTimeoutError) as info:
+        task.wait(timeout=0.6, poll_interval=0.1)
+    assert info.value.last_status == "running" and "'running'" in str(info.value)
+
+
+def test_timing_after_n_polls(client, sandbox):
+    sandbox.set_timing("polls", 3)
+    task = client.translate.create_async(["poll me"], source="en-US", target="fr-FR")
+    time.sleep(0.3)
+    seen = [task.refresh().status for _ in range(3)]
+    assert seen == ["running", "running", "finished"]
+
+
+def test_wait_treats_complete_as_finished():
+    with _service_saying("complete") as url:
+        with dubkit.Client("sk_test_" + "0" * 24, url) as client:
+            task = client.tasks.get("t1", fetch=False).wait(timeout=5)
+    assert task.done and task.status == "finished"
+    assert task.result.texts == ["Bonjour"]
+
+
+def test_wait_keeps_polling_an_unknown_status_and_warns_once():
+    with _service_saying("queued") as url:
+        with dubkit.Client("sk_test_" + "0" * 24, url) as client:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with pytest.raises(dubkit.TaskTimeoutError, match="'queued'"):
+                    client.tasks.get("t1", fetch=False).wait(timeout=1, poll_interval=0.05)
+    assert not client.tasks.get("t1", fetch=False).done
+    assert [str(w.message) for w in caught if "queued" in str(w.message)] == [
+        "the service reported task status 'queued', which dubkit does not know; treating it "
+        "as not yet final"
+    ]
