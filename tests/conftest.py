@@ -12,12 +12,15 @@ Fixtures:
   client      a Client on the sandbox's default key, with fast retries; faults, timing and
               limits are reset after each test
   new_key     a fresh API key with its own credits (for isolation and credit tests)
+  ffmpeg_runs every ffmpeg process started while the test runs (they still run): for claims of
+              "one process for a request's lines"
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,3 +147,18 @@ def client_for(sandbox: SandboxHandle):
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture
+def ffmpeg_runs(monkeypatch) -> list[list[str]]:
+    """Every ffmpeg process started (``subprocess.run`` starts them through ``Popen`` too)."""
+    runs: list[list[str]] = []
+
+    class Watched(subprocess.Popen):
+        def __init__(self, cmd, *args, **kwargs):
+            if "ffmpeg" in Path(str(cmd[0])).name and "-i" in cmd:  # not the binary's check
+                runs.append(list(cmd))
+            super().__init__(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", Watched)
+    return runs

@@ -4,7 +4,6 @@ muxing, mixing, subtitles."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +23,6 @@ TONE_RATE = 22050
 def _tone(seconds: float, hz: float) -> np.ndarray:
     t = np.arange(round(seconds * TONE_RATE)) / TONE_RATE
     return (0.4 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
-
-
-@pytest.fixture
-def ffmpeg_runs(monkeypatch) -> list[list[str]]:
-    """Every ffmpeg process started (``subprocess.run`` starts them through ``Popen`` too)."""
-    runs: list[list[str]] = []
-
-    class Watched(subprocess.Popen):
-        def __init__(self, cmd, *args, **kwargs):
-            if "ffmpeg" in Path(str(cmd[0])).name and "-i" in cmd:  # not the binary's check
-                runs.append(list(cmd))
-            super().__init__(cmd, *args, **kwargs)
-
-    monkeypatch.setattr(subprocess, "Popen", Watched)
-    return runs
 
 
 RATE = 44100

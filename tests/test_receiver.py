@@ -16,79 +16,15 @@ from pathlib import Path
 
 import pytest
 import requests
+from _receiving import SECRET, envelope, post, store  # noqa: F401  (store: a fixture)
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 from _waiting import PATIENCE
 
 import dubkit
-from dubkit.webhooks import Receiver, sign
+from dubkit.webhooks import Receiver
 from dubkit.widgets.events import EventLog
 
 CALLBACK_SECRET = "whsec_contract_" + "ab" * 16
-
-
-def _post(url: str, envelope: dict) -> requests.Response:
-    body = json.dumps(envelope).encode()
-    stamp = str(int(time.time() * 1000))
-    return requests.post(
-        url,
-        data=body,
-        timeout=30,
-        headers={
-            "X-Timestamp": stamp,
-            "X-Signature": sign(CALLBACK_SECRET, stamp, body),
-            "Content-Type": "application/json",
-        },
-    )
-
-
-SECRET = "whsec_receiver_" + "5e" * 16
-
-
-def envelope(
-    task_id: str, *, event: str = "openapi-translate", key: str | None = None, code: int = 200
-) -> bytes:
-    return json.dumps(
-        {
-            "code": code,
-            "version": "v1",
-            "event": event,
-            "pipelineKey": key or f"pk-{task_id}",
-            "message": "",
-            "data": {"taskId": task_id, "items": [{"text": "Bonjour"}]},
-        },
-        separators=(",", ":"),
-    ).encode()
-
-
-def post(
-    url: str,
-    body: bytes,
-    *,
-    secret: str = SECRET,
-    offset: float = 0.0,
-    headers: dict | None = None,
-    tamper: bool = False,
-) -> requests.Response:
-    """Sign ``body`` like the service; ``tamper`` changes one byte after signing."""
-    timestamp = str(int((time.time() + offset) * 1000))
-    sent = {
-        "X-Timestamp": timestamp,
-        "X-Signature": sign(secret, timestamp, body),
-        "Content-Type": "application/json",
-        **(headers or {}),
-    }
-    if tamper:
-        changed = bytearray(body)
-        changed[len(changed) // 2] ^= 1
-        body = bytes(changed)
-    return requests.post(
-        url, data=body, headers={k: v for k, v in sent.items() if v is not None}, timeout=30
-    )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "events.sqlite3"
 
 
 @pytest.fixture
@@ -148,15 +84,18 @@ def test_a_failed_callback_is_accepted_and_handled_as_a_typed_failure(tmp_path, 
     receiver.on(event, lambda e: (seen.append(e), handled.set()))
     url = receiver.serve()
     try:
-        answer = _post(
+        answer = post(
             url,
-            {
-                "code": 500,
-                "event": event,
-                "pipelineKey": uuid.uuid4().hex,
-                "message": "engine failed",
-                "data": data,
-            },
+            json.dumps(
+                {
+                    "code": 500,
+                    "event": event,
+                    "pipelineKey": uuid.uuid4().hex,
+                    "message": "engine failed",
+                    "data": data,
+                }
+            ).encode(),
+            secret=CALLBACK_SECRET,
         )
         assert answer.status_code == 200, answer.text
         assert handled.wait(PATIENCE)

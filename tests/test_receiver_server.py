@@ -4,64 +4,17 @@ a thread, and deliveries get through meanwhile."""
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import requests
-from _waiting import PATIENCE
+from _receiving import SECRET, envelope, post, store  # noqa: F401  (store: a fixture)
+from _waiting import PATIENCE, wait_for
 
 from dubkit.webhooks import Receiver, WebhookVerificationError, sign, verify
-
-SECRET = "whsec_safety_" + "3c" * 16
-
-
-def envelope(task_id: str) -> bytes:
-    return json.dumps(
-        {
-            "code": 200,
-            "version": "v1",
-            "event": "openapi-translate",
-            "pipelineKey": f"pk-{task_id}",
-            "data": {"taskId": task_id, "items": [{"text": "Bonjour"}]},
-        },
-        separators=(",", ":"),
-    ).encode()
-
-
-def post(url: str, body: bytes, timestamp: str | bytes | None = None) -> requests.Response:
-    """POST like the service; a given ``timestamp`` is sent (and signed) as it is."""
-    stamp = timestamp if timestamp is not None else str(int(time.time() * 1000))
-    text = stamp.decode("utf-8") if isinstance(stamp, bytes) else stamp
-    return requests.post(
-        url,
-        data=body,
-        timeout=30,
-        headers={
-            "X-Timestamp": stamp,
-            "X-Signature": sign(SECRET, text, body),
-            "Content-Type": "application/json",
-        },
-    )
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "events.sqlite3"
 
 
 @pytest.fixture
@@ -126,7 +79,7 @@ def read_until_closed(sock: socket.socket, deadline: float) -> tuple[bool, bytes
 def test_an_absurd_timestamp_is_a_401_over_http_and_nothing_runs(receiver, case, caplog):
     stamp = ABSURD_TIMESTAMPS[case]
     with caplog.at_level(logging.DEBUG, logger="dubkit.webhooks"):
-        answer = post(receiver.url, envelope("t-absurd"), stamp.encode("utf-8"))
+        answer = post(receiver.url, envelope("t-absurd"), timestamp=stamp.encode("utf-8"))
     assert answer.status_code == 401, answer.text
     assert answer.json()["error"].startswith("bad-timestamp")
     last = receiver.deliveries[-1]
@@ -165,7 +118,7 @@ def test_idle_connections_are_closed_by_the_server_and_deliveries_get_through_me
             idle.append((stall, sock))
     try:
         # 80 connections are held, a thread each: the state that used to last forever
-        assert wait_until(lambda: len(connection_threads() - before) >= len(idle))
+        assert wait_for(lambda: len(connection_threads() - before) >= len(idle))
         held = connection_threads() - before
         answer = post(receiver.url, envelope("t-meanwhile"))
         assert answer.status_code == 200 and answer.json() == {"received": True}
@@ -176,7 +129,7 @@ def test_idle_connections_are_closed_by_the_server_and_deliveries_get_through_me
             assert closed, f"the server never closed a connection that sent {stall}"
             expected = STALLS[stall][1]
             assert (expected in data.split(b"\r\n", 1)[0]) if expected else data == b"", data
-        assert wait_until(lambda: not any(t.is_alive() for t in held))
+        assert wait_for(lambda: not any(t.is_alive() for t in held))
         assert len(connection_threads()) <= len(before)
     finally:
         for _, sock in idle:
@@ -188,7 +141,7 @@ def test_connections_beyond_the_limit_are_answered_503_at_once_and_later_ones_se
     port = port_of(receiver.url)
     idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(100)]
     try:
-        assert wait_until(lambda: len(connection_threads() - before) >= len(idle))
+        assert wait_for(lambda: len(connection_threads() - before) >= len(idle))
         held = connection_threads() - before
         with socket.create_connection(("127.0.0.1", port), timeout=30) as extra:
             closed, data = read_until_closed(extra, time.monotonic() + PATIENCE)
@@ -197,7 +150,7 @@ def test_connections_beyond_the_limit_are_answered_503_at_once_and_later_ones_se
         assert b"Retry-After: 10" in data and b"too many open connections" in data
         assert len(connection_threads() - before) <= len(idle)  # no thread for the extra one
         # once the server drops the idle ones, deliveries are served again
-        assert wait_until(lambda: not any(t.is_alive() for t in held), 60)
+        assert wait_for(lambda: not any(t.is_alive() for t in held))
         assert post(receiver.url, envelope("t-after-flood")).status_code == 200
         assert receiver.wait_idle(10) and receiver.ran == ["t-after-flood"]
     finally:
@@ -225,11 +178,11 @@ def test_a_client_dribbling_bytes_is_cut_off_at_the_request_deadline(store):
     sender = threading.Thread(target=dribble, daemon=True)
     sender.start()
     try:
-        assert wait_until(lambda: len(connection_threads() - before) >= 1)
+        assert wait_for(lambda: len(connection_threads() - before) >= 1)
         held = connection_threads() - before
         closed, _ = read_until_closed(sock, time.monotonic() + PATIENCE)
         assert closed, "a client sending a byte every 0.2 s held its connection for 60 s"
-        assert wait_until(lambda: not any(t.is_alive() for t in held))
+        assert wait_for(lambda: not any(t.is_alive() for t in held))
     finally:
         stop.set()
         sender.join(10)

@@ -12,62 +12,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-import requests
-from _waiting import PATIENCE
+from _receiving import SECRET, envelope, post, store  # noqa: F401  (store: a fixture)
+from _waiting import PATIENCE, wait_for
 
 from dubkit.webhooks import EventStore, Receiver, sign
 
-SECRET = "whsec_safety_" + "3c" * 16
-
-
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="kills with SIGKILL")
-
-
-def envelope(task_id: str) -> bytes:
-    return json.dumps(
-        {
-            "code": 200,
-            "version": "v1",
-            "event": "openapi-translate",
-            "pipelineKey": f"pk-{task_id}",
-            "data": {"taskId": task_id, "items": [{"text": "Bonjour"}]},
-        },
-        separators=(",", ":"),
-    ).encode()
-
-
-def post(url: str, body: bytes, timestamp: str | bytes | None = None) -> requests.Response:
-    """POST like the service; a given ``timestamp`` is sent (and signed) as it is."""
-    stamp = timestamp if timestamp is not None else str(int(time.time() * 1000))
-    text = stamp.decode("utf-8") if isinstance(stamp, bytes) else stamp
-    return requests.post(
-        url,
-        data=body,
-        timeout=30,
-        headers={
-            "X-Timestamp": stamp,
-            "X-Signature": sign(SECRET, text, body),
-            "Content-Type": "application/json",
-        },
-    )
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "events.sqlite3"
 
 
 _CRASHING_RECEIVER = """
@@ -132,7 +84,7 @@ def test_an_event_of_a_killed_receiver_runs_in_the_next_one_long_before_its_leas
     try:
         url = crashing.stdout.readline().strip()
         assert post(url, envelope("t-crash")).json() == {"received": True}
-        assert wait_until(started.exists), "the handler never started in the first process"
+        assert wait_for(started.exists), "the handler never started in the first process"
     finally:
         os.kill(crashing.pid, signal.SIGKILL)
         crashing.wait(PATIENCE)

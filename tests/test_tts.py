@@ -4,10 +4,8 @@ request's lines encoded in one run; the take cache."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,22 +18,6 @@ from dubkit.media import audio
 from dubkit.sandbox.engines import voiceprint
 from dubkit.views.players import speech_table_html
 from dubkit.webhooks import verify
-
-
-@pytest.fixture
-def ffmpeg_runs(monkeypatch) -> list[list[str]]:
-    """Every ffmpeg process started (``subprocess.run`` starts them through ``Popen`` too)."""
-    runs: list[list[str]] = []
-
-    class Watched(subprocess.Popen):
-        def __init__(self, cmd, *args, **kwargs):
-            if "ffmpeg" in Path(str(cmd[0])).name and "-i" in cmd:  # not the binary's check
-                runs.append(list(cmd))
-            super().__init__(cmd, *args, **kwargs)
-
-    monkeypatch.setattr(subprocess, "Popen", Watched)
-    return runs
-
 
 VOICE = "sv_s1_en_us_clear_f"  # S1
 

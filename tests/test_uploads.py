@@ -222,21 +222,7 @@ def test_parts_of_a_state_without_digests_are_not_trusted(api, sandbox, tmp_path
     # A state written before part digests were kept (or hand-made): its sent parts cannot be
     # checked, so an in-place edit must not slip through them either.
     path = samples.noise_wav(tmp_path / "legacy.wav", 12 * MiB)
-
-    def stop_after_first_part(progress):
-        if progress.parts_done >= 1:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        api.materials.upload(
-            path,
-            progress=stop_after_first_part,
-            part_size=5 * MiB,
-            multipart_threshold=MiB,
-            concurrency=1,
-            state_dir=state_dir,
-        )
-    (old,) = pending_states(state_dir)
+    old = interrupted_upload(api, path, state_dir)
     legacy = {k: v for k, v in old.data.items() if k != "partDigests"} | {"version": 1}
     old.file.write_text(json.dumps(legacy))
     old_md5 = edit_in_place_keeping_size_and_mtime(path, offset=MiB)

@@ -60,6 +60,22 @@ class renamed:
         setattr(obj, self.new, value)
 
 
+def module_renames(module: str, renames: dict[str, tuple[str, Any]]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` for names it had: ``{old: (new, value)}``.
+
+    >>> __getattr__ = module_renames(__name__, {"parse": ("parse_event", parse_event)})
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in renames:
+            new, value = renames[name]
+            warn_renamed(f"{module}.{name}", f"{module}.{new}")
+            return value
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def renamed_keywords(**renames: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Keyword arguments under their old names (``old="new"``): passing one warns and passes
     it on under the new name; passing both is a TypeError, as a repeated keyword is."""

@@ -22,7 +22,7 @@ the shortlist panel), ``shortlist``, ``blind``, ``readings`` (one voice, several
 speeds, and its panel), ``voices`` (labels), ``command`` (the CLI).
 """
 
-from .._util.deprecation import warn_renamed
+from .._util.deprecation import module_renames
 from .app import DEFAULT_TEXT, MAX_VOICES, AuditionStudio, running_in_voila
 from .blind import BlindRound, Pick
 from .command import APP_INTRO, APP_SOURCE, app_notebook, main
@@ -51,9 +51,4 @@ __all__ = [
     "speak_readings",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name == "speak_deliveries":  # its old name
-        warn_renamed("dubkit.studio.speak_deliveries", "dubkit.studio.speak_readings")
-        return speak_readings
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = module_renames(__name__, {"speak_deliveries": ("speak_readings", speak_readings)})

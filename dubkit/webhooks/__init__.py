@@ -37,7 +37,7 @@ their side effects keyed by ``event.task_id``.
 
 import logging
 
-from .._util.deprecation import warn_renamed
+from .._util.deprecation import module_renames
 from .._util.signing import sign
 from ..errors import WebhookVerificationError
 from . import push
@@ -79,9 +79,4 @@ __all__ = [
     "push",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name == "parse":  # its old name
-        warn_renamed("dubkit.webhooks.parse", "dubkit.webhooks.parse_event")
-        return parse_event
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = module_renames(__name__, {"parse": ("parse_event", parse_event)})
