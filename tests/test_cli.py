@@ -148,12 +148,17 @@ def test_clone_a_recording_then_list_it(env, tmp_path):
         rate_wpm=120,
         pitch=20,
     )
-    made = run_cli(env, "clone", str(recording), "--name", "Me", "--language", "en-US", "--json")
+    made = run_cli(env, "clone", str(recording), "--name", "Me", "--locale", "en-US", "--json")
     assert made.returncode == 0, made.stderr
     voice = json.loads(made.stdout)
     assert voice["voiceId"].startswith("cv_") and voice["name"] == "Me"
+    assert voice["language"] == "en-US"
     listed = run_cli(env, "voices", "--clones")
     assert voice["voiceId"] in listed.stdout and "Me" in listed.stdout
+    # --locale's old name still works, and says so
+    again = run_cli(env, "clone", str(recording), "--name", "Me2", "--language", "en-GB", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["language"] == "en-GB"
+    assert "--language is now --locale" in again.stderr
 
 
 def test_dub_into_two_languages_downloads_media_and_subtitles(env, sandbox, new_key, tmp_path):

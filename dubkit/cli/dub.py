@@ -27,8 +27,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "progress), waits with a live status line, downloads the dubbed media and subtitles.",
     )
     dub.add_argument("media", help="a video or audio file")
-    dub.add_argument("--to", required=True, help="target languages, comma-separated: fr-FR,de-DE")
-    dub.add_argument("--from", dest="source", default="auto", help="source language (auto)")
+    dub.add_argument("--to", required=True, help="target locales, comma-separated: fr-FR,de-DE")
+    dub.add_argument("--from", dest="source", default="auto", help="source locale (auto)")
     dub.add_argument("--voices", help="voice ids for speakers 1, 2, ..., comma-separated")
     dub.add_argument("--speakers", type=int, help="how many speakers (default: detected)")
     dub.add_argument("--burn-subtitles", action="store_true", help="subtitles in the picture")
@@ -42,7 +42,7 @@ def dub_media(args: argparse.Namespace) -> int:
     path = existing_file(args.media, "media")
     targets = [t.strip() for t in args.to.split(",") if t.strip()]
     if not targets:
-        raise UsageError("--to: at least one language, e.g. --to fr-FR")
+        raise UsageError("--to: at least one locale, e.g. --to fr-FR")
     voices = [v.strip() for v in (args.voices or "").split(",") if v.strip()] or None
     with client() as api:
         material = api.materials.upload(path)

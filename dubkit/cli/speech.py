@@ -36,8 +36,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     translate.add_argument("text", nargs="?", help="the text to translate")
     translate.add_argument("--file", help="a text file: each non-blank line is one segment")
-    translate.add_argument("--from", dest="source", required=True, help="e.g. en-US")
-    translate.add_argument("--to", dest="target", required=True, help="e.g. fr-FR")
+    translate.add_argument("--from", dest="source", required=True, help="source locale, e.g. en-US")
+    translate.add_argument("--to", dest="target", required=True, help="target locale, e.g. fr-FR")
     translate.add_argument("--json", action="store_true", help="sources and translations as JSON")
     translate.set_defaults(run=translate_texts)
 
