@@ -189,19 +189,23 @@ class WebhookVerificationError(DubkitError):
         self.reason = reason
 
 
+# The error class of each business code (or HTTP status); any other is a plain APIError.
 _BY_CODE: dict[int, type[APIError]] = {
-    cls.code: cls
-    for cls in (
-        BadRequestError,
-        AuthenticationError,
-        InsufficientCreditsError,
-        NotFoundError,
-        IdempotencyConflictError,
-        PayloadTooLargeError,
-        UnprocessableError,
-        ServerError,
-        UpstreamError,
-    )
+    **{
+        cls.code: cls
+        for cls in (
+            BadRequestError,
+            AuthenticationError,
+            InsufficientCreditsError,
+            NotFoundError,
+            IdempotencyConflictError,
+            PayloadTooLargeError,
+            UnprocessableError,
+            ServerError,
+            UpstreamError,
+        )
+    },
+    504: UpstreamError,  # a gateway that timed out waiting for the service
 }
 
 
@@ -223,9 +227,6 @@ def possibly_committed(error: DubkitError, idempotency_key: str, why: str) -> Du
     )
     error.args = (error.message,)
     return error
-
-
-_BY_CODE[504] = UpstreamError  # a gateway that timed out waiting for the service
 
 
 def error_class_for(code: int) -> type[APIError]:

@@ -7,9 +7,9 @@
 >>> task = client.tts.create_async(["Later"], voice="sv_s1_en_us_clear_f")   # a Task
 >>> client.tts.audition("Welcome aboard!", ["sv_…", "sv_…", "cv_…"])   # side by side
 
-A line is a string or a dict with ``text`` and any of ``voice_id``, ``timbre_ref_audio``,
-``emo_weight``, ``emo_prompt``, ``emo_ref_audio``, ``duration`` (wire camelCase works too).
-Keyword options of the same names apply to every line that does not set its own.
+A line is a string or a dict of the request line's fields (:class:`dubkit.schema.TTSLine`:
+``text``, ``voice_id``, ``emo_prompt``, ``duration``, ...; wire camelCase works too). Keyword
+options of the same names apply to every line that does not set its own.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ are left to the service.
 
 Both the client (before sending) and the sandbox (on receipt) validate with these models, so a
 rule lives here once. Modules: ``base`` (the Wire base, limits, the Operation row,
-:func:`validated`), ``jobs`` (the four products' requests and results), ``media_result`` (the §3.6
+:func:`validated`), ``jobs`` (the products' requests and results), ``media_result`` (the §3.6
 deliverables and the sandbox's labelled extras), ``products`` (the product table: task types,
 webhook events and envelopes, creates, results, task contexts), ``tasks`` (task records and
 statuses), ``assets`` (materials, voices), ``operations`` (the table of every operation);

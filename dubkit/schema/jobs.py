@@ -1,4 +1,5 @@
-"""Requests and results of the four products: TTS, translation, cloning, media (§2.1-§2.4)."""
+"""Requests and results of the products (§2.1-§2.4): TTS, translation, cloning, media; their
+rows are in :mod:`dubkit.schema.products`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which handler answers each of the 22 operations: one explicit table, checked on import.
+"""Which handler answers each operation: one explicit table, checked on import.
 
 A handler takes a :class:`~dubkit.sandbox.call.Call` typed with its operation's request model
 (see :data:`dubkit.schema.OPERATIONS`) and answers the envelope's ``data``.
