@@ -229,7 +229,7 @@ def test_the_readmes_lab_command_starts_lab_for_whoever_runs_it(tmp_path):
                     headers={"Authorization": "token t0k"},
                     timeout=2,
                 )
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not up yet, or busy starting
                 return None
 
         status = wait_for(answered)

@@ -443,6 +443,17 @@ def test_a_gateway_504_on_a_sync_create_is_retried_and_flagged_like_a_502(
     assert len(client_for(new_key).tasks.list()) == 1  # done once, never twice
 
 
+def test_a_409_on_the_plain_path_is_the_servers_conflict_not_a_refused_key():
+    def respond(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        return 409, {"Content-Type": "application/json"}, b'{"message": "busy elsewhere"}'
+
+    with local_http(respond) as url, dubkit.Client("sk_x_00000000000", url, retry=FAST_RETRY) as c:
+        with pytest.raises(dubkit.APIError) as info:
+            c.transport.send("PUT", f"{url}/storage/object", data=b"bytes")
+    assert type(info.value) is dubkit.APIError and info.value.http_status == 409
+    assert "busy elsewhere" in str(info.value)
+
+
 @pytest.mark.parametrize("status", [502, 504])
 def test_the_plain_path_retries_a_gateway_error_on_a_get_and_never_on_a_post(status):
     seen: list[str] = []

@@ -29,7 +29,7 @@ something and may be charged.
   once, never retried.
 * 429 and 503 are throttling (``RetryPolicy.throttled``): retried after ``Retry-After`` (or
   the backoff).
-* Every other business code is final. Redirects are never followed (``_redirect_refused``).
+* Every other business code is final. Redirects are never followed (``exchange.redirect_refused``).
 * Plain exchanges (downloads, storage PUTs) retry what is safe to repeat (GET, PUT) on
   connection failures, the ambiguous statuses and throttling; anything else is final, raised in
   the same tree. They carry no idempotency key, so they are never flagged as possibly committed.

@@ -19,6 +19,7 @@ from .._version import __version__
 from .._wire import checked
 from ..errors import (
     APIConnectionError,
+    APIError,
     APITimeoutError,
     DubkitError,
     IdempotencyConflictError,
@@ -104,24 +105,31 @@ class Transport:
         Validation happens before the network, so bad input costs nothing and the error names
         the field. ``payload`` may be a model, a snake_case dict or the raw camelCase wire dict.
         """
-        data, _key = self.call_with_key(
-            name, payload, idempotency_key=idempotency_key, deadline=deadline
-        )
+        data, _key = self._call(name, payload, idempotency_key, deadline, echo_key=False)
         return data
 
-    def call_with_key(
+    def start_task(
+        self, name: str, payload: Any = None, *, idempotency_key: str | None = None
+    ) -> tuple[Any, str]:
+        """Send the asynchronous create ``name``: its acceptance, and the idempotency key it
+        carried, also in ``extraData.dubkitIdempotencyKey`` so that its webhook can be matched
+        to the call even when the acceptance answer is lost."""
+        op = _OPS[name]
+        if not op.asynchronous:
+            raise ValueError(f"{name} is not an asynchronous create")
+        data, key = self._call(name, payload, idempotency_key, None, echo_key=True)
+        assert key is not None  # a POST always carries one
+        return data, key
+
+    def _call(
         self,
         name: str,
-        payload: Any = None,
+        payload: Any,
+        idempotency_key: str | None,
+        deadline: float | None,
         *,
-        idempotency_key: str | None = None,
-        deadline: float | None = None,
+        echo_key: bool,
     ) -> tuple[Any, str | None]:
-        """:meth:`call`, and the idempotency key the call carried (None for a GET).
-
-        An asynchronous create carries its key in ``extraData.dubkitIdempotencyKey`` too, so
-        its webhook can be matched to the call even when the acceptance answer is lost.
-        """
         op = _OPS[name]
         model = op.body or op.query
         body = checked(model, payload if payload is not None else {}) if model else None
@@ -135,7 +143,7 @@ class Transport:
             idempotency_key=idempotency_key,
         )
         if not get and body is not None:
-            if op.asynchronous and exchange.key:
+            if echo_key and exchange.key:
                 body = with_idempotency_key(body, exchange.key)
             exchange.body = body.to_wire()
         return self._run(exchange, deadline), exchange.key
@@ -277,7 +285,7 @@ class Transport:
                 if retries >= self.retry.max_retries:
                     raise exchange.final_error(error, self.retry)
                 retries += 1
-            delay = self.retry.delay(max(retries - 1, 0), error.retry_after)
+            delay = self.retry.delay(retries - 1, error.retry_after)
             if deadline is not None and time.monotonic() + delay >= deadline:
                 raise exchange.final_error(error, self.retry)
             log.info(
@@ -398,7 +406,11 @@ class Transport:
             message = body.get("message") if isinstance(body, dict) else None
         except ValueError:
             message = None
-        error = error_class_for(status)(
+        # A plain exchange has no idempotency key: its 409 is the server's conflict, not a
+        # refused key.
+        cls = error_class_for(status)
+        cls = APIError if cls is IdempotencyConflictError else cls
+        error = cls(
             f"HTTP {status}: {message or response.text[:200] or response.reason}",
             code=status,
             http_status=status,

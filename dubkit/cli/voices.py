@@ -99,7 +99,7 @@ def make_clone(args: argparse.Namespace) -> int:
             "voiceId": made.voice_id,
             "name": made.name,
             "provider": made.provider,
-            "language": made.locale,
+            "language": made.locale,  # the JSON keeps its key: scripts read it
             "taskId": made.task_id,
         }
         if args.json:

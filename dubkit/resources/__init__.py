@@ -3,6 +3,7 @@ services sit on one requestor). The Client makes one of each and hands a resourc
 it needs (TTS checks voices with ``client.voices`` and uploads references with
 ``client.materials``), so no resource imports the client."""
 
+from .._util.deprecation import module_renames
 from .clone import CloneResource
 from .dubbing import DubbingResource
 from .materials import MaterialsResource
@@ -21,3 +22,5 @@ __all__ = [
     "VoicesResource",
     "unknown_voice",
 ]
+
+__getattr__ = module_renames(__name__, {"MediaResource": ("DubbingResource", DubbingResource)})

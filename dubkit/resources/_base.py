@@ -47,7 +47,7 @@ class Resource:
         if extra_data:
             own = getattr(body, "extra_data", None) or {}
             body = body.model_copy(update={"extra_data": {**own, **extra_data}})
-        data, key = self._transport.call_with_key(op, body, idempotency_key=idempotency_key)
+        data, key = self._transport.start_task(op, body, idempotency_key=idempotency_key)
         accepted = product.acceptance.model_validate(data)
         return Task(
             self._transport,

@@ -24,12 +24,13 @@ from .._util.deprecation import renamed, renamed_keywords
 from .._wire import checked, python_names
 from ..errors import ValidationError
 from ..results import DubbingResult, Material, Redub, Task
+from ..results.voices import VoiceLike, voice_id_of
 from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest
 from ._base import Resource
 from .materials import MaterialsResource
 from .redub import redub
 from .tts import TTSResource
-from .voices import VoiceLike, VoicesResource, voice_id_of
+from .voices import VoicesResource
 
 MaterialLike = Union[Material, str, "os.PathLike[str]"]  # a Material, its id, or a local file
 

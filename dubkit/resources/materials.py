@@ -6,9 +6,9 @@
 >>> client.materials.delete(material)
 >>> client.materials.abort("big.mov")                    # give up an interrupted upload
 
-Only registered materials can feed media translation. A :class:`Material` returned by
-``upload`` or ``list`` is registered by construction; a bare id string is checked with
-:meth:`MaterialsResource.require_registered` before it is sent anywhere.
+Only registered materials can be dubbed. A :class:`Material` returned by ``upload`` or
+``list`` is registered by construction; a bare id string is checked (``is_registered``) before
+``client.dubbing.create`` sends anything.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .._util.deprecation import renamed
+from .._util.deprecation import renamed, warn_renamed
 from ..results import Task, TaskList
 from ..schema import TaskSummary
 from ._base import Resource, iterate_pages
@@ -53,9 +53,17 @@ class TasksResource(Resource):
 
         return iterate_pages(fetch, page_size, limit)
 
-    def get(self, task_id: str, *, fetch: bool = True) -> Task:
+    def get(self, task_id: str, task_type: str | None = None, *, fetch: bool = True) -> Task:
         """The task ``task_id`` as the service sees it now (``NotFoundError`` if this key has
-        none); ``fetch=False`` gives a handle without asking yet (``.wait()`` asks)."""
+        none); ``fetch=False`` gives a handle without asking yet (``.wait()`` asks).
+
+        ``task_type`` is how ``get`` was called when it only made a handle: that call still
+        does (with a DeprecationWarning); the service's answer says the type."""
+        if task_type is not None:
+            warn_renamed(
+                "client.tasks.get(task_id, task_type)", "client.tasks.get(task_id, fetch=False)"
+            )
+            return Task(self._transport, task_id, task_type=task_type)
         task = Task(self._transport, task_id)
         return task.refresh() if fetch else task
 

@@ -22,6 +22,7 @@ from .._util.deprecation import renamed_keywords
 from .._wire import checked, python_names, wire_name
 from ..errors import DubkitError, ValidationError
 from ..results import Audition, Speech, SpeechLine, Task
+from ..results.voices import VoiceLike, voice_id_of
 from ..schema import (
     MAX_LINES,
     SpeechContext,
@@ -33,7 +34,7 @@ from ..schema import (
 )
 from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
 from .materials import MaterialsResource
-from .voices import VoiceLike, VoicesResource, voice_id_of
+from .voices import VoicesResource
 
 Lines = str | Sequence[str | Mapping[str, Any]]  # a plain string is one line
 LINE_OPTIONS = tuple(name for name in TTSLine.model_fields if name != "text")

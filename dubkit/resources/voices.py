@@ -18,29 +18,16 @@ wherever it is passed: looked up in the service's own lists before anything is s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from .._util.deprecation import renamed, renamed_keywords
 from ..errors import ValidationError
 from ..results import VoiceList
-from ..schema import ClonedVoice, CloneRename, PresetVoice, VoiceIdBody
+from ..results.voices import VoiceLike, voice_id_of
+from ..schema import ClonedVoice, PresetVoice
 from ._base import Resource, iterate_pages
 
 V = TypeVar("V", PresetVoice, ClonedVoice)
-
-
-class HasVoiceId(Protocol):
-    @property
-    def voice_id(self) -> str | None: ...
-
-
-VoiceLike = str | HasVoiceId  # a voice id, or a record that has one
-
-
-def voice_id_of(voice: VoiceLike) -> str:
-    """The id of ``voice`` (an id, or a record with ``voice_id``); an empty id is refused by
-    the call it is sent with, which names the field."""
-    return voice if isinstance(voice, str) else (voice.voice_id or "")
 
 
 LISTING_HINT = "find ids with client.voices.presets() or client.voices.clones()"
@@ -130,9 +117,11 @@ class VoicesResource(Resource):
         return self._page("voices.presets", PresetVoice, page, page_size, filters)
 
     @renamed_keywords(voice_id="voice")
-    def preset(self, voice: str) -> PresetVoice:
-        """The preset ``voice`` (its id); a :class:`~dubkit.ValidationError` naming ``voice``
-        if the catalogue has none (as for any unknown voice id, see :func:`unknown_voice`)."""
+    def preset(self, voice: VoiceLike) -> PresetVoice:
+        """The preset ``voice`` (its id, or a record with one); a
+        :class:`~dubkit.ValidationError` naming ``voice`` if the catalogue has none (as for any
+        unknown voice id, see :func:`unknown_voice`)."""
+        voice = voice_id_of(voice)
         if not isinstance(voice, str) or not voice.strip():
             # An empty filter would list the whole catalogue: refuse it rather than answer
             # with some other voice.
@@ -173,15 +162,15 @@ class VoicesResource(Resource):
     @renamed_keywords(voice_id="voice")
     def rename(self, voice: VoiceLike, name: str) -> None:
         """Give a cloned voice (its id, or its record) a new display name."""
-        body = CloneRename(voice_id=voice_id_of(voice), voice_name=name)
-        self._transport.call("voices.rename", body)
+        self._transport.call("voices.rename", {"voice_id": voice_id_of(voice), "voice_name": name})
 
     @renamed_keywords(voice_id="voice")
     def delete(self, voice: VoiceLike) -> None:
         """Delete a cloned voice (its id, or its record): it leaves lists and TTS."""
         voice_id = voice_id_of(voice)
-        self._transport.call("voices.delete", VoiceIdBody(voice_id=voice_id))
-        self._providers.pop(voice_id, None)
+        self._transport.call("voices.delete", {"voice_id": voice_id})
+        if isinstance(voice_id, str):
+            self._providers.pop(voice_id, None)
 
     # ----------------------------------------------------------------- providers
 

@@ -24,6 +24,7 @@ from ..media.mime import format_of
 from ..schema import DubbingContext
 from ..views.dubbing import dubbing_html
 from ._held import fetch_held
+from .voices import VoiceLike, voice_id_of
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a table is made: pandas is slow to import
@@ -225,19 +226,19 @@ class DubbingResult:
         line_id: str,
         *,
         translation: str | None = None,
-        voice: str | None = None,
+        voice: VoiceLike | None = None,
         start: float | None = None,
         end: float | None = None,
     ) -> ScriptLine:
         """Change one line for a re-dub (``client.dubbing.redub``); checked when re-dubbed.
-        ``voice`` is a voice id (its provider follows it).
+        ``voice`` is a voice (its id, or a record with one); its provider follows it.
 
         >>> dub.edit("2", translation="Bonjour à tous !", voice="sv_s2_fr_fr_story_f")
         """
         line = self.line(line_id)
         for name, value in (
             ("translation", translation),
-            ("voice_id", voice),
+            ("voice_id", voice_id_of(voice) if voice is not None else None),
             ("start", start),
             ("end", end),
         ):

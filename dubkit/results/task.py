@@ -26,7 +26,6 @@ from ..schema import (
     TaskContext,
     TaskDetail,
     TaskFailure,
-    TaskIdBody,
     TaskSummary,
     product_of_task_type,
 )
@@ -40,14 +39,19 @@ if TYPE_CHECKING:
     import pandas as pd  # imported where a table is made: pandas is slow to import
 
 Converter = Callable[[Transport, dict[str, Any], Any], Any]
-# Product -> the class a finished task's raw ``result`` becomes, given the product's task
-# context (what the creating call knew that the result lacks, e.g. the source texts). A product
-# without a class here gets its result model (``Product.result``).
+# Task type -> how a finished task's raw ``result`` becomes a typed object, given its product's
+# task context (what the creating call knew that the result lacks, e.g. the source texts): each
+# product's class, under each of its task types. A product without a class here gets its result
+# model (``Product.result``).
 RESULT_TYPES: dict[str, Converter] = {
-    TTS.name: Speech.from_task,
-    TRANSLATION.name: Translation.from_task,
-    CLONE.name: Clone.from_task,
-    DUBBING.name: DubbingResult.from_task,
+    task_type: convert
+    for product, convert in (
+        (TTS, Speech.from_task),
+        (TRANSLATION, Translation.from_task),
+        (CLONE, Clone.from_task),
+        (DUBBING, DubbingResult.from_task),
+    )
+    for task_type in product.task_types
 }
 
 
@@ -58,7 +62,7 @@ def result_of(
     product = product_of_task_type(task_type)
     if product is None:
         return raw
-    convert = RESULT_TYPES.get(product.name)
+    convert = RESULT_TYPES.get(task_type or "")
     if convert is None:
         return product.result.model_validate(raw)
     return convert(transport, raw, context if isinstance(context, product.context) else None)
@@ -121,14 +125,13 @@ class Task:
     @property
     def error_message(self) -> str | None:
         if self.status == "failed" and self.raw_result:
-            return TaskFailure.model_validate(self.raw_result).error_message or str(self.raw_result)
+            said = TaskFailure.model_validate(self.raw_result).error_message
+            return said if isinstance(said, str) and said else str(self.raw_result)
         return None
 
     def refresh(self, *, deadline: float | None = None) -> Task:
         detail = TaskDetail.model_validate(
-            self._transport.call(
-                "tasks.detail", TaskIdBody(task_id=self.task_id), deadline=deadline
-            )
+            self._transport.call("tasks.detail", {"task_id": self.task_id}, deadline=deadline)
         )
         self.apply(detail.task_type, detail.status, detail.result)
         return self
@@ -197,7 +200,7 @@ class Task:
             interval = min(max_interval, interval * 1.5)
 
     def delete(self) -> None:
-        self._transport.call("tasks.delete", TaskIdBody(task_id=self.task_id))
+        self._transport.call("tasks.delete", {"task_id": self.task_id})
 
     def _repr_html_(self) -> str:
         return task_table_html([self])

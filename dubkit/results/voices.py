@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._util.words import count
 from ..schema import ClonedVoice, PresetVoice
@@ -38,6 +38,22 @@ CLONE_COLUMNS = [
 
 
 V = TypeVar("V", bound=PresetVoice | ClonedVoice)
+
+
+class HasVoiceId(Protocol):
+    @property
+    def voice_id(self) -> str | None: ...
+
+
+VoiceLike = str | HasVoiceId  # a voice id, or a record that has one (a listed voice, a Clone)
+
+
+def voice_id_of(voice: Any) -> Any:
+    """The id of ``voice``: a string as it is, a record's ``voice_id``. Anything else comes back
+    unchanged, so the request's own check names the field it was passed as."""
+    if isinstance(voice, str):
+        return voice
+    return getattr(voice, "voice_id", voice)
 
 
 class VoiceList(list[V], Generic[V]):

@@ -32,6 +32,7 @@ from starlette.requests import ClientDisconnect
 
 from .. import contract
 from ..schema import OPERATIONS_BY_PATH, Operation, WireError, validated
+from ..schema.sandbox_admin import Faults
 from . import file_access
 from .admin import admin_router
 from .backend import Backend
@@ -92,7 +93,7 @@ def create_app(backend: Backend, hosts: set[str]) -> DropResponseMiddleware:
 
 async def _serve(backend: Backend, path: str, request: Request) -> Response:
     """Answer one API call; every refusal along the way is a ServiceError -> envelope."""
-    faults = backend.setting("faults", {})
+    faults = Faults.model_validate(backend.setting("faults", {}))
     targeted = _targeted(faults, path)
     op: Operation | None = None
     req_id = request.query_params.get("req_id") or uuid.uuid4().hex  # tracing only
@@ -101,22 +102,22 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
         op = _operation(request.method, path)
         check_query(request)
         raw_bytes = await read_body(request, int(backend.setting("body_limit", DEFAULT_BODY_LIMIT)))
-        if targeted and faults.get("latencyMs"):
+        if targeted and faults.latency_ms:
             # After the body arrived, like a slow service: the work still happens even if
             # the client gives up waiting.
-            await asyncio.sleep(float(faults["latencyMs"]) / 1000)
+            await asyncio.sleep(faults.latency_ms / 1000)
         raw = _decode(op, raw_bytes, request)
         _check_contract(backend, op, raw, request, req_id)
         body = _parse(backend, op, raw, req_id)
         idem = request.headers.get("x-idempotency-key") if op.idempotency_required else None
-        if targeted and backend.fault_rng.random() < float(faults.get("error502Before", 0)):
+        if targeted and backend.fault_rng.random() < faults.error502_before:
             raise ServiceError(502, "bad gateway (injected by the sandbox before any work)")
         call = Call(backend, api_key, op, body, raw if isinstance(raw, dict) else {}, idem, req_id)
         # Drawn only when set, so seeded runs of the other faults keep their sequence.
         crash = (
             targeted
-            and bool(faults.get("crashAfterHandler"))
-            and backend.fault_rng.random() < float(faults["crashAfterHandler"])
+            and bool(faults.crash_after_handler)
+            and backend.fault_rng.random() < faults.crash_after_handler
         )
         data = await _run_under_key(backend, call, path, crash=crash)
     except ServiceError as exc:
@@ -124,9 +125,9 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     except ClientDisconnect:
         return Response(status_code=499)  # nobody is listening; nothing was done
 
-    if targeted and backend.fault_rng.random() < float(faults.get("dropAfterCommit", 0)):
+    if targeted and backend.fault_rng.random() < faults.drop_after_commit:
         request.scope["dubkit.drop"] = True
-    if targeted and backend.fault_rng.random() < float(faults.get("error502After", 0)):
+    if targeted and backend.fault_rng.random() < faults.error502_after:
         return _answer(
             backend,
             op,
@@ -285,10 +286,11 @@ def _bearer(request: Request) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def _targeted(faults: dict[str, Any], path: str) -> bool:
-    if not faults:
+def _targeted(faults: Faults, path: str) -> bool:
+    """Whether any fault is set for ``path`` (every API path when the faults name none)."""
+    if not faults.model_fields_set:
         return False
-    paths = faults.get("paths")
+    paths = faults.paths
     return not paths or any(path.startswith(p.removeprefix(PREFIX)) for p in paths)
 
 

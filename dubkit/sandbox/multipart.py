@@ -43,13 +43,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..schema import MIN_PART_SIZE
 from .backend import Backend
 from .database import Database
 from .service_error import ServiceError
 
 log = logging.getLogger("dubkit.sandbox")
 
-MIN_PART_SIZE = 5 * 1024 * 1024
 BLOCK = 1 << 20  # bytes read, hashed, copied or written at a time
 
 

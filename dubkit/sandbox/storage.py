@@ -46,11 +46,11 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from ..schema import Wire
+from ..schema import MIN_PART_SIZE
+from ..schema.sandbox_admin import PartQuery, StorageSettings, StorageState, StoredPart, UploadState
 from . import multipart
 from .backend import Backend
 from .database import Database
@@ -58,7 +58,7 @@ from .database import Database
 log = logging.getLogger("dubkit.sandbox")
 storage_router = APIRouter(include_in_schema=False)
 
-MIN_PART_SIZE = multipart.MIN_PART_SIZE
+
 DEFAULT_PART_SIZE = 8 * 1024 * 1024
 DEFAULT_PRESIGN_TTL = 3600.0
 DEFAULT_UPLOAD_LIMIT = 10 * 1024**3
@@ -139,16 +139,20 @@ def presign_put(
     """A URL that lets whoever holds it PUT ``key`` (or one part of it) until it expires."""
     expires = str(int((time.time() + presign_ttl(backend)) * 1000))
     upload, part = upload_id or "", str(part_number) if part_number else ""
-    query = {"uploadId": upload, "partNumber": part} if upload_id else {}
+    query = PartQuery(upload_id=upload, part_number=part).to_wire() if upload_id else {}
     query |= {"expires": expires, "signature": _signature(backend, key, upload, part, expires)}
     return f"{backend.base_url}/storage/{quote(key)}?{urlencode(query)}"
 
 
+def _part_query(query: Any) -> PartQuery:
+    """Which upload and part a PUT's query names (empty when it names none)."""
+    return PartQuery.model_validate({k: v for k, v in query.items() if isinstance(v, str)})
+
+
 def _check_signature(backend: Backend, key: str, query: Any) -> str | None:
     expires = query.get("expires", "")
-    wanted = _signature(
-        backend, key, query.get("uploadId", ""), query.get("partNumber", ""), expires
-    )
+    part = _part_query(query)
+    wanted = _signature(backend, key, part.upload_id, part.part_number, expires)
     if not hmac.compare_digest(wanted, query.get("signature", "")):
         return "signature"
     if not expires.isdigit() or int(expires) < time.time() * 1000:
@@ -188,7 +192,7 @@ async def put_object(key: str, request: Request) -> Response:
         return _refuse(411, "Content-Length is required on a presigned PUT")
     size, limit = int(length), upload_limit(backend)
     incomplete = _refuse(400, f"incomplete body: Content-Length said {size} bytes")
-    upload_id = query.get("uploadId") or None
+    upload_id = _part_query(query).upload_id or None
     if upload_id is None:
         if size > limit:
             return _refuse(
@@ -204,7 +208,7 @@ async def put_object(key: str, request: Request) -> Response:
         )
         return _etag(etag)
 
-    number = int(query["partNumber"])
+    number = int(_part_query(query).part_number)  # a signed URL: its part number is one
     upload = multipart.open_upload(backend, upload_id)
     gone = _refuse(404, f"multipart upload not found or no longer open: {upload_id}")
     if upload is None:
@@ -262,21 +266,15 @@ async def _receive(request: Request, sink: Any, expected: int) -> str | None:
     return digest.hexdigest() if complete else None
 
 
-class StorageSettings(Wire):
-    presign_ttl: float | None = Field(default=None, gt=0)
-    recommended_part_size: int | None = Field(default=None, ge=MIN_PART_SIZE)
-    put_latency_ms: float | None = Field(default=None, ge=0)
-
-
 def _settings(backend: Backend) -> dict[str, Any]:
-    return {
-        "presignTtl": presign_ttl(backend),
-        "recommendedPartSize": recommended_part_size(backend),
-        "putLatencyMs": float(backend.setting("put_latency_ms", 0)),
-        "uploadLimit": upload_limit(backend),
-        "minPartSize": MIN_PART_SIZE,
-        "refused": dict(_refused.get(backend, {})),
-    }
+    return StorageState(
+        presign_ttl=presign_ttl(backend),
+        recommended_part_size=recommended_part_size(backend),
+        put_latency_ms=float(backend.setting("put_latency_ms", 0)),
+        upload_limit=upload_limit(backend),
+        min_part_size=MIN_PART_SIZE,
+        refused=dict(_refused.get(backend, {})),
+    ).model_dump(by_alias=True)
 
 
 @storage_router.get("/_sandbox/storage")
@@ -298,19 +296,12 @@ def set_storage_settings(body: StorageSettings, request: Request) -> dict[str, A
 def upload_parts(upload_id: str, request: Request) -> dict[str, Any]:
     """Admin: one multipart session's state and parts, with how many PUTs each part took."""
     backend: Backend = request.app.state.backend
-    return {
-        "uploadId": upload_id,
-        "state": multipart.state(backend, upload_id),
-        "parts": [
-            {
-                "partNumber": p["part_number"],
-                "size": p["size"],
-                "eTag": p["etag"],
-                "puts": p["puts"],
-            }
-            for p in multipart.parts(backend, upload_id)
-        ],
-    }
+    parts = [
+        StoredPart(part_number=p["part_number"], size=p["size"], e_tag=p["etag"], puts=p["puts"])
+        for p in multipart.parts(backend, upload_id)
+    ]
+    state = multipart.state(backend, upload_id)
+    return UploadState(upload_id=upload_id, state=state, parts=parts).model_dump(by_alias=True)
 
 
 def _log_failure(future: asyncio.Future[Any]) -> None:

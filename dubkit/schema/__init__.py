@@ -22,6 +22,7 @@ answer to (``tests/test_contract_models.py``).
 
 from __future__ import annotations
 
+from .._util.deprecation import module_renames
 from .assets import *  # noqa: F401,F403
 from .base import *  # noqa: F401,F403
 from .base import W  # noqa: F401
@@ -30,3 +31,5 @@ from .media_result import *  # noqa: F401,F403
 from .operations import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
 from .tasks import *  # noqa: F401,F403
+
+__getattr__ = module_renames(__name__, {"parse": ("validated", validated)})  # noqa: F405

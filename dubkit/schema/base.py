@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 W = TypeVar("W", bound="Wire")
 MAX_LINES = 50  # TTS lines and translation segments per request
 MAX_IDEMPOTENCY_KEY = 64
+MIN_PART_SIZE = 5 * 1024 * 1024  # every multipart part but the last (the object store's rule)
 
 
 class Wire(BaseModel):
@@ -211,3 +212,25 @@ def validated(model: type[W], payload: Any) -> W:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+__all__ = [
+    "W",
+    "MAX_LINES",
+    "MAX_IDEMPOTENCY_KEY",
+    "MIN_PART_SIZE",
+    "Wire",
+    "RULE",
+    "rule",
+    "Page",
+    "AsyncAcceptance",
+    "Operation",
+    "SANDBOX_EXTRA",
+    "SandboxExtra",
+    "sandbox_extra",
+    "extras",
+    "field_path",
+    "WireError",
+    "renamed",
+    "validated",
+]

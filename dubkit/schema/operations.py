@@ -44,3 +44,5 @@ OPERATIONS_BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 OPERATIONS_BY_PATH: dict[tuple[str, str], Operation] = {
     (op.method, op.path): op for op in OPERATIONS
 }
+
+__all__ = ["OPERATIONS", "OPERATIONS_BY_NAME", "OPERATIONS_BY_PATH"]

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import Wire
+from .base import MIN_PART_SIZE, Wire
 
 
 class NewKey(Wire):
@@ -135,3 +135,43 @@ class OutboxRow(Wire):
     created_at: float | None = None
     delivered_at: float | None = None
     log: list[DeliveryAttempt] = Field(default_factory=list)
+
+
+class StorageSettings(Wire):
+    presign_ttl: float | None = Field(default=None, gt=0)
+    recommended_part_size: int | None = Field(default=None, ge=MIN_PART_SIZE)
+    put_latency_ms: float | None = Field(default=None, ge=0)
+
+
+class StorageState(Wire):
+    """The object storage's settings in force, and the PUTs it refused (by reason)."""
+
+    presign_ttl: float
+    recommended_part_size: int
+    put_latency_ms: float
+    upload_limit: int
+    min_part_size: int
+    refused: dict[str, int] = Field(default_factory=dict)
+
+
+class StoredPart(Wire):
+    part_number: int
+    size: int
+    e_tag: str | None = None
+    puts: int = 0  # how many PUTs the part took
+
+
+class UploadState(Wire):
+    """One multipart session of the object storage: its state and parts."""
+
+    upload_id: str
+    state: str | None = None
+    parts: list[StoredPart] = Field(default_factory=list)
+
+
+class PartQuery(Wire):
+    """The query of a presigned part URL: which upload and part it may write (with its
+    ``expires`` and ``signature``, which are one word each)."""
+
+    upload_id: str = ""
+    part_number: str = ""

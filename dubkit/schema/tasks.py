@@ -47,8 +47,9 @@ class TaskFailure(SandboxExtra):
     """A failed task's ``result`` as the sandbox's tasks/detail shows it, and as dubkit keeps a
     failure a webhook announced (the interface does not specify it)."""
 
-    error_code: int | None = None
-    error_message: str | None = None
+    # Any: the interface leaves a failure's shape open, and reading it must never fail.
+    error_code: Any = None
+    error_message: Any = None
 
 
 class TaskIdBody(Wire):

@@ -21,6 +21,7 @@ import ipywidgets as widgets
 
 from .. import locales
 from .._util.deprecation import renamed, renamed_keywords
+from ..results.voices import VoiceLike, voice_id_of
 from ..widgets.clone import ClonePanel
 from ..widgets.voices import GENDERS
 from .blind import BlindRound, Pick
@@ -260,7 +261,7 @@ class AuditionStudio(widgets.VBox):
     @renamed_keywords(voice_id="voice")
     def readings(
         self,
-        voice: str | None = None,
+        voice: VoiceLike | None = None,
         *,
         emotions: Sequence[str] | None = None,
         speeds: Sequence[float] | None = None,
@@ -276,7 +277,7 @@ class AuditionStudio(widgets.VBox):
         """
         text = self._text.value if text is None else text
         panel = self._readings_panel
-        asked = panel.ask(voice, emotions, speeds, text)
+        asked = panel.ask(voice_id_of(voice) if voice is not None else None, emotions, speeds, text)
         if asked is None:
             return []
         voice_id, emotions, speeds = asked

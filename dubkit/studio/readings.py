@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from .._util.deprecation import renamed_keywords
 from .cards import TakeCard
 from .takes import NEUTRAL, Take, make_takes
 from .voices import VoiceInfo
@@ -38,6 +39,7 @@ EMOTIONS = ("neutral", "happy", "sad", "calm", "angry", "whisper")
 SPEEDS = (0.8, 1.0, 1.25)
 
 
+@renamed_keywords(language="locale")
 def speak_readings(
     client: Client,
     voice: VoiceInfo,

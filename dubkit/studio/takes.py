@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .._util.deprecation import renamed
+from .._util.deprecation import renamed, renamed_keywords
 from ..media import loudness
 from ..media.audio import waveform_svg
 from ..media.mime import mime_type
@@ -166,6 +166,7 @@ class Take:
         return self.voice.label_html(prefix=prefix, badge=badge) + extra
 
 
+@renamed_keywords(deliveries="readings")
 def make_takes(
     lines: Iterable[SpeechLine],
     voices: Mapping[str, VoiceInfo],

@@ -22,15 +22,8 @@ key: the key is attached only to requests below ``base_url``'s API path, and sto
 point at another host, which must never see it.
 """
 
-from .files import (
-    DEFAULT_PART_SIZE,
-    MAX_PARTS,
-    MIN_PART_SIZE,
-    MiB,
-    check_media_file,
-    file_md5,
-    part_size_for,
-)
+from ..schema import MIN_PART_SIZE
+from .files import DEFAULT_PART_SIZE, MAX_PARTS, MiB, check_media_file, file_md5, part_size_for
 from .flow import MULTIPART_THRESHOLD, Upload, UploadError
 from .progress import ProgressCallback, UploadProgress
 from .state import UploadState, default_state_dir, pending_states

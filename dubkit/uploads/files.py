@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ValidationError
+from ..schema import MIN_PART_SIZE
 
 MiB = 1024 * 1024
-MIN_PART_SIZE = 5 * MiB
 DEFAULT_PART_SIZE = 8 * MiB  # when initiate recommends none (as the client examples do)
 MAX_PARTS = 10_000
 BLOCK = MiB

@@ -16,7 +16,7 @@ def clone_html(clone: CloneShape) -> str:
         ("voice", clone.voice_id),
         ("name", clone.name),
         ("provider", clone.provider),
-        ("language", clone.locale),
+        ("language", clone.locale),  # a person's word for it (the attribute: locale)
         ("text", clone.text),
     ]
     if clone.measured:

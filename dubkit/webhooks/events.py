@@ -19,9 +19,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import PrivateAttr, create_model
-from pydantic import ValidationError as PydanticValidationError
 
-from .._wire import checked
+from .._wire import checked, wire_name
 from ..errors import ValidationError
 from ..schema import (
     CLONE,
@@ -41,11 +40,16 @@ from ..schema import (
     idempotency_key_of,
 )
 
+_TASK_ID = wire_name(TaskDetail, "task_id")  # how any task-shaped data names its task
+
 
 class WebhookEvent(WebhookEnvelope):
     """One delivery's envelope. The subclasses type ``data`` for their product's event."""
 
     PRODUCT: ClassVar[Product | None] = None  # the product whose tasks send this event
+    # Its row's event name, and its task type when it has one (set by event_class).
+    EVENT: ClassVar[str | None] = None
+    TASK_TYPE: ClassVar[str | None] = None
     _problem: str | None = PrivateAttr(default=None)
 
     @property
@@ -56,12 +60,10 @@ class WebhookEvent(WebhookEnvelope):
     @property
     def task_id(self) -> str | None:
         data = self.data
-        if isinstance(data, dict):  # an event dubkit has no class for: read it as a task's
-            try:
-                data = TaskDetail.model_validate(data)
-            except PydanticValidationError:
-                return None
-        value = getattr(data, "task_id", None)
+        if isinstance(data, dict):  # an event dubkit has no class for, or data that did not fit
+            value = data.get(_TASK_ID)
+        else:
+            value = getattr(data, "task_id", None)
         return value if isinstance(value, str) else None
 
     @property
@@ -163,17 +165,19 @@ _NAMED = (TTSEvent, TranslateEvent, CloneEvent, MediaTranslationEvent)
 def event_class(product: Product) -> type[WebhookEvent]:
     """The event class of ``product``: its named class, or one made from its row."""
     data = product.event_data or product.result
-    for cls in _NAMED:
-        if cls.PRODUCT is product:
-            if cls.model_fields["data"].annotation != (data | None):
-                raise RuntimeError(f"{cls.__name__}.data is not {data.__name__} | None")
-            return cls
-    name = "".join(part.title() for part in product.name.split("_")) + "Event"
-    data_field: Any = (data | None, ...)
-    made: type[WebhookEvent] = create_model(
-        name, __base__=WebhookEvent, data=data_field, __module__=__name__
-    )
-    made.PRODUCT = product
+    named: list[type[WebhookEvent]] = [cls for cls in _NAMED if cls.PRODUCT is product]
+    made: type[WebhookEvent]
+    if named:
+        made = named[0]
+        if made.model_fields["data"].annotation != (data | None):
+            raise RuntimeError(f"{made.__name__}.data is not {data.__name__} | None")
+    else:
+        name = "".join(part.title() for part in product.name.split("_")) + "Event"
+        data_field: Any = (data | None, ...)
+        made = create_model(name, __base__=WebhookEvent, data=data_field, __module__=__name__)
+        made.PRODUCT = product
+    made.EVENT = product.event
+    made.TASK_TYPE = product.task_types[0] if len(product.task_types) == 1 else None
     return made
 
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol, get_args
 
 import ipywidgets as widgets
 
-from .._util.deprecation import renamed_keywords
+from .._util.deprecation import renamed, renamed_keywords
 from ..errors import DubkitError
 from ..resources.clone import DEFAULT_TEXT, CloneResource
 from ..results import ABPlayers, Clone
@@ -74,6 +74,8 @@ class ClonePanel(widgets.VBox):
                 self.players,
             ]
         )
+
+    language = renamed("locale")
 
     def clone_from(self, source: Any) -> Clone:
         """Clone ``source`` (a path, an http(s) URL or a Material) with the panel's settings."""

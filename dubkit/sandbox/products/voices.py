@@ -121,7 +121,7 @@ def insert_clone(
     content: str | None = None,
     audio: str | None = None,
 ) -> StoredClone:
-    """Database a new clone ``cv_<hex>`` for ``api_key``, spoken by TTS as ``voice``.
+    """Store a new clone ``cv_<hex>`` for ``api_key``, spoken by TTS as ``voice``.
 
     >>> insert_clone(backend, key, SpeakingVoice("en-us", "f2"), name="Ann", provider="V3",
     ...              task_id=t).record.voice_id                        # doctest: +SKIP
