@@ -228,6 +228,15 @@ def test_the_service_saying_no_is_one_line_and_exit_1_with_the_traceback_under_d
     assert debugged.returncode == 1 and "Traceback" in debugged.stderr
 
 
+# `dubkit ...` as a terminal starts it: Ctrl-C interrupts. A process started in the background
+# of a shell without job control (as CI harnesses start their runs) inherits SIGINT ignored, and
+# Python keeps it ignored, so the test gives the command the terminal's SIGINT back first.
+AS_AT_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'dubkit'; runpy.run_module('dubkit', run_name='__main__')"
+)
+
+
 def test_ctrl_c_while_waiting_leaves_the_dub_running_and_says_its_id(
     env, sandbox, new_key, tmp_path
 ):
@@ -235,7 +244,7 @@ def test_ctrl_c_while_waiting_leaves_the_dub_running_and_says_its_id(
     sandbox.set_timing("polls", 10_000)  # running until polled 10,000 times: no clock involved
     try:
         dubbing = subprocess.Popen(
-            [sys.executable, "-m", "dubkit", "dub", str(clip), "--to", "fr-FR"],
+            [sys.executable, "-c", AS_AT_A_TERMINAL, "dub", str(clip), "--to", "fr-FR"],
             env=env,
             cwd=tmp_path,
             stdin=subprocess.DEVNULL,
