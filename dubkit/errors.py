@@ -68,15 +68,22 @@ class ValidationError(DubkitError, ValueError):
     true when the shape was fine and a rule the interface states refused it (``end >= start``).
     """
 
-    def __init__(self, field: str, problem: str, *, rule: bool = False) -> None:
-        super().__init__(f"{field}: {problem}")
+    def __init__(self, field: str, problem: str, *, rule: bool = False, **context: Any) -> None:
+        super().__init__(f"{field}: {problem}", **context)
         self.field = field
         self.problem = problem
         self.rule = rule
 
 
 class APIError(DubkitError):
-    """The service answered with a business code other than 200."""
+    """The service answered with a business code other than 200.
+
+    An answer without the service's ``{code, message, data}`` envelope (a gateway's page)
+    keeps its ``content_type`` and a short ``body_excerpt`` (secrets masked).
+    """
+
+    content_type: str | None = None
+    body_excerpt: str | None = None
 
 
 class BadRequestError(APIError):
@@ -142,6 +149,17 @@ class UpstreamError(APIError):
     code = 502
 
 
+class UnexpectedAnswerError(APIError):
+    """The service answered (code 200, or an error without its envelope) with something the
+    contract allows but dubkit cannot turn into what was asked: no line for a line sent, no
+    URL for a part asked for, another voice than the one asked for. ``operation`` names the
+    call; ``method``, ``path`` and ``req_id`` are those of the answer."""
+
+    def __init__(self, message: str, *, operation: str, **context: Any) -> None:
+        super().__init__(f"{operation}: {message}", **context)
+        self.operation = operation
+
+
 class APIConnectionError(DubkitError):
     """No answer from the service: connection refused, reset, or the response was lost."""
 
@@ -167,8 +185,8 @@ class APITimeoutError(APIConnectionError):
 class TaskFailedError(DubkitError):
     """A task ended with status ``failed``; ``task`` holds its last known state."""
 
-    def __init__(self, message: str, *, task: Any) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, task: Any, **context: Any) -> None:
+        super().__init__(message, **context)
         self.task = task
 
 

@@ -8,6 +8,7 @@ import time
 import warnings
 
 import pytest
+from _double import answer_double, fixed
 from _http import counting_proxy, local_http
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 from _waiting import PATIENCE
@@ -113,3 +114,15 @@ def test_wait_keeps_polling_an_unknown_status_and_warns_once():
         "the service reported task status 'queued', which dubkit does not know; treating it "
         "as not yet final"
     ]
+
+
+def test_a_wait_that_runs_out_says_every_poll_was_answered():
+    running = fixed({"taskId": "t1", "taskType": "tts", "status": "running"})
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"tasks.detail": [running]})
+        task = client.tasks.get("t1", fetch=False)
+        with pytest.raises(dubkit.TaskTimeoutError) as caught:
+            task.wait(timeout=0.3, poll_interval=0.01)
+    said = str(caught.value)
+    assert "was still 'running' after 0.3s (every poll was answered)" in said, said
+    assert len(double.requests) >= 2 and caught.value.last_status == "running"

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 import requests
+from _double import Answer, answer_double, fixed
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 from _waiting import PATIENCE
 
@@ -249,3 +250,36 @@ def test_batch_says_when_a_chunk_was_accepted_but_its_answer_lost(client, sandbo
         sandbox.set_faults()
     assert all(m.startswith("accepted, answer lost") for m in result.errors.values())
     assert len(result.errors) == 2
+
+
+# ------------------------------------------------------------- answers the service rarely gives
+
+
+def _items(*texts: str) -> Answer:
+    return fixed({"items": [{"text": t} for t in texts]})
+
+
+def test_an_answer_with_fewer_or_more_items_lines_up_with_the_segments_sent():
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"translate.create": [_items("Un")]})
+        fewer = client.translate.create(["One", "Two", "Three"], source="en-US", target="fr-FR")
+        assert fewer.texts == ["Un", None, None] and sorted(fewer.errors) == [1, 2]
+        assert "answered 1 items for 3 lines" in fewer.errors[1]
+        assert len(fewer.to_frame()) == 3 and "Three" in fewer._repr_html_()
+
+        double.script({"translate.create": [_items("Un", "Deux", "Trois")]})
+        more = client.translate.create(["One", "Two"], source="en-US", target="fr-FR")
+        assert more.texts == ["Un", "Deux"] and not more.errors and len(more.to_frame()) == 2
+
+
+def test_batch_lines_each_chunk_up_with_its_own_segments():
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"translate.create": [_items("A", "B", "C")]})  # 3 items for every chunk
+        result = client.translate.batch(
+            [f"Line {i}" for i in range(120)], source="en-US", target="fr-FR", progress=False
+        )
+    assert len(result) == 120 and len(result.to_frame()) == 120
+    assert [result.texts[i] for i in (0, 2, 3, 50, 52, 53, 100, 119)] == (
+        ["A", "C", None, "A", "C", None, "A", None]
+    )
+    assert sorted(result.errors) == [i for i in range(120) if i % 50 > 2]

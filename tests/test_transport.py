@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 import requests
+from _double import Answer, answer_double
 from _http import counting_proxy, local_http
 from _waiting import PATIENCE
 
@@ -560,3 +561,54 @@ def test_a_redirect_within_base_url_is_refused_too():
             c.translate.create(["x"], source="en-US", target="fr-FR")
     assert hops == ["POST"] and info.value.http_status == 308
     assert "/openapi/v1/task/translate/create-again" in str(info.value)
+
+
+# ------------------------------------------------------------- answers without the envelope
+
+GATEWAY_HTML = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+GATEWAY_JSON = '{"error": "upstream", "request": "Authorization: Bearer sk_live_0123456789abcdef"}'
+
+
+@pytest.mark.parametrize(
+    "status, content_type, body, seen",
+    [
+        (502, "text/html", GATEWAY_HTML, "502 Bad Gateway"),
+        (422, "application/json", GATEWAY_JSON, '"error": "upstream"'),
+        (503, "", "", ""),
+    ],
+)
+def test_an_error_without_the_envelope_keeps_status_type_and_a_secret_free_excerpt(
+    status, content_type, body, seen
+):
+    answer = Answer(status, body.encode(), content_type=content_type, kind="gateway")
+    no_retry = RetryPolicy(max_retries=0)
+    with (
+        answer_double() as double,
+        dubkit.Client("sk_double_0123456789", double.url, retry=no_retry) as client,
+    ):
+        double.script({"tasks.list": [answer]})
+        with pytest.raises(dubkit.APIError) as caught:
+            client.tasks.list()
+    error = caught.value
+    assert (error.http_status, error.content_type) == (status, content_type)
+    assert seen in error.body_excerpt and f"HTTP {status}" in str(error)
+    assert error.req_id and "sk_live_0123456789abcdef" not in str(error) + repr(error)
+    assert "sk_live_0123456789abcdef" not in error.body_excerpt
+
+
+def test_a_code_written_as_an_integral_float_is_that_code():
+    answer = Answer(200, b'{"code": 404.0, "message": "no such task"}')
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"tasks.detail": [answer]})
+        with pytest.raises(dubkit.NotFoundError) as caught:
+            client.tasks.get("t1")
+    assert caught.value.code == 404 and caught.value.message == "no such task"
+
+
+def test_a_success_without_data_where_a_record_is_due_is_an_unexpected_answer():
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"tasks.detail": [Answer(200, b'{"code": 200, "message": ""}')]})
+        with pytest.raises(dubkit.UnexpectedAnswerError) as caught:
+            client.tasks.get("t1")
+    assert caught.value.operation == "tasks.detail" and caught.value.req_id
+    assert "data does not fit TaskDetail" in str(caught.value)

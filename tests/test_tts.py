@@ -9,6 +9,7 @@ import uuid
 
 import numpy as np
 import pytest
+from _double import answer_double, fixed
 from _html import plays_by_itself
 from _http import local_http
 from _waiting import PATIENCE
@@ -419,3 +420,24 @@ def test_a_line_that_differs_in_any_one_field_is_not_served_the_cached_take(fiel
     assert key(request) != key(other.model_copy(update={"output_format": "wav"}))
     for change in ({"trim": True}, {"output_format": "mp3"}, {"language": {"target": "fr-FR"}}):
         assert key(request) != key(TTSRequest.model_validate({**request.to_wire(), **change}))
+
+
+# ------------------------------------------------------------- answers the service rarely gives
+
+KNOWN_PRESET = {  # a catalogue that knows the voice the tests speak with
+    "voices.presets": [fixed({"records": [{"voiceId": "sv_x", "provider": "S1"}], "total": 1})]
+}
+
+
+def test_an_answer_with_fewer_results_than_lines_marks_the_lines_it_left_out_failed():
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({**KNOWN_PRESET, "tts.create": [fixed({"results": [{"uri": ""}]})]})
+        speech = client.tts.create(["One", "Two", "Three"], voice="sv_x")
+        assert len(speech) == 3 and len(speech.to_frame()) == 3 and speech._repr_html_()
+        assert [line.error_message is None for line in speech] == [True, False, False]
+        assert "answered 1 results for 3 lines" in speech[2].error_message
+
+        double.script({**KNOWN_PRESET, "tts.create": [fixed({"results": []})]})
+        with pytest.raises(dubkit.DubkitError) as caught:
+            client.tts.speak("One", "sv_x")
+        assert "no answer for this line" in str(caught.value) and caught.value.req_id

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 import pytest
 import requests
+from _double import STUB, Answer, answer_double, fixed, wav_bytes
 from _html import plays_by_itself
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
@@ -512,3 +513,133 @@ def test_the_progress_bar_shows_bytes_rate_and_parts(api, tmp_path, state_dir):
     assert material.material_id in material._repr_html_()
     assert "<audio controls preload='none'" in material._repr_html_()
     assert not plays_by_itself(material._repr_html_())
+
+
+# ------------------------------------------------------------- answers the service rarely gives
+
+NOTHING_REGISTERED = {"materials.list": [fixed({"records": [], "total": 0})]}
+
+
+def test_a_presign_answer_without_a_part_asked_for_aborts_and_leaves_nothing_to_resume(tmp_path):
+    sample = tmp_path / "sample.wav"
+    sample.write_bytes(wav_bytes())
+    started = {"uploadId": "up_1", "s3Uri": "s3://b/k", "materialId": "mat_1"}
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script(
+            {
+                **NOTHING_REGISTERED,
+                "materials.multipart_initiate": [fixed(started)],
+                "materials.multipart_presign": [fixed({"urls": [], "expiresInSeconds": 600})],
+                "materials.multipart_abort": [fixed({})],
+            }
+        )
+        with pytest.raises(dubkit.UnexpectedAnswerError) as caught:
+            client.materials.upload(
+                sample, multipart_threshold=1, state_dir=tmp_path / "state", progress=False
+            )
+        paths = [target.split("?")[0] for _, target, _, _ in double.requests]
+    error = caught.value
+    assert error.operation == "materials.multipart_presign" and error.req_id
+    assert "none for part 1" in str(error)
+    assert paths[-1].endswith("/multipart/abort") and not list(pending_states(tmp_path / "state"))
+
+
+@pytest.mark.parametrize("url", ["/files/tone.wav", "", "s3://bucket/key", "ftp://host/x"])
+def test_an_upload_url_that_is_not_absolute_http_is_an_unexpected_answer(tmp_path, url):
+    sample = tmp_path / "sample.wav"
+    sample.write_bytes(wav_bytes())
+    answer = {"uploadUrl": url, "s3Uri": "s3://b/k", "materialId": "mat_1"}
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"materials.gen_upload_url": [fixed(answer)]})
+        with pytest.raises(dubkit.UnexpectedAnswerError) as caught:
+            client.materials.upload(sample, state_dir=tmp_path / "state", progress=False)
+    assert caught.value.operation == "materials.gen_upload_url" and caught.value.req_id
+    assert f"upload URL {url!r} is not an absolute http(s) URL" in str(caught.value)
+
+
+# ------------------------------------------------------------- the same bytes at the same moment
+
+
+def _tone(path: Path, hertz: int) -> Path:
+    """A tenth of a second of a tone: bytes of its own for each round."""
+    import io
+    import wave
+
+    import numpy as np
+
+    samples_ = (8000 * np.sin(2 * np.pi * hertz * np.arange(1600) / 16000)).astype("<i2")
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes(samples_.tobytes())
+    path.write_bytes(out.getvalue())
+    return path
+
+
+@pytest.mark.parametrize("keys", [1, 4], ids=["one key", "four keys"])
+def test_concurrent_uploads_of_the_same_bytes_all_succeed_with_one_material_per_key(
+    sandbox, client_for, tmp_path, keys
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads, rounds = 8, 20
+    clients = [client_for(sandbox.create_key("same-bytes")) for _ in range(keys)]
+    with ThreadPoolExecutor(threads) as pool:
+        for round_ in range(rounds):
+            path = _tone(tmp_path / f"round{round_}.wav", 200 + 10 * round_ + keys)
+
+            def upload(i: int, path: Path = path, round_: int = round_) -> tuple[int, str]:
+                client = clients[i % keys]
+                state = tmp_path / f"state-{round_}-{i}"
+                return i % keys, client.materials.upload(
+                    path, progress=False, state_dir=state
+                ).material_id
+
+            made = list(pool.map(upload, range(threads)))  # any failure raises here
+            for k, client in enumerate(clients):
+                ids = {m for key, m in made if key == k}
+                assert len(ids) == 1, f"round {round_}, key {k}: {len(ids)} materials"
+                file_hash = hashlib.md5(path.read_bytes()).hexdigest()
+                listed = [m for m in client.materials.list() if m.file_hash == file_hash]
+                assert [m.material_id for m in listed] == list(ids)
+
+
+def _session(url: str, material_id: str) -> Answer:
+    return fixed({"uploadUrl": url, "s3Uri": f"s3://b/{material_id}", "materialId": material_id})
+
+
+def test_an_expired_upload_url_is_renewed_and_the_new_session_is_the_one_completed(tmp_path):
+    sample = tmp_path / "sample.wav"
+    sample.write_bytes(wav_bytes())
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        first, second = (
+            _session(f"{STUB}/files/expired.wav", "mat_old"),
+            _session(f"{STUB}/files/tone.wav", "mat_new"),
+        )
+        double.script(
+            {
+                "materials.gen_upload_url": [first, second],
+                "materials.complete": [fixed({"materialId": "mat_new", "name": "sample.wav"})],
+            }
+        )
+        material = client.materials.upload(sample, state_dir=tmp_path / "state", progress=False)
+        completed = [json.loads(b) for _, t, _, b in double.requests if "/complete" in t]
+    assert material.material_id == "mat_new"
+    assert [(c["materialId"], c["s3Uri"]) for c in completed] == [("mat_new", "s3://b/mat_new")]
+
+
+def test_bytes_registered_by_another_upload_while_the_url_expired_are_that_material(tmp_path):
+    sample = tmp_path / "sample.wav"
+    sample.write_bytes(wav_bytes())
+    known = {"materialId": "mat_theirs", "name": "sample.wav"}
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script(
+            {
+                "materials.gen_upload_url": [
+                    _session(f"{STUB}/files/expired.wav", "mat_mine"),
+                    fixed({"uploadUrl": "", "material": known}),
+                ]
+            }
+        )
+        material = client.materials.upload(sample, state_dir=tmp_path / "state", progress=False)
+    assert material.material_id == "mat_theirs" and not double.unscripted

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import requests
 import soundfile as sf
+from _double import answer_double, fixed
 from _html import plays_by_itself
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
@@ -367,3 +368,25 @@ def test_a_listing_names_previews_and_the_first_fetch_makes_them(client, sandbox
     assert (
         requests.get(voice.audio.replace(voice_id, "sv_s1_nowhere"), timeout=10).status_code == 404
     )
+
+
+# ------------------------------------------------------------- answers the service rarely gives
+
+
+def test_preset_is_the_voice_asked_for_or_an_error_naming_both():
+    other = fixed({"records": [{"voiceId": "sv_other", "provider": "S1"}], "total": 1})
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"voices.presets": [other]})
+        with pytest.raises(dubkit.UnexpectedAnswerError) as caught:
+            client.voices.preset("sv_wanted")
+    error = caught.value
+    assert error.operation == "voices.presets" and error.req_id
+    assert "'sv_wanted'" in str(error) and "'sv_other'" in str(error)
+
+
+def test_a_list_that_ignores_the_page_number_ends_at_the_repeated_page():
+    page = fixed({"records": [{"voiceId": "sv_a", "provider": "S1"}], "total": 1000})
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        double.script({"voices.presets": [page]})  # the same page, whatever page is asked
+        voices = client.voices.presets(page_size=1)
+    assert [v.voice_id for v in voices] == ["sv_a"] and len(double.requests) == 2

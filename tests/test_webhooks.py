@@ -296,3 +296,13 @@ def test_an_envelope_without_data_names_the_missing_field():
     with pytest.raises(dubkit.ValidationError) as info:
         parse_event(b'{"code": 200, "event": "openapi-tts"}')
     assert info.value.field == "data" and info.value.problem == "is required"
+
+
+def test_data_of_another_product_under_an_event_is_parsed_with_a_problem_saying_so():
+    translated = {"taskId": "t8", "items": [{"text": "Bonjour"}]}
+    event = parse_event(envelope("openapi-tts", translated))
+    assert event.task_id == "t8"
+    assert event.problem == (
+        "data has none of openapi-tts's fields, and items of openapi-translate's"
+    ), event.problem
+    assert parse_event(envelope("openapi-translate", translated)).problem is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -14,9 +15,9 @@ from urllib.parse import urljoin, urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
-from .._util.masking import mask_key
+from .._util.masking import mask_key, mask_secrets
 from .._version import __version__
-from .._wire import checked
+from .._wire import M, answer_as, checked
 from ..errors import (
     APIConnectionError,
     APIError,
@@ -77,6 +78,7 @@ class Transport:
         if bundle:
             self.session.verify = bundle
         self.session.trust_env = False
+        self._answered = threading.local()  # the last call this thread got an answer to
 
     def __repr__(self) -> str:
         return f"Transport(base_url={self.base_url!r}, secret={self.masked_key!r})"
@@ -146,7 +148,9 @@ class Transport:
             if echo_key and exchange.key:
                 body = with_idempotency_key(body, exchange.key)
             exchange.body = body.to_wire()
-        return self._run(exchange, deadline), exchange.key
+        data = self._run(exchange, deadline)
+        self._answered.operation = name
+        return data, exchange.key
 
     def request(
         self,
@@ -224,6 +228,10 @@ class Transport:
         and errors as API calls; the 2xx response. ``data`` may be a callable that makes a
         fresh body for each attempt (a file slice is read once per attempt)."""
         method = method.upper()
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            shown = url if isinstance(url, str) else type(url).__name__
+            raise ValidationError("url", f"must be an absolute http(s) URL, got {shown[:80]!r}")
         exchange = Exchange(
             method,
             url,
@@ -237,6 +245,19 @@ class Transport:
         )
         response: requests.Response = self._run(exchange, None)
         return response
+
+    def answered(self) -> dict[str, Any]:
+        """``method``, ``path`` and ``req_id`` of the last API call this thread got an answer
+        to: what an error about that answer's content carries."""
+        context: dict[str, Any] = getattr(self._answered, "context", {})
+        return dict(context)
+
+    def read(self, model: type[M], data: Any, operation: str | None = None) -> M:
+        """``data`` of the last answer as ``model``; an answer that does not fit is an
+        :class:`UnexpectedAnswerError` naming ``operation`` (by default the call answered)
+        and keeping the answer's req_id."""
+        said = operation or getattr(self._answered, "operation", None) or "an answer"
+        return answer_as(model, data, operation=said, context=self.answered())
 
     def download(self, url: str) -> bytes:
         """The bytes behind a file URL (a TTS clip, a dub, a subtitle file)."""
@@ -277,6 +298,8 @@ class Transport:
         while True:
             data, error, outcome, why = self._attempt(exchange, deadline)
             if error is None:
+                self._answered.context = exchange.context
+                self._answered.operation = None  # a plain exchange; _call names an API one
                 return data
             judged = exchange.judge(self.retry, outcome, why)
             if not judged.retry:
@@ -370,14 +393,23 @@ class Transport:
         except ValueError:  # not JSON: a proxy's error page, a truncated body
             payload = None
         code = payload.get("code") if isinstance(payload, dict) else None
+        if isinstance(code, float) and code.is_integer():  # JSON has one number type: 200.0 is 200
+            code = int(code)
         if code == 200:
             return payload.get("data"), None, Outcome("answered", status, code), ""
-        code = code if isinstance(code, int) else status
-        message = (payload.get("message") if isinstance(payload, dict) else None) or (
-            f"the service answered HTTP {status} without a JSON envelope"
-            if payload is None
-            else f"the service answered code {code}"
-        )
+        enveloped = isinstance(code, int) and not isinstance(code, bool)
+        code = code if isinstance(code, int) and enveloped else status
+        wire = _wire_facts(response)
+        if enveloped:
+            said = payload.get("message")
+            message = (
+                said if isinstance(said, str) and said else f"the service answered code {code}"
+            )
+        else:  # a gateway's or proxy's own page: keep what it said
+            message = (
+                f"the service answered HTTP {status} ({wire['content_type'] or 'no content type'}) "
+                f"without its envelope: {wire['body_excerpt']!r}"
+            )
         context = {**exchange.context, "code": code, "http_status": status}
         outcome = Outcome("answered", status, code)
         error: DubkitError
@@ -392,6 +424,8 @@ class Transport:
         else:
             error = error_class_for(code)(message, **context)
             error.retry_after = retry_after(response)
+        if not enveloped:
+            error.content_type, error.body_excerpt = wire["content_type"], wire["body_excerpt"]
         return None, error, outcome, f"an attempt was answered {code} ({message})"
 
     def _raw_answer(
@@ -421,3 +455,14 @@ class Transport:
 
     def close(self) -> None:
         self.session.close()
+
+
+EXCERPT = 200  # characters of a body kept in an error
+
+
+def _wire_facts(response: requests.Response) -> dict[str, str]:
+    """What an answer without the envelope said: its content type and the start of its body,
+    on one line, with anything shaped like a secret masked."""
+    text = response.content[: EXCERPT * 4].decode("utf-8", "replace")
+    excerpt = mask_secrets(" ".join(text.split()))[:EXCERPT]
+    return {"content_type": response.headers.get("Content-Type", ""), "body_excerpt": excerpt}

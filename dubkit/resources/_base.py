@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 from .._transport import Transport
 from ..errors import DubkitError, IdempotencyConflictError
 from ..results import Task
-from ..schema import TaskContext, Wire, product_of_operation
+from ..schema import Page, TaskContext, Wire, product_of_operation
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,7 +48,7 @@ class Resource:
             own = getattr(body, "extra_data", None) or {}
             body = body.model_copy(update={"extra_data": {**own, **extra_data}})
         data, key = self._transport.start_task(op, body, idempotency_key=idempotency_key)
-        accepted = product.acceptance.model_validate(data)
+        accepted = self._transport.read(product.acceptance, data)
         return Task(
             self._transport,
             accepted.task_id,
@@ -59,23 +59,40 @@ class Resource:
             context=context or product.context.of(body),
         )
 
+    def _page_of(self, op: str, query: Mapping[str, Any]) -> Page:
+        """One page of list operation ``op`` (``query`` holds its page number and size)."""
+        return self._transport.read(Page, self._transport.call(op, dict(query)))
 
-def iterate_pages(
-    fetch: Callable[[int, int], dict[str, Any]], page_size: int, limit: int | None = None
-) -> Iterator[dict[str, Any]]:
-    """Yield records across pages until ``total`` (or ``limit``) records were seen."""
-    current, seen = 1, 0
-    while True:
-        answer = fetch(current, page_size) or {}
-        records = answer.get("records") or []
-        for record in records:
-            if limit is not None and seen >= limit:
+    def _pages(
+        self,
+        op: str,
+        query: Mapping[str, Any],
+        page_size: int,
+        limit: int | None = None,
+        totals: list[int] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """The records of list operation ``op`` across pages, until ``total`` (or ``limit``)
+        records were seen; each page's total goes to ``totals`` when given.
+
+        A page equal to the one before ends the walk too: a service that ignores the page
+        number (or a ``total`` larger than what it holds) would otherwise be asked forever."""
+        current, seen = 1, 0
+        previous: list[dict[str, Any]] | None = None
+        while True:
+            page = self._page_of(op, {**query, "current_page": current, "page_size": page_size})
+            if totals is not None:
+                totals.append(page.total or 0)
+            if page.records == previous:
                 return
-            yield record
-            seen += 1
-        if not records or seen >= int(answer.get("total") or 0):
-            return
-        current += 1
+            previous = page.records
+            for record in page.records:
+                if limit is not None and seen >= limit:
+                    return
+                yield record
+                seen += 1
+            if not page.records or seen >= (page.total or 0):
+                return
+            current += 1
 
 
 def as_list(items: Any) -> list[Any]:

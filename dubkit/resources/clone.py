@@ -21,7 +21,7 @@ from typing import Any, Union
 from .._transport import Transport
 from .._util.deprecation import renamed_keywords
 from .._wire import checked
-from ..errors import DubkitError
+from ..errors import UnexpectedAnswerError, ValidationError
 from ..results import ABPlayers, Clone, Material, Task
 from ..schema import CloneAsyncRequest, CloneContext, CloneProvider, CloneRequest
 from ._base import Resource
@@ -65,6 +65,12 @@ class CloneResource(Resource):
         body = self._request(CloneRequest, source, name, provider, locale, text)
         data = self._transport.call("clone.create", body, idempotency_key=idempotency_key)
         clone = Clone.from_task(self._transport, data, CloneContext.of(body))
+        if not clone.voice_id:  # allowed by the document, and no voice to speak with
+            raise UnexpectedAnswerError(
+                "the answer has no voiceId: no voice was made",
+                operation="clone.create",
+                **self._transport.answered(),
+            )
         self._voices._remember(clone.voice_id, clone.provider)
         return clone
 
@@ -92,7 +98,7 @@ class CloneResource(Resource):
         the reference: A/B players. ``tts`` options go to ``client.tts.speak``."""
         words = text or clone.text or DEFAULT_TEXT
         if not clone.voice_id:
-            raise DubkitError("this clone has no voice id to speak with")
+            raise ValidationError("clone", "has no voice_id to speak with (its task made no voice)")
         line = self._tts.speak(words, clone.voice_id, **tts)
         return ABPlayers(self._transport, clone, line.uri or "", words)
 

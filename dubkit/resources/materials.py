@@ -22,7 +22,7 @@ from .._util.deprecation import renamed
 from ..errors import NotFoundError, ValidationError
 from ..results import Material, MaterialList
 from ..uploads import MULTIPART_THRESHOLD, ProgressCallback, Upload, check_media_file
-from ._base import Resource, iterate_pages
+from ._base import Resource
 
 # Makes the progress display ``progress=True`` asks for (the Client passes the widgets' one).
 ProgressDisplay = Callable[[str], ProgressCallback]
@@ -77,27 +77,27 @@ class MaterialsResource(Resource):
         elif progress and self._progress_display is not None:
             upload.report.show = self._progress_display(upload.name)
         record = upload.run()
-        return self._seen(Material.model_validate(record)).hold_thumbnail(self._transport)
+        return self._seen(
+            self._transport.read(Material, record, "materials.complete")
+        ).hold_thumbnail(self._transport)
 
     def list(self, *, limit: int | None = None, page_size: int = 100) -> MaterialList:
         """Every registered material of this key, newest first (``limit`` caps the count)."""
         return MaterialList(self.iterate(limit=limit, page_size=page_size))
 
     def iterate(self, *, limit: int | None = None, page_size: int = 100) -> Iterator[Material]:
-        def fetch(page: int, size: int) -> dict[str, Any]:
-            answer: dict[str, Any] = self._transport.call(
-                "materials.list", {"current_page": page, "page_size": size}
-            )
-            return answer
-
-        for record in iterate_pages(fetch, page_size, limit):
-            yield self._seen(Material.model_validate(record))
+        for record in self._pages("materials.list", {}, page_size, limit):
+            yield self._seen(self._transport.read(Material, record, "materials.list"))
 
     def get(self, material_id: str) -> Material:
         """The registered material ``material_id`` (``NotFoundError`` if there is none)."""
         found = next((m for m in self.iterate() if m.material_id == material_id), None)
         if found is None:
-            raise NotFoundError(f"no registered material {material_id!r} for this key", code=404)
+            raise NotFoundError(
+                f"no registered material {material_id!r} for this key",
+                code=404,
+                **self._transport.answered(),
+            )
         return found.hold_thumbnail(self._transport)
 
     def find_by_hash(self, file_hash: str) -> Material | None:

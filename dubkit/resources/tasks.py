@@ -12,7 +12,7 @@ from typing import Any
 from .._util.deprecation import renamed, warn_renamed
 from ..results import Task, TaskList
 from ..schema import TaskSummary
-from ._base import Resource, iterate_pages
+from ._base import Resource
 
 
 class TasksResource(Resource):
@@ -28,7 +28,7 @@ class TasksResource(Resource):
     ) -> TaskList:
         """All matching tasks, newest first, fetched page by page (``limit`` caps the count)."""
         return TaskList(
-            TaskSummary.model_validate(r)
+            self._transport.read(TaskSummary, r, "tasks.list")
             for r in self.iterate(
                 task_type=task_type, status=status, limit=limit, page_size=page_size
             )
@@ -44,14 +44,8 @@ class TasksResource(Resource):
     ) -> Iterator[dict[str, Any]]:
         """The matching task records (wire dicts), page by page as they are read."""
 
-        def fetch(page: int, size: int) -> dict[str, Any]:
-            answer: dict[str, Any] = self._transport.call(
-                "tasks.list",
-                {"task_type": task_type, "status": status, "current_page": page, "page_size": size},
-            )
-            return answer
-
-        return iterate_pages(fetch, page_size, limit)
+        query = {"task_type": task_type, "status": status}
+        return self._pages("tasks.list", query, page_size, limit)
 
     def get(self, task_id: str, task_type: str | None = None, *, fetch: bool = True) -> Task:
         """The task ``task_id`` as the service sees it now (``NotFoundError`` if this key has

@@ -93,7 +93,9 @@ class TranslateResource(Resource):
         ]
 
         def send(body: TranslateRequest) -> TranslateResult:
-            return TranslateResult.model_validate(self._transport.call("translate.create", body))
+            return self._transport.read(
+                TranslateResult, self._transport.call("translate.create", body)
+            )
 
         def failed(body: TranslateRequest, exc: DubkitError) -> TranslateResult:
             return TranslateResult(
@@ -109,9 +111,12 @@ class TranslateResource(Resource):
             weight=lambda b: len(b.segments),
             on_error=failed,
         )
-        merged = TranslateResult(
-            task_id=None, items=[item for result in results for item in result.items]
-        )
+        items = [  # each chunk's answer lined up with its own segments: nothing shifts
+            item
+            for body, result in zip(bodies, results)
+            for item in Translation(result, [s.text for s in body.segments]).items
+        ]
+        merged = TranslateResult(task_id=None, items=items)
         return Translation(
             merged,
             [s.text for b in bodies for s in b.segments],

@@ -80,7 +80,9 @@ class TTSResource(Resource):
         """
         line = self.create([text], voice=voice, **options)[0]
         if not line.ok:
-            raise DubkitError(f"the line was not spoken: {line.error_message}")
+            raise DubkitError(
+                f"the line was not spoken: {line.error_message}", **self._transport.answered()
+            )
         return line
 
     @renamed_keywords(language="locale")
@@ -157,7 +159,7 @@ class TTSResource(Resource):
         ]
 
         def send(job: tuple[Sequence[int], TTSRequest]) -> TTSResult:
-            return TTSResult.model_validate(self._transport.call("tts.create", job[1]))
+            return self._transport.read(TTSResult, self._transport.call("tts.create", job[1]))
 
         def failed(job: tuple[Sequence[int], TTSRequest], exc: DubkitError) -> TTSResult:
             return TTSResult(

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from .._util.deprecation import renamed, renamed_keywords
-from ..errors import ValidationError
+from ..errors import UnexpectedAnswerError, ValidationError
 from ..results import VoiceList
 from ..results.voices import VoiceLike, voice_id_of
 from ..schema import ClonedVoice, PresetVoice
-from ._base import Resource, iterate_pages
+from ._base import Resource
 
 V = TypeVar("V", PresetVoice, ClonedVoice)
 
@@ -33,7 +33,9 @@ V = TypeVar("V", PresetVoice, ClonedVoice)
 LISTING_HINT = "find ids with client.voices.presets() or client.voices.clones()"
 
 
-def unknown_voice(field: str, voice_id: Any, *, presets_only: bool = False) -> ValidationError:
+def unknown_voice(
+    field: str, voice_id: Any, *, presets_only: bool = False, **context: Any
+) -> ValidationError:
     """The one error for a voice id the service's lists do not have (field: where it came in).
 
     >>> raise unknown_voice("voices[1]", "sv_nowhere")
@@ -51,9 +53,12 @@ def unknown_voice(field: str, voice_id: Any, *, presets_only: bool = False) -> V
             field,
             f"no preset voice {voice_id!r} in the catalogue; find "
             f"ids with client.voices.presets(){clone}",
+            **context,
         )
     return ValidationError(
-        field, f"no voice {voice_id!r} in the preset or clone library of this key; {LISTING_HINT}"
+        field,
+        f"no voice {voice_id!r} in the preset or clone library of this key; {LISTING_HINT}",
+        **context,
     )
 
 
@@ -127,8 +132,14 @@ class VoicesResource(Resource):
             # with some other voice.
             raise unknown_voice("voice", voice)
         found = self.presets(voice=voice, limit=1)
-        if not found:
-            raise unknown_voice("voice", voice, presets_only=True)
+        if not found:  # the list was asked: the error keeps its answer's req_id
+            raise unknown_voice("voice", voice, presets_only=True, **self._transport.answered())
+        if found[0].voice_id != voice:  # a filter the service ignored: not the voice asked for
+            raise UnexpectedAnswerError(
+                f"asked for preset {voice!r}, the list answered {found[0].voice_id!r}",
+                operation="voices.presets",
+                **self._transport.answered(),
+            )
         return found[0]
 
     # ----------------------------------------------------------------- clones
@@ -197,11 +208,12 @@ class VoicesResource(Resource):
             self.clones(voices=clones)
         for preset_id in sorted(wanted - set(clones)):
             self.presets(voice=preset_id, limit=1)
+        asked = self._transport.answered() if wanted else {}  # an error keeps the lists' req_id
         providers = []
         for voice_id, field in zip(voice_ids, fields):
             provider = self._provider_of(voice_id) if isinstance(voice_id, str) else None
             if provider is None:
-                raise unknown_voice(field, voice_id)
+                raise unknown_voice(field, voice_id, **asked)
             providers.append(provider)
         return providers
 
@@ -220,16 +232,9 @@ class VoicesResource(Resource):
         self, op: str, model: type[V], query: dict[str, Any], limit: int | None, page_size: int
     ) -> VoiceList[V]:
         totals: list[int] = []
-
-        def fetch(page: int, size: int) -> dict[str, Any]:
-            answer: dict[str, Any] = self._transport.call(
-                op, _clean({**query, "current_page": page, "page_size": size})
-            )
-            totals.append(int(answer.get("total") or 0))
-            return answer
-
         voices = [
-            self._seen(model.model_validate(r)) for r in iterate_pages(fetch, page_size, limit)
+            self._seen(self._transport.read(model, r, op))
+            for r in self._pages(op, _clean(query), page_size, limit, totals)
         ]
         return VoiceList(voices, totals[0] if totals else 0)
 
@@ -238,12 +243,10 @@ class VoicesResource(Resource):
     ) -> VoiceList[V]:
         names = {"search": "search_name"}  # the friendly name of presets()'s filter
         query = {names.get(k, k): v for k, v in filters.items()}
-        answer = self._transport.call(
-            op, _clean({**query, "current_page": page, "page_size": page_size})
-        )
+        answer = self._page_of(op, _clean({**query, "current_page": page, "page_size": page_size}))
         return VoiceList(
-            [self._seen(model.model_validate(r)) for r in answer["records"]],
-            int(answer.get("total") or 0),
+            [self._seen(self._transport.read(model, r, op)) for r in answer.records],
+            answer.total or 0,
         )
 
     def _seen(self, voice: V) -> V:

@@ -33,7 +33,7 @@ class Clone:
     def from_task(
         cls, transport: Transport, raw: dict[str, Any], context: CloneContext | None
     ) -> Clone:
-        return cls(CloneResult.model_validate(raw), context)
+        return cls(transport.read(CloneResult, raw), context)
 
     def __repr__(self) -> str:
         return f"Clone({self.voice_id!r}, name={self.name!r}, provider={self.provider!r})"

@@ -146,7 +146,7 @@ class DubbingResult:
         self._transport = transport
         self.raw = dict(raw)
         context = context or DubbingContext()
-        result = schema.MediaTranslationResult.model_validate(self.raw)
+        result = transport.read(schema.MediaTranslationResult, self.raw)
         self.task_id = result.task_id
         build = result.build or schema.Build()
         self.video = MediaFile.of(build.video)

@@ -20,6 +20,7 @@ from ..media.mime import format_of
 from ..schema import SpeechContext, TTSResult, TTSResultItem, extras
 from ..views.players import speech_table_html
 from ._held import fetch_held
+from ._lines import lined_up
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a table is made: pandas is slow to import
@@ -116,9 +117,14 @@ class Speech:
         texts: Sequence[str | None],
         voices: Sequence[str | None],
     ) -> Speech:
-        """The lines of one or more answers, in order; the first clips a table shows are
-        fetched now when they are the local sandbox's (see :mod:`dubkit.results._held`)."""
+        """The lines of one or more answers, in order, one a text sent (see
+        :mod:`dubkit.results._lines`); the first clips a table shows are fetched now when they
+        are the local sandbox's (see :mod:`dubkit.results._held`)."""
         items = [item for result in results for item in result.results]
+        if texts:
+            items = lined_up(
+                items, len(texts), lambda why: TTSResultItem(error_message=why), "results"
+            )
         held = fetch_held(transport, (item.uri for item in items if not item.error_message))
         lines = [
             SpeechLine(
@@ -139,7 +145,7 @@ class Speech:
     ) -> Speech:
         context = context or SpeechContext()
         return cls.from_results(
-            transport, [TTSResult.model_validate(raw)], context.texts, context.voices
+            transport, [transport.read(TTSResult, raw)], context.texts, context.voices
         )
 
     @property

@@ -64,7 +64,7 @@ def result_of(
         return raw
     convert = RESULT_TYPES.get(task_type or "")
     if convert is None:
-        return product.result.model_validate(raw)
+        return transport.read(product.result, raw)
     return convert(transport, raw, context if isinstance(context, product.context) else None)
 
 
@@ -130,8 +130,9 @@ class Task:
         return None
 
     def refresh(self, *, deadline: float | None = None) -> Task:
-        detail = TaskDetail.model_validate(
-            self._transport.call("tasks.detail", {"task_id": self.task_id}, deadline=deadline)
+        detail = self._transport.read(
+            TaskDetail,
+            self._transport.call("tasks.detail", {"task_id": self.task_id}, deadline=deadline),
         )
         self.apply(detail.task_type, detail.status, detail.result)
         return self
@@ -171,33 +172,37 @@ class Task:
         while True:
             try:
                 self.refresh(deadline=deadline)
-            except APITimeoutError:
+            except APITimeoutError as exc:
                 if time.monotonic() < deadline:
                     raise
-                raise TaskTimeoutError(
-                    f"task {self.task_id} ({self.task_type}) did not answer before the "
-                    f"{timeout:g}s deadline; last seen {self.status!r}",
+                raise TaskTimeoutError(  # unanswered, or still being retried: say which
+                    f"task {self.task_id} ({self.task_type}): its last poll did not end before "
+                    f"the {timeout:g}s deadline ({exc.message}); last seen {self.status!r}",
                     task=self,
                     last_status=self.status,
                 ) from None
             if self.status == "failed":
-                raise TaskFailedError(
-                    f"task {self.task_id} ({self.task_type}) failed: {self.error_message}",
+                said = self.error_message or "the service gave no reason"
+                raise TaskFailedError(  # with the req_id of the poll that saw it fail
+                    f"task {self.task_id} ({self.task_type}) failed: {said}",
                     task=self,
+                    **self._transport.answered(),
                 )
             if self.done:
                 self.result  # noqa: B018  (made here, where waiting is expected, not in a view)
                 return self
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left > 0:
+                time.sleep(min(interval, left))
+                interval = min(max_interval, interval * 1.5)
+            if time.monotonic() >= deadline:  # answered, and still not ended: say so
                 raise TaskTimeoutError(
                     f"task {self.task_id} ({self.task_type}) was still {self.status!r} after "
-                    f"{timeout:g}s; call .wait() again or dubkit.monitor(task) to keep watching",
+                    f"{timeout:g}s (every poll was answered); call .wait() again or "
+                    f"dubkit.monitor(task) to keep watching",
                     task=self,
                     last_status=self.status,
                 )
-            time.sleep(min(interval, left))
-            interval = min(max_interval, interval * 1.5)
 
     def delete(self) -> None:
         self._transport.call("tasks.delete", {"task_id": self.task_id})

@@ -9,6 +9,7 @@ from .._transport import Transport
 from .._util.words import count
 from ..schema import TranslateItem, TranslateResult, TranslationContext
 from ..views.translation import translation_html
+from ._lines import lined_up
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a table is made: pandas is slow to import
@@ -27,6 +28,10 @@ class Translation:
         self.raw = result
         self.task_id = result.task_id
         self.items: list[TranslateItem] = result.items
+        if sources is not None:  # one item a segment sent, whatever the answer held
+            self.items = lined_up(
+                result.items, len(sources), lambda why: TranslateItem(error_message=why), "items"
+            )
         self.sources = list(sources) if sources is not None else [None] * len(self.items)
         # The sandbox labels its results; trust the label, not where the client points.
         self.pseudo = pseudo or is_pseudo(result)
@@ -35,7 +40,7 @@ class Translation:
     def from_task(
         cls, transport: Transport, raw: dict[str, Any], context: TranslationContext | None
     ) -> Translation:
-        return cls(TranslateResult.model_validate(raw), context.sources if context else None)
+        return cls(transport.read(TranslateResult, raw), context.sources if context else None)
 
     def __len__(self) -> int:
         return len(self.items)

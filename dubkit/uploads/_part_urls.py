@@ -6,11 +6,28 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
+from .._wire import answer_as
+from ..errors import UnexpectedAnswerError
 from ..schema import PresignParts, PresignPartsAnswer
 from .state import UploadState
 
 PRESIGN_BATCH = 100
+
+
+def presigned(url: str | None, operation: str, answered: dict[str, Any]) -> str:
+    """``url`` if it is an absolute http(s) URL to PUT to; else what ``operation`` answered
+    cannot upload anything: an :class:`UnexpectedAnswerError` saying so."""
+    parts = urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        shown = (url or "")[:60]
+        raise UnexpectedAnswerError(
+            f"the answer's upload URL {shown!r} is not an absolute http(s) URL",
+            operation=operation,
+            **answered,
+        )
+    return url or ""
 
 
 class PartUrls:
@@ -21,9 +38,13 @@ class PartUrls:
     """
 
     def __init__(
-        self, call: Callable[[str, Any], Any], state: UploadState, missing: list[int]
+        self,
+        call: Callable[[str, Any], Any],
+        state: UploadState,
+        missing: list[int],
+        answered: Callable[[], dict[str, Any]],
     ) -> None:
-        self._call, self._state, self._order = call, state, missing
+        self._call, self._state, self._order, self._answered = call, state, missing, answered
         self._urls: dict[int, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
@@ -35,14 +56,26 @@ class PartUrls:
             start = self._order.index(number)
             batch = self._order[start : start + PRESIGN_BATCH]
             request = PresignParts(**self._state.ref().model_dump(), part_numbers=batch)
-            answer = PresignPartsAnswer.model_validate(
-                self._call("materials.multipart_presign", request)
+            answer = answer_as(
+                PresignPartsAnswer,
+                self._call("materials.multipart_presign", request),
+                operation="materials.multipart_presign",
+                context=self._answered(),
             )
             # Renew a little before the service's expiry, never after it.
             expires = time.monotonic() + float(answer.expires_in_seconds or 3600) * 0.9
             for item in answer.urls:
                 if item.part_number is not None and item.url:
                     self._urls[item.part_number] = (item.url, expires)
+            if number in self._urls:
+                presigned(self._urls[number][0], "materials.multipart_presign", self._answered())
+            if number not in self._urls:
+                raise UnexpectedAnswerError(
+                    f"asked for the URLs of parts {batch[0]}-{batch[-1]}, the answer has none "
+                    f"for part {number}",
+                    operation="materials.multipart_presign",
+                    **self._answered(),
+                )
             return self._urls[number][0]
 
     def forget(self, number: int) -> None:

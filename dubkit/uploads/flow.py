@@ -17,6 +17,7 @@ from ..errors import (
     IdempotencyConflictError,
     NotFoundError,
     ServerError,
+    UnexpectedAnswerError,
     ValidationError,
 )
 from ..schema import (
@@ -28,7 +29,7 @@ from ..schema import (
     UploadComplete,
     UploadStart,
 )
-from ._part_urls import PartUrls
+from ._part_urls import PartUrls, presigned
 from ._resume_checks import first_changed_part, registered_by_last_run
 from .files import FileSlice, check_media_file, file_md5, part_size_for
 from .progress import REPORT_EVERY, ProgressCallback, ProgressReport, UploadProgress
@@ -44,6 +45,14 @@ class UploadError(DubkitError):
         super().__init__(message)
         self.resumable = resumable
         self.state_file = state_file
+
+
+class _AlreadyMaterial(Exception):
+    """A renewed session answered that these bytes are a material already: ``record``."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__("already a material")
+        self.record = record
 
 
 class _SessionGone(UploadError):
@@ -126,8 +135,8 @@ class Upload:
         self.report.phase("uploading")
         start = UploadStart(file_hash=file_hash, file_name=self.name)
         if self.size < self.threshold:
-            answer = GenUploadUrlAnswer.model_validate(
-                self._call("materials.gen_upload_url", start)
+            answer = self.transport.read(
+                GenUploadUrlAnswer, self._call("materials.gen_upload_url", start)
             )
             if answer.material is not None:
                 self.progress.duplicate = True
@@ -140,8 +149,8 @@ class Upload:
         if known is not None:
             self.progress.duplicate = True
             return self._done(known)
-        started = MultipartInitiateAnswer.model_validate(
-            self._call("materials.multipart_initiate", start)
+        started = self.transport.read(
+            MultipartInitiateAnswer, self._call("materials.multipart_initiate", start)
         )
         part_size = part_size_for(self.size, started.recommended_part_size, self.part_size)
         return self._multipart(
@@ -179,19 +188,37 @@ class Upload:
     def _single(self, start: UploadStart, answer: GenUploadUrlAnswer) -> dict[str, Any]:
         self.progress.parts_total = 1
         if not answer.s3_uri or not answer.material_id:
-            raise UploadError(
-                "the service's gen-upload-url answer has no s3Uri or materialId", resumable=False
+            raise UnexpectedAnswerError(
+                "the answer has no s3Uri or materialId to upload to",
+                operation="materials.gen_upload_url",
+                **self.transport.answered(),
             )
-        s3_uri, material_id = answer.s3_uri, answer.material_id
+        presigned(answer.upload_url, "materials.gen_upload_url", self.transport.answered())
         current = [answer]
 
-        def renew() -> None:  # the single URL expired: a new session, a new URL
-            current[0] = GenUploadUrlAnswer.model_validate(
-                self._call("materials.gen_upload_url", start)
+        def renew() -> None:
+            # The URL expired: a new session with a URL of its own, completed by its own ids
+            # (the old session never gets the bytes). Another upload may have registered
+            # these bytes meanwhile: then the answer is that material, and nothing is sent.
+            fresh = self.transport.read(
+                GenUploadUrlAnswer, self._call("materials.gen_upload_url", start)
             )
+            if fresh.material is not None:
+                raise _AlreadyMaterial(fresh.material.to_wire())
+            if not fresh.s3_uri or not fresh.material_id:
+                raise UnexpectedAnswerError(
+                    "the answer has no s3Uri or materialId to upload to",
+                    operation="materials.gen_upload_url",
+                    **self.transport.answered(),
+                )
+            presigned(fresh.upload_url, "materials.gen_upload_url", self.transport.answered())
+            current[0] = fresh
 
         try:
             self._put_retrying(lambda: current[0].upload_url or "", renew, 0, self.size)
+        except _AlreadyMaterial as known:
+            self.progress.duplicate = True
+            return self._done(known.record)
         except _TRANSIENT as exc:
             raise UploadError(
                 f"upload of {self.name!r} failed ({type(exc).__name__}); try again", resumable=False
@@ -200,11 +227,13 @@ class Upload:
             raise _reworded(exc.error, f"storage refused {self.name!r}") from None
         self.progress.parts_done = 1
         self.report.phase("registering")
-        answer = current[0]
+        sent_to = current[0]
         return self._done(
             self._register(
                 "materials.complete",
-                UploadComplete(**start.model_dump(), s3_uri=s3_uri, material_id=material_id),
+                UploadComplete(
+                    **start.model_dump(), s3_uri=sent_to.s3_uri, material_id=sent_to.material_id
+                ),
                 start.file_hash,
             )
         )
@@ -219,6 +248,11 @@ class Upload:
         missing = [n for n in range(1, total + 1) if n not in done]
         try:
             self._send_parts(state, missing, size)
+        except UnexpectedAnswerError as exc:  # the service's answer cannot finish this upload
+            self._abort(state)
+            exc.message += "; dubkit aborted the upload"
+            exc.args = (exc.message,)
+            raise
         except (NotFoundError, _Refused) as exc:
             self._abort(state)
             refusal = exc.error if isinstance(exc, _Refused) else exc
@@ -255,7 +289,7 @@ class Upload:
 
     # -- parts
     def _send_parts(self, state: UploadState, missing: list[int], size: int) -> None:
-        urls = PartUrls(self._call, state, missing)
+        urls = PartUrls(self._call, state, missing, self.transport.answered)
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="dubkit-upload")
         futures = [pool.submit(self._send_part, state, urls, n, size) for n in missing]
         try:
@@ -367,7 +401,7 @@ class Upload:
         return self.report.progress
 
     def _done(self, record: dict[str, Any]) -> dict[str, Any]:
-        self.report.done(Material.model_validate(record).material_id)
+        self.report.done(self.transport.read(Material, record).material_id)
         return record
 
 

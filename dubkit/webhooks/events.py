@@ -208,7 +208,36 @@ def parse_event(body: bytes | str | Mapping[str, Any]) -> WebhookEvent:
         generic._problem = f"unknown event {generic.event!r}"
         return generic
     try:
-        return checked(typed, dict(payload))
+        event = checked(typed, dict(payload))
     except ValidationError as exc:
         generic._problem = f"data does not fit {generic.event}: {exc}"
         return generic
+    event._problem = _looks_like_another(event.event or "", generic.data)
+    return event
+
+
+def _distinctive(product: Product) -> set[str]:
+    """The wire names of the fields of ``product``'s event data that no other product's has."""
+
+    def fields(p: Product) -> set[str]:
+        model = p.event_data or p.result
+        return {f.alias or n for n, f in model.model_fields.items()}
+
+    others = set().union(*(fields(p) for p in PRODUCTS if p is not product))
+    return fields(product) - others
+
+
+def _looks_like_another(event: str, data: Any) -> str | None:
+    """A word when ``data`` has none of its event's own fields and some of another event's:
+    every field is optional, so such data parses, and would be read as an empty result."""
+    if not isinstance(data, Mapping) or not data:
+        return None
+    keys = set(data)
+    own = EVENT_TYPES[event].PRODUCT
+    if own is None or keys & _distinctive(own):
+        return None
+    for product in PRODUCTS:
+        found = sorted(keys & _distinctive(product))
+        if product is not own and found:
+            return f"data has none of {event}'s fields, and {', '.join(found)} of {product.event}'s"
+    return None
