@@ -34,7 +34,7 @@ LISTING_HINT = "find ids with client.voices.presets() or client.voices.clones()"
 
 
 def unknown_voice(
-    field: str, voice_id: Any, *, presets_only: bool = False, **context: Any
+    field: str, voice_id: Any, *, presets_only: bool = False, req_id: str | None = None
 ) -> ValidationError:
     """The one error for a voice id the service's lists do not have (field: where it came in).
 
@@ -53,12 +53,12 @@ def unknown_voice(
             field,
             f"no preset voice {voice_id!r} in the catalogue; find "
             f"ids with client.voices.presets(){clone}",
-            **context,
+            req_id=req_id,
         )
     return ValidationError(
         field,
         f"no voice {voice_id!r} in the preset or clone library of this key; {LISTING_HINT}",
-        **context,
+        req_id=req_id,
     )
 
 
@@ -133,7 +133,9 @@ class VoicesResource(Resource):
             raise unknown_voice("voice", voice)
         found = self.presets(voice=voice, limit=1)
         if not found:  # the list was asked: the error keeps its answer's req_id
-            raise unknown_voice("voice", voice, presets_only=True, **self._transport.answered())
+            raise unknown_voice(
+                "voice", voice, presets_only=True, req_id=self._transport.answered().get("req_id")
+            )
         if found[0].voice_id != voice:  # a filter the service ignored: not the voice asked for
             raise UnexpectedAnswerError(
                 f"asked for preset {voice!r}, the list answered {found[0].voice_id!r}",
@@ -208,12 +210,14 @@ class VoicesResource(Resource):
             self.clones(voices=clones)
         for preset_id in sorted(wanted - set(clones)):
             self.presets(voice=preset_id, limit=1)
-        asked = self._transport.answered() if wanted else {}  # an error keeps the lists' req_id
+        # An error keeps the req_id of the lists it was looked up in (its hint names Python calls,
+        # not REST paths, so the path stays out of its text).
+        asked = self._transport.answered().get("req_id") if wanted else None
         providers = []
         for voice_id, field in zip(voice_ids, fields):
             provider = self._provider_of(voice_id) if isinstance(voice_id, str) else None
             if provider is None:
-                raise unknown_voice(field, voice_id, **asked)
+                raise unknown_voice(field, voice_id, req_id=asked)
             providers.append(provider)
         return providers
 
