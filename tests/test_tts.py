@@ -9,7 +9,7 @@ import uuid
 
 import numpy as np
 import pytest
-from _double import answer_double, fixed
+from _double import STUB, answer_double, fixed
 from _html import plays_by_itself
 from _http import local_http
 from _waiting import PATIENCE
@@ -441,3 +441,14 @@ def test_an_answer_with_fewer_results_than_lines_marks_the_lines_it_left_out_fai
         with pytest.raises(dubkit.DubkitError) as caught:
             client.tts.speak("One", "sv_x")
         assert "no answer for this line" in str(caught.value) and caught.value.req_id
+
+
+def test_batch_lines_each_chunk_up_with_its_own_lines():
+    with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
+        one = fixed({"results": [{"uri": f"{STUB}/files/tone.wav"}]})  # 1 result for any chunk
+        double.script({**KNOWN_PRESET, "tts.create": [one]})
+        speech = client.tts.batch([f"Line {i}" for i in range(60)], voice="sv_x", progress=False)
+    assert len(speech) == 60 and len(speech.to_frame()) == 60
+    assert [i for i, line in enumerate(speech) if line.error_message is None] == [0, 50]
+    assert "answered 1 results for 50 lines" in speech[1].error_message
+    assert "answered 1 results for 10 lines" in speech[51].error_message

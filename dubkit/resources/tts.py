@@ -22,6 +22,7 @@ from .._util.deprecation import renamed_keywords
 from .._wire import checked, python_names, wire_name
 from ..errors import DubkitError, ValidationError
 from ..results import Audition, Speech, SpeechLine, Task
+from ..results._lines import lined_up
 from ..results.voices import VoiceLike, voice_id_of
 from ..schema import (
     MAX_LINES,
@@ -175,11 +176,12 @@ class TTSResource(Resource):
             weight=lambda job: len(job[0]),
             on_error=failed,
         )
-        ordered: list[TTSResultItem | None] = [None] * len(items)
-        for (indices, _), answer in zip(jobs, answers):
-            for i, item in zip(indices, answer.results):
+        ordered: list[TTSResultItem] = [TTSResultItem()] * len(items)
+        for (indices, _), answer in zip(jobs, answers):  # each chunk lined up with its own lines
+            lined = lined_up(answer.results, len(indices), _not_answered, "results")
+            for i, item in zip(indices, lined):
                 ordered[i] = item
-        merged = TTSResult(results=[o or TTSResultItem(error_message="no result") for o in ordered])
+        merged = TTSResult(results=ordered)
         speech = Speech.from_results(
             self._transport,
             [merged],
@@ -321,3 +323,7 @@ def _renumbered(exc: ValidationError, offsets: Sequence[int] | None) -> Validati
     return ValidationError(
         f"data[{offsets[local]}]" + exc.field[exc.field.index("]") + 1 :], exc.problem
     )
+
+
+def _not_answered(why: str) -> TTSResultItem:
+    return TTSResultItem(error_message=why)
