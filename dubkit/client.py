@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from ._transport import RetryPolicy, Timeout, Transport, is_read
 from ._util.deprecation import warn_renamed
 from ._util.masking import mask_key
+from ._util.urls import is_web_url
 from .errors import APIConnectionError, DubkitError, ValidationError, origin_of
 from .resources import (
     CloneResource,
@@ -179,14 +180,14 @@ def connect(
 def _checked_url(url: str, field: str) -> str:
     """An http(s) URL with a host, without the trailing slash; never echoed whole (a query or
     user info may hold a secret)."""
-    parts = urlsplit(url.strip()) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+    if not is_web_url(url):
         raise ValidationError(
             field,
             "must be an http(s) URL with a host, like "
             "http://127.0.0.1:8765 (a dubkit sandbox) or the "
             "service's https address",
         )
+    parts = urlsplit(url.strip())
     try:
         _ = parts.port  # urlsplit checks the port only when asked
     except ValueError:

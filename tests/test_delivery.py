@@ -156,20 +156,14 @@ def listening(tmp_path: Path, secret) -> tuple[Receiver, list[str]]:
 
 
 def test_webhook_is_signed_and_verifies_and_one_byte_breaks_it(client, sandbox):
-    received = []
-
-    def hook(method, headers, body):
-        received.append((headers, body))
-        return 200, {}, b""
-
-    with local_http(hook) as url:
-        sandbox.set_webhook(f"{url}/hook")
+    with webhook_catcher() as caught:
+        sandbox.set_webhook(f"{caught.url}/hook")
         task = client.translate.create_async(
             ["signed"], source="en-US", target="fr-FR", extra_data={"order": 7}
         )
-        wait_for(lambda: _delivery_for(task.task_id, received))
+        wait_for(lambda: _delivery_for(task.task_id, caught.deliveries))
     # Events held for this key while it had no URL arrive too; pick this task's.
-    headers, body = _delivery_for(task.task_id, received)
+    headers, body = _delivery_for(task.task_id, caught.deliveries)
     secret = sandbox.webhook_secret
     verify(secret, headers["X-Timestamp"], body, headers["X-Signature"])
     envelope = json.loads(body)

@@ -16,6 +16,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from .._util.masking import mask_key, mask_secrets
+from .._util.urls import is_web_url
 from .._version import __version__
 from .._wire import M, answer_as, checked
 from ..errors import (
@@ -228,10 +229,9 @@ class Transport:
         and errors as API calls; the 2xx response. ``data`` may be a callable that makes a
         fresh body for each attempt (a file slice is read once per attempt)."""
         method = method.upper()
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            shown = url if isinstance(url, str) else type(url).__name__
-            raise ValidationError("url", f"must be an absolute http(s) URL, got {shown[:80]!r}")
+        if not is_web_url(url):
+            shown = mask_secrets(url)[:80] if isinstance(url, str) else type(url).__name__
+            raise ValidationError("url", f"must be an absolute http(s) URL, got {shown!r}")
         exchange = Exchange(
             method,
             url,

@@ -6,8 +6,9 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
+from .._util.masking import mask_secrets
+from .._util.urls import is_web_url
 from .._wire import answer_as
 from ..errors import UnexpectedAnswerError
 from ..schema import PresignParts, PresignPartsAnswer
@@ -19,9 +20,8 @@ PRESIGN_BATCH = 100
 def presigned(url: str | None, operation: str, answered: dict[str, Any]) -> str:
     """``url`` if it is an absolute http(s) URL to PUT to; else what ``operation`` answered
     cannot upload anything: an :class:`UnexpectedAnswerError` saying so."""
-    parts = urlsplit(url or "")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        shown = (url or "")[:60]
+    if not is_web_url(url):
+        shown = mask_secrets(url or "")[:60]
         raise UnexpectedAnswerError(
             f"the answer's upload URL {shown!r} is not an absolute http(s) URL",
             operation=operation,

@@ -185,8 +185,8 @@ class Upload:
         state.delete()
         return self._fresh()
 
-    def _single(self, start: UploadStart, answer: GenUploadUrlAnswer) -> dict[str, Any]:
-        self.progress.parts_total = 1
+    def _session(self, answer: GenUploadUrlAnswer) -> GenUploadUrlAnswer:
+        """A gen-upload-url answer that opened a session: its ids and URL, checked."""
         if not answer.s3_uri or not answer.material_id:
             raise UnexpectedAnswerError(
                 "the answer has no s3Uri or materialId to upload to",
@@ -194,7 +194,11 @@ class Upload:
                 **self.transport.answered(),
             )
         presigned(answer.upload_url, "materials.gen_upload_url", self.transport.answered())
-        current = [answer]
+        return answer
+
+    def _single(self, start: UploadStart, answer: GenUploadUrlAnswer) -> dict[str, Any]:
+        self.progress.parts_total = 1
+        current = [self._session(answer)]
 
         def renew() -> None:
             # The URL expired: a new session with a URL of its own, completed by its own ids
@@ -205,14 +209,7 @@ class Upload:
             )
             if fresh.material is not None:
                 raise _AlreadyMaterial(fresh.material.to_wire())
-            if not fresh.s3_uri or not fresh.material_id:
-                raise UnexpectedAnswerError(
-                    "the answer has no s3Uri or materialId to upload to",
-                    operation="materials.gen_upload_url",
-                    **self.transport.answered(),
-                )
-            presigned(fresh.upload_url, "materials.gen_upload_url", self.transport.answered())
-            current[0] = fresh
+            current[0] = self._session(fresh)
 
         try:
             self._put_retrying(lambda: current[0].upload_url or "", renew, 0, self.size)
