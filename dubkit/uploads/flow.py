@@ -221,7 +221,10 @@ class Upload:
                 f"upload of {self.name!r} failed ({type(exc).__name__}); try again", resumable=False
             ) from None
         except _Refused as exc:
-            raise _reworded(exc.error, f"storage refused {self.name!r}") from None
+            given_by = self.transport.answered()  # the gen-upload-url answer of the URL
+            raise _reworded(
+                exc.error, f"storage refused {self.name!r}", given_by=given_by
+            ) from None
         self.progress.parts_done = 1
         self.report.phase("registering")
         sent_to = current[0]
@@ -251,6 +254,7 @@ class Upload:
             exc.args = (exc.message,)
             raise
         except (NotFoundError, _Refused) as exc:
+            given_by = self.transport.answered()  # the presign answer of the refused URL
             self._abort(state)
             refusal = exc.error if isinstance(exc, _Refused) else exc
             if isinstance(refusal, NotFoundError):
@@ -258,7 +262,10 @@ class Upload:
                     f"the upload session of {self.name!r} is no longer open", resumable=False
                 ) from None
             raise _reworded(
-                refusal, f"storage refused a part of {self.name!r}", "; the upload was aborted"
+                refusal,
+                f"storage refused a part of {self.name!r}",
+                "; the upload was aborted",
+                given_by,
             ) from None
         except _TRANSIENT as exc:
             raise UploadError(
@@ -402,8 +409,15 @@ class Upload:
         return record
 
 
-def _reworded(error: APIError, what: str, after: str = "") -> APIError:
-    """``error`` (same class and codes) saying what was refused: ``what (HTTP 4xx: …)after``."""
+def _reworded(
+    error: APIError, what: str, after: str = "", given_by: dict[str, Any] | None = None
+) -> APIError:
+    """``error`` (same class and codes) saying what was refused: ``what (HTTP 4xx: …)after``.
+
+    A storage answer has no ``req_id``; the error keeps the one of ``given_by``, the API answer
+    that gave the refused URL, so support can trace it."""
     error.message = f"{what} ({error.message}){after}"
     error.args = (error.message,)
+    if error.req_id is None and given_by:
+        error.req_id = given_by.get("req_id")
     return error
