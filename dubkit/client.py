@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._transport import RetryPolicy, Timeout, Transport, is_read
+from ._transport import Budget, RetryPolicy, Timeout, Transport, is_read
 from ._util.deprecation import warn_renamed
 from ._util.masking import mask_key
 from ._util.urls import is_web_url
@@ -28,7 +28,11 @@ from .resources import (
 )
 from .sandbox_handle import SandboxHandle, embedded
 from .schema import OPERATIONS_BY_PATH
+from .schema.prices import PRICES, PRICES_READ_ON
 from .uploads import UploadProgress
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Client:
@@ -47,9 +51,11 @@ class Client:
         timeout: Timeout | None = None,
         retry: RetryPolicy | None = None,
         sandbox: SandboxHandle | None = None,
+        budget: float | None = None,
     ) -> None:
         transport = self._transport = Transport(api_key, base_url, timeout=timeout, retry=retry)
         self.sandbox = sandbox  # the SandboxHandle when this client talks to the sandbox
+        transport.talks_to_sandbox = sandbox is not None
         # Each resource gets the siblings it uses, so none of them needs the client.
         self.tasks = TasksResource(transport)
         self.voices = VoicesResource(transport)
@@ -58,6 +64,8 @@ class Client:
         self.tts = TTSResource(transport, self.voices, self.materials)
         self.clones = CloneResource(transport, self.voices, self.materials, self.tts)
         self.dubbing = DubbingResource(transport, self.voices, self.materials, self.tts)
+        if budget is not None:  # quotes each paid call before it is sent (see Budget)
+            transport.budget = Budget(budget, self.dubbing.material_facts)
 
     def __repr__(self) -> str:
         # A sandbox on this machine is not named by its loopback address: a repr printed
@@ -74,6 +82,20 @@ class Client:
         """``client.dubbing`` under its old name."""
         warn_renamed("client.media", "client.dubbing")
         return self.dubbing
+
+    @property
+    def budget(self) -> Budget | None:
+        """The budget guard (``spent``, ``left``), when the client was given ``budget=``."""
+        return self._transport.budget
+
+    @property
+    def prices(self) -> pd.DataFrame:
+        """The service's published prices, the table quotes and the sandbox's charges use."""
+        import pandas as pd
+
+        frame = pd.DataFrame([vars(price) for price in PRICES])
+        frame.attrs["read_on"] = PRICES_READ_ON
+        return frame
 
     @property
     def base_url(self) -> str:

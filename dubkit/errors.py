@@ -75,6 +75,22 @@ class ValidationError(DubkitError, ValueError):
         self.rule = rule
 
 
+class BudgetExceededError(DubkitError):
+    """A call refused by the client's budget before it was sent (so nothing was spent).
+
+    ``budget``, ``spent`` (credits of the calls this client sent that may have been charged)
+    and ``cost`` (the call's quote) are numbers; ``quote`` says how the cost was reckoned.
+    """
+
+    def __init__(self, budget: float, spent: float, quote: Any) -> None:
+        left = max(0.0, budget - spent)
+        super().__init__(
+            f"over budget: this call would cost {quote}; the budget is {budget:g} credits, "
+            f"{spent:g} spent, {left:g} left. Nothing was sent"
+        )
+        self.budget, self.spent, self.cost, self.quote = budget, spent, quote.credits, quote
+
+
 class APIError(DubkitError):
     """The service answered with a business code other than 200.
 

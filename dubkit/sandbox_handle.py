@@ -32,6 +32,7 @@ from .schema.sandbox_admin import (
     OutboxRow,
     Redeliver,
     SandboxInfo,
+    ThrottleLimits,
     Timing,
     WebhookSecrets,
     WebhookSettings,
@@ -212,6 +213,9 @@ class SandboxHandle:
         error502_after: float = 0,
         latency_ms: float = 0,
         crash_after_handler: float = 0,
+        error429: float = 0,
+        retry_after: int = 1,
+        retry_after_as_date: bool = False,
         paths: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> None:
@@ -219,7 +223,9 @@ class SandboxHandle:
         clears them. ``drop_after_commit``: do the work, then lose the answer;
         ``error502_before``/``error502_after``: answer 502 before or after the work;
         ``latency_ms``: answer late; ``crash_after_handler``: a 500 after the work, which must
-        charge nothing; ``seed``: repeatable runs.
+        charge nothing; ``error429``: a 429 before any work, with ``Retry-After`` of
+        ``retry_after`` seconds (as an HTTP date with ``retry_after_as_date``); ``seed``:
+        repeatable runs.
 
         >>> sandbox.set_faults(drop_after_commit=0.3, latency_ms=200, paths=["/task/"])
         """
@@ -230,10 +236,28 @@ class SandboxHandle:
             error502_after=error502_after,
             latency_ms=latency_ms,
             crash_after_handler=crash_after_handler,
+            error429=error429,
+            retry_after=retry_after,
+            retry_after_as_date=retry_after_as_date,
             paths=list(paths) if paths is not None else None,
             seed=seed,
         )
         self._send("POST", "/faults", faults)
+
+    def set_throttle(
+        self, *, rate: float | None = None, burst: int | None = None, concurrency: int | None = None
+    ) -> dict[str, Any]:
+        """Per-key limits: ``rate`` calls a second in bursts of ``burst``, ``concurrency``
+        calls in progress (0 turns one off; the ones not given stay). Answers the limits and
+        the 429s each key got so far (keys masked)."""
+        limits = _checked(ThrottleLimits, rate=rate, burst=burst, concurrency=concurrency)
+        answer: dict[str, Any] = self._send("POST", "/throttle", limits)
+        return answer
+
+    def throttle(self) -> dict[str, Any]:
+        """The per-key limits and the 429s each key got (keys masked)."""
+        answer: dict[str, Any] = self._send("GET", "/throttle")
+        return answer
 
     @renamed_keywords(**_camel(Limits))
     def set_limits(

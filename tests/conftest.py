@@ -44,6 +44,7 @@ os.environ.setdefault(
 import dubkit  # noqa: E402
 from dubkit import SandboxHandle  # noqa: E402
 from dubkit import start_sandbox as start  # noqa: E402
+from dubkit.sandbox.throttle import DEFAULTS as THROTTLE_DEFAULTS  # noqa: E402
 
 FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 ARTIFACTS = Path(
@@ -111,6 +112,7 @@ def sandbox() -> Iterator[SandboxHandle]:
 
 def _restore(box: SandboxHandle) -> None:
     box.set_faults()
+    box.set_throttle(**THROTTLE_DEFAULTS)
     box.set_timing("immediate")
     box.set_webhook(None)
     box.set_credits(1_000_000)

@@ -20,7 +20,7 @@ from dubkit import samples
 from dubkit.media import audio, av
 from dubkit.results import Clone
 from dubkit.sandbox.engines import voiceprint
-from dubkit.sandbox.products.clone import CLONE_CREDITS
+from dubkit.schema.prices import CLONE_CREDITS
 from dubkit.widgets.clone import ClonePanel
 
 TEXT = "The morning train was late again, so we walked along the river and talked about the summer."

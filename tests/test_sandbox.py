@@ -18,6 +18,8 @@ import requests
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 
 import dubkit
+from dubkit import contract
+from dubkit._util import extras_header
 from dubkit.sandbox.admin_token import ADMIN_HEADER, read_admin_token
 from dubkit.sandbox.call import Call
 from dubkit.sandbox.products.routes import HANDLERS
@@ -74,7 +76,70 @@ def test_missing_or_wrong_key_is_a_401_envelope(sandbox, key):
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     answer = requests.get(f"{sandbox.url}/openapi/v1/tasks/list", headers=headers, timeout=10)
     assert answer.status_code == 401
-    assert answer.json()["code"] == 401 and answer.json()["data"] is None
+    assert answer.json() == {"code": 401, "message": "Invalid or missing API Key", "data": None}
+
+
+@pytest.mark.parametrize(
+    "path, body, message",
+    [
+        (
+            "/task/tts/create",
+            {"data": [{"text": "x", "voiceId": "sv_s1_en_us_clear_f"}] * 51},
+            "invalid request: data: at most 50 items, got 51",
+        ),
+        (
+            "/task/translate/create",
+            {"language": LANG, "segments": [{"text": "x"}] * 51},
+            "invalid request: segments: at most 50 items, got 51",
+        ),
+        (
+            "/task/translate/create",
+            {
+                "language": LANG,
+                "segments": [{"text": "x"}],
+                "options": {"sourceContext": {"contextWindow": 21}},
+            },
+            "invalid request: options.sourceContext.contextWindow: at most 20, got 21",
+        ),
+    ],
+)
+@pytest.mark.sends_invalid_requests
+def test_a_limit_error_states_the_limit_and_the_value_received(sandbox, path, body, message):
+    answer = raw_post(sandbox, path, body)
+    assert answer.status_code == 400 and answer.json()["message"] == message
+
+
+def test_extra_data_with_nan_or_infinity_is_a_400_naming_the_field(sandbox):
+    before = sandbox.credits()
+    for constant in (b"NaN", b"Infinity", b"-Infinity"):
+        body = (
+            b'{"language":{"source":"en-US","target":"fr-FR"},"segments":[{"text":"x"}],'
+            b'"extraData":{"score":[1,' + constant + b"]}}"
+        )
+        answer = api_post(sandbox, "/task/translate/create-async", body)
+        message = answer.json()["message"]
+        assert answer.status_code == 400 and message.startswith(
+            "invalid request: extraData.score[1]"
+        )
+    assert sandbox.credits() == before
+
+
+def test_answers_carry_only_documented_fields_and_the_extras_beside_them(sandbox, client):
+    """The sandbox's labelled extras (here a line's delivery) are not in the body; they come
+    in the extras header, and dubkit's result has them back."""
+    body = {"data": [{"text": "Hi", "voiceId": "sv_s1_en_us_clear_f", "emoPrompt": "happy"}]}
+    answer = raw_post(sandbox, "/task/tts/create", body)
+    assert set(answer.json()["data"]["results"][0]) == {"uri", "duration"}
+    assert extras_header.decode(answer.headers[extras_header.HEADER]) == {
+        "data": {"results": [{"emotion": "happy x0.60"}]}
+    }
+    assert not contract.check_answer("tts.create", 200, answer.json())
+    spoken = client.tts.create(["Hi"], voice="sv_s1_en_us_clear_f", emo_prompt="happy")
+    assert spoken[0].extra == {"emotion": "happy x0.60"}
+    leaked = {"code": 200, "data": {"taskId": "t", "results": [], "engine": "x"}}
+    assert contract.check_answer("tts.create", 200, leaked) == [
+        contract.Problem("data.engine", "undocumented field")
+    ]
 
 
 def test_post_without_idempotency_key_names_the_header(sandbox):

@@ -17,6 +17,7 @@ from _waiting import PATIENCE
 import dubkit
 from dubkit import samples
 from dubkit import start_sandbox as start
+from dubkit.schema.prices import speech_credits
 
 
 def _free_port() -> int:
@@ -65,16 +66,18 @@ def test_a_crash_in_the_sandbox_charges_nothing_and_leaves_no_task(sandbox, new_
     assert "crashAfterHandler" in str(info.value)
     assert sandbox.credits(new_key) == before and len(c.tasks.list()) == 0
     c.translate.create(["0123456789"], source="en-US", target="fr-FR")  # the same call, sound
-    assert sandbox.credits(new_key) == before - 10 and len(c.tasks.list()) == 1
+    assert sandbox.credits(new_key) == before - 1 and len(c.tasks.list()) == 1
 
 
 def test_402_when_credits_run_out_and_nothing_is_created(sandbox, new_key, client_for):
     c = client_for(new_key)
-    sandbox.set_credits(20, api_key=new_key)
-    c.translate.create(["0123456789"], source="en-US", target="fr-FR")  # 10 credits
+    sandbox.set_credits(2, api_key=new_key)
+    c.translate.create(["0123456789"], source="en-US", target="fr-FR")  # 1 credit
     with pytest.raises(dubkit.InsufficientCreditsError) as info:
-        c.translate.create(["a much longer line"], source="en-US", target="fr-FR")
-    assert "credits" in str(info.value)
+        c.translate.create(["x" * 150], source="en-US", target="fr-FR")  # 2 credits
+    assert "Insufficient quota: translating 1 segment(s) needs 2 credits, this key has 1" in str(
+        info.value
+    )
     assert len(c.tasks.list()) == 1
 
 
@@ -125,7 +128,8 @@ def test_tasks_cut_short_by_a_restart_are_refunded(tmp_path):
             client.tts.create_async([long_line + str(i)], voice="sv_s1_en_us_clear_f")
             for i in range(6)
         ]
-        assert start_credits - box.credits() == sum(len(long_line + str(i)) for i in range(6))
+        cost = [speech_credits(long_line + str(i)) for i in range(6)]
+        assert start_credits - box.credits() == sum(cost)
     finally:
         proc.kill()
         proc.wait(PATIENCE)
@@ -135,7 +139,7 @@ def test_tasks_cut_short_by_a_restart_are_refunded(tmp_path):
         ended = [client.tasks.get(t.task_id) for t in tasks]
         cut_short = [t for t in ended if t.status == "failed"]
         assert cut_short, "every task finished before the kill; the test proved nothing"
-        spent = sum(len(long_line + str(i)) for i, t in enumerate(ended) if t.status == "finished")
+        spent = sum(cost[i] for i, t in enumerate(ended) if t.status == "finished")
         assert restarted.credits() == start_credits - spent
         assert all("restarted" in (t.error_message or "") for t in cut_short)
     finally:

@@ -12,6 +12,7 @@ from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 from _waiting import PATIENCE
 
 import dubkit
+from dubkit.schema.prices import translation_credits
 from dubkit.widgets.tasks import TaskMonitor
 
 VOICE = "sv_s1_en_us_clear_f"
@@ -234,7 +235,7 @@ def test_batch_reports_a_failed_chunk_per_segment_and_keeps_the_others(
 ):
     c = client_for(new_key)
     lines = [f"Line number {i:03d}." for i in range(100)]
-    sandbox.set_credits(sum(len(t) for t in lines[:50]), api_key=new_key)  # one chunk's worth
+    sandbox.set_credits(translation_credits(lines[:50]), api_key=new_key)  # one chunk's worth
     result = c.translate.batch(lines, source="en-US", target="fr-FR", concurrency=1, progress=False)
     assert all(result.texts[:50]) and sorted(result.errors) == list(range(50, 100))
     assert all(m.startswith("request failed:") and "credits" in m for m in result.errors.values())

@@ -248,13 +248,13 @@ def test_a_failed_task_has_no_result_and_carries_the_error_as_tasks_detail_does(
                 "code": 402,
                 "event": "openapi-translate",
                 "pipelineKey": "p",
-                "message": "insufficient credits",
+                "message": "Insufficient quota",
                 "data": {"taskId": "t9"},
             }
         )
     )
     assert failed.status == "failed" and not failed.succeeded and failed.result is None
-    assert failed.task_result() == {"errorCode": 402, "errorMessage": "insufficient credits"}
+    assert failed.task_result() == {"errorCode": 402, "errorMessage": "Insufficient quota"}
     media = parse_event(
         envelope(
             "openapi-media-translation", {"taskId": "t5", "taskType": "at", "status": "failed"}

@@ -3,7 +3,8 @@
 One ``requests`` session per Transport, one retry loop, one error tree (:mod:`dubkit.errors`).
 The secret (the API key, or a sandbox's admin token) is attached only to requests below its
 scope (:class:`~dubkit._transport.keys.SecretHeader`). Modules: ``transport`` (the Transport),
-``exchange`` (one logical call, its idempotency key, and the errors that end it), ``keys``
+``exchange`` (one logical call, its idempotency key, and the errors that end it), ``budget``
+(the client's ceiling on credits, checked before a paid call is sent), ``keys``
 (secrets, checking idempotency keys), ``policy`` (timeouts, backoff, and :func:`verdict`, the one
 rule on what each attempt's outcome means).
 
@@ -27,8 +28,10 @@ something and may be charged.
   inventing a new key (which would create a second, double-charged task).
 * 409 on a changing call before any ambiguous attempt means the caller reused a key: raised at
   once, never retried.
-* 429 and 503 are throttling (``RetryPolicy.throttled``): retried after ``Retry-After`` (or
-  the backoff).
+* 429 and 503 are throttling (``RetryPolicy.throttled``): the service did not take the call,
+  which is retried (a changing call with its same idempotency key) after ``Retry-After``,
+  given in seconds or as an HTTP date, capped by ``RetryPolicy.max_retry_after`` (or the
+  backoff when it is absent).
 * Every other business code is final. Redirects are never followed (``exchange.redirect_refused``).
 * Plain exchanges (downloads, storage PUTs) retry what is safe to repeat (GET, PUT) on
   connection failures, the ambiguous statuses and throttling; anything else is final, raised in
@@ -42,11 +45,13 @@ something and may be charged.
 Backoff is exponential with full jitter, capped; ``Retry-After`` wins when the service sends it.
 """
 
+from .budget import Budget
 from .keys import check_api_key, check_idempotency_key
 from .policy import Outcome, RetryPolicy, Timeout, Verdict, is_read, verdict
 from .transport import API_PREFIX, Transport
 
 __all__ = [
+    "Budget",
     "Transport",
     "RetryPolicy",
     "Timeout",

@@ -15,6 +15,8 @@ from urllib.parse import urljoin, urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
+from .. import contract
+from .._util import extras_header
 from .._util.masking import mask_key, mask_secrets
 from .._util.urls import is_web_url
 from .._version import __version__
@@ -30,6 +32,7 @@ from ..errors import (
     origin_of,
 )
 from ..schema import OPERATIONS, Operation, with_idempotency_key
+from .budget import Budget
 from .exchange import Exchange, never_connected, redirect_refused
 from .keys import SecretHeader, check_api_key
 from .policy import REPEATABLE, Outcome, RetryPolicy, Timeout, is_read, retry_after
@@ -80,6 +83,9 @@ class Transport:
             self.session.verify = bundle
         self.session.trust_env = False
         self._answered = threading.local()  # the last call this thread got an answer to
+        self.budget: Budget | None = None  # the client's ceiling on credits, if it set one
+        # Whether a dubkit sandbox answers (it sends its labelled extras beside the body).
+        self.talks_to_sandbox = False
 
     def __repr__(self) -> str:
         return f"Transport(base_url={self.base_url!r}, secret={self.masked_key!r})"
@@ -149,7 +155,11 @@ class Transport:
             if echo_key and exchange.key:
                 body = with_idempotency_key(body, exchange.key)
             exchange.body = body.to_wire()
-        data = self._run(exchange, deadline)
+        if self.budget is None or body is None:
+            data = self._run(exchange, deadline)
+        else:
+            with self.budget.spending(name, body):
+                data = self._run(exchange, deadline)
         self._answered.operation = name
         return data, exchange.key
 
@@ -396,7 +406,12 @@ class Transport:
         if isinstance(code, float) and code.is_integer():  # JSON has one number type: 200.0 is 200
             code = int(code)
         if code == 200:
-            return payload.get("data"), None, Outcome("answered", status, code), ""
+            data = payload.get("data")
+            overlay = extras_header.decode(response.headers.get(extras_header.HEADER))
+            if overlay is not None:  # a dubkit sandbox's labelled extras, put back
+                self.talks_to_sandbox = True
+                data = contract.merge(data, overlay.get("data"))
+            return data, None, Outcome("answered", status, code), ""
         enveloped = isinstance(code, int) and not isinstance(code, bool)
         code = code if isinstance(code, int) and enveloped else status
         wire = _wire_facts(response)

@@ -6,7 +6,7 @@ and the sandbox (strict contract mode, schemathesis) both answer to.
 
 >>> from dubkit import contract
 >>> contract.check_request("tts.create", body={"data": []}, headers={"X-Idempotency-Key": "k"})
-[Problem(path='data', message='should have at least 1 item, got 0')]
+[Problem(path='data', message='at least 1 item, got 0')]
 >>> contract.check_answer("tasks.detail", 200, {"code": 200, "data": {"result": None}})
 [Problem(path='data.result', message='expected object, got null')]
 
@@ -193,7 +193,8 @@ def check_answer(
             found.append(Problem(f"header {name}", "required header is missing"))
     content = answer.get("content", {}).get("application/json")
     if content is not None:
-        found += problems(_branch(content["schema"], payload), payload)
+        chosen = _branch(content["schema"], payload)
+        found += problems(chosen, payload) + undocumented(chosen, payload)
     return found
 
 
@@ -218,7 +219,105 @@ def check_webhook(event: str, payload: Any, headers: Mapping[str, str]) -> list[
     name = f"webhook.{event}"
     if name not in operations():
         return [Problem("event", f"{event!r} is not one of the documented webhooks")]
-    return check_request(name, body=payload, headers=headers)
+    found = check_request(name, body=payload, headers=headers)
+    return found + undocumented(webhook_schema(event), payload)
+
+
+# --------------------------------------------------------------------------- documented fields
+
+
+def split(
+    schema: Mapping[str, Any], value: Any, *, at: str = "", cut: list[str] | None = None
+) -> tuple[Any, Any]:
+    """``value`` cut in two: what ``schema`` documents, and the rest as a sparse overlay of the
+    same shape (objects by key, lists by index with ``None`` where nothing was cut), or None.
+
+    An object's documented names are the union of every branch the schema combines (``allOf``,
+    ``oneOf``, ``anyOf``, ``then``); an object the document leaves free-form (no properties, or
+    ``additionalProperties``) keeps everything. :func:`merge` puts the two back together.
+    ``cut`` (if given) collects the path of every field cut.
+
+    >>> split({"properties": {"a": {}}}, {"a": 1, "b": 2})
+    ({'a': 1}, {'b': 2})
+    """
+    facets = _facets(schema)
+    if isinstance(value, dict):
+        named: dict[str, list[Any]] = {}
+        free = False
+        for facet in facets:
+            for name, sub in facet.get("properties", {}).items():
+                named.setdefault(name, []).append(sub)
+            free |= facet.get("additionalProperties", False) not in (False, None)
+        if not named:
+            return value, None
+        kept: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, item in value.items():
+            path = f"{at}.{key}" if at else key
+            if key in named:
+                kept[key], rest = split({"allOf": named[key]}, item, at=path, cut=cut)
+                if rest is not None:
+                    extra[key] = rest
+            elif free:
+                kept[key] = item
+            else:
+                extra[key] = item
+                if cut is not None:
+                    cut.append(path)
+        return kept, extra or None
+    if isinstance(value, list):
+        items = [f["items"] for f in facets if isinstance(f.get("items"), dict)]
+        if not items:
+            return value, None
+        parts = [split({"allOf": items}, v, at=f"{at}[{i}]", cut=cut) for i, v in enumerate(value)]
+        rests = [rest for _, rest in parts]
+        return [kept for kept, _ in parts], rests if any(r is not None for r in rests) else None
+    return value, None
+
+
+def merge(value: Any, overlay: Any) -> Any:
+    """``value`` with ``overlay`` (from :func:`split`) put back."""
+    if overlay is None:
+        return value
+    if isinstance(value, dict) and isinstance(overlay, dict):
+        return {**value, **{k: merge(value.get(k), v) for k, v in overlay.items()}}
+    if isinstance(value, list) and isinstance(overlay, list):
+        return [merge(v, o) for v, o in zip(value, overlay)] + value[len(overlay) :]
+    return overlay if value is None else value
+
+
+def answer_schema(operation: str) -> dict[str, Any]:
+    """The schema of ``operation``'s success answer (the whole envelope)."""
+    answer = resolve(operations()[operation].spec["responses"]["200"])
+    schema: dict[str, Any] = answer["content"]["application/json"]["schema"]
+    return schema
+
+
+def webhook_schema(event: str) -> dict[str, Any]:
+    """The schema of webhook ``event``'s body."""
+    body = operations()[f"webhook.{event}"].spec["requestBody"]
+    schema: dict[str, Any] = body["content"]["application/json"]["schema"]
+    return schema
+
+
+def _facets(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The schema and every branch it combines, references resolved."""
+    found, stack = [], [dict(schema)]
+    while stack:
+        node = resolve(stack.pop())
+        found.append(node)
+        for key in ("allOf", "oneOf", "anyOf"):
+            stack.extend(node.get(key, []))
+        if isinstance(node.get("then"), dict):
+            stack.append(node["then"])
+    return found
+
+
+def undocumented(schema: Mapping[str, Any], value: Any) -> list[Problem]:
+    """One problem per field of ``value`` that ``schema`` does not document."""
+    cut: list[str] = []
+    split(schema, value, cut=cut)
+    return [Problem(path, "undocumented field") for path in cut]
 
 
 # --------------------------------------------------------------------------- plumbing
@@ -251,10 +350,37 @@ def _problem(error: Any, at: str) -> Problem:
             f"expected {_expected(error.kind)}, got "
             f"{_JSON_TYPES.get(type(error.instance), 'a value')}",
         )
+    if kind in _BOUNDS:  # every limit error states the limit and the value received
+        return Problem(_path(parts), _BOUNDS[kind](error.kind.limit, error.instance))
     message = error.message
     if len(message) > 160:
         message = message[:157] + "..."
     return Problem(_path(parts), message)
+
+
+def _items(n: Any) -> str:
+    return f"{n} item{'s' if n != 1 else ''}"
+
+
+def _characters(n: Any) -> str:
+    return f"{n} character{'s' if n != 1 else ''}"
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# Bound kind -> its message from (limit, value): the limit and what was received, never a dump.
+_BOUNDS: dict[str, Any] = {
+    "MaxItems": lambda lim, got: f"at most {_items(lim)}, got {len(got)}",
+    "MinItems": lambda lim, got: f"at least {_items(lim)}, got {len(got)}",
+    "MaxLength": lambda lim, got: f"at most {_characters(lim)}, got {len(got)}",
+    "MinLength": lambda lim, got: f"at least {_characters(lim)}, got {len(got)}",
+    "Maximum": lambda lim, got: f"at most {_number(lim)}, got {_number(got)}",
+    "Minimum": lambda lim, got: f"at least {_number(lim)}, got {_number(got)}",
+    "ExclusiveMaximum": lambda lim, got: f"less than {_number(lim)}, got {_number(got)}",
+    "ExclusiveMinimum": lambda lim, got: f"more than {_number(lim)}, got {_number(got)}",
+}
 
 
 def _expected(kind: Any) -> str:

@@ -323,10 +323,39 @@ _LOCALE_ALIASES = {
 }
 
 
+# Languages the service lists that espeak-ng cannot speak: the nearest language it can, and why.
+STAND_INS: dict[str, tuple[str, str, str]] = {
+    "bho": ("hi", "Bhojpuri", "Hindi, its Indo-Aryan neighbour in the same script"),
+    "fil": ("id", "Filipino", "Indonesian, an Austronesian language in Latin script"),
+    "gl": ("pt", "Galician", "Portuguese, its sister language"),
+    "jv": ("id", "Javanese", "Indonesian, the language of the same islands"),
+    "km": ("vi", "Khmer", "Vietnamese, an Austroasiatic language like Khmer"),
+    "lo": ("th", "Lao", "Thai, a close Tai relative"),
+    "mn": ("kk", "Mongolian", "Kazakh, a Cyrillic neighbour with the same extra vowels"),
+    "ps": ("fa", "Pashto", "Persian, an Iranian language in the same script"),
+    "so": ("om", "Somali", "Oromo, a Cushitic relative"),
+    "zu": ("tn", "Zulu", "Setswana, a Southern Bantu language"),
+}
+
+
+def stand_in(locale: str) -> str | None:
+    """Why another language speaks ``locale`` (espeak-ng has no voice for it), else None.
+
+    >>> stand_in("gl-ES")
+    'espeak-ng has no Galician voice: Portuguese, its sister language, speaks gl-ES'
+    """
+    found = STAND_INS.get(locale.strip().replace("_", "-").split("-")[0].lower())
+    if found is None:
+        return None
+    _, language, nearest = found
+    return f"espeak-ng has no {language} voice: {nearest}, speaks {locale}"
+
+
 def voice_for_locale(locale: str) -> str:
     """Best espeak voice (a language code ``synthesize`` accepts) for a BCP-47 locale.
 
-    Falls back from the full tag to its language ("de-AT" -> "de").
+    Falls back from the full tag to its language ("de-AT" -> "de"), and for a language espeak
+    cannot speak to its nearest stand-in (:data:`STAND_INS`; :func:`stand_in` says which).
 
     >>> voice_for_locale("pt-BR"), voice_for_locale("zh-CN"), voice_for_locale("de-AT")
     ('pt-br', 'cmn', 'de')
@@ -344,4 +373,6 @@ def voice_for_locale(locale: str) -> str:
             candidate = "es-419"  # every Spanish region but Spain speaks the Latin American voice
         if candidate in languages and candidate in table:
             return candidate
+    if parts[0] in STAND_INS:
+        return STAND_INS[parts[0]][0]
     raise SpeechError(f"no espeak voice speaks locale {locale!r}")

@@ -100,6 +100,14 @@ def as_list(items: Any) -> list[Any]:
     return [items] if isinstance(items, str) else list(items)
 
 
+def texts_of(items: Any, field: str) -> list[str]:
+    """The texts of lines or segments given as a create takes them: strings, dicts with
+    ``text``, or a raw wire body holding them in ``field`` (what a quote prices)."""
+    if isinstance(items, Mapping) and field in items:
+        items = items[field]
+    return [item if isinstance(item, str) else str(item.get("text", "")) for item in as_list(items)]
+
+
 def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 

@@ -23,7 +23,8 @@ from .._util.deprecation import renamed_keywords
 from .._wire import checked
 from ..errors import UnexpectedAnswerError, ValidationError
 from ..results import ABPlayers, Clone, Material, Task
-from ..schema import CloneAsyncRequest, CloneContext, CloneProvider, CloneRequest
+from ..schema import CloneAsyncRequest, CloneContext, CloneProvider, CloneRequest, prices
+from ..schema.prices import Quote
 from ._base import Resource
 from .materials import MaterialsResource
 from .tts import TTSResource
@@ -73,6 +74,10 @@ class CloneResource(Resource):
             )
         self._voices._remember(clone.voice_id, clone.provider)
         return clone
+
+    def quote(self) -> Quote:
+        """What a clone costs (flat, charged only if it succeeds); nothing is sent."""
+        return prices.clone_quote()
 
     @renamed_keywords(language="locale")
     def create_async(

@@ -23,9 +23,11 @@ from .._transport import Transport
 from .._util.deprecation import renamed, renamed_keywords
 from .._wire import checked, python_names
 from ..errors import ValidationError
+from ..media.av import probe
 from ..results import DubbingResult, Material, Redub, Task
 from ..results.voices import VoiceLike, voice_id_of
-from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest
+from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest, prices
+from ..schema.prices import Quote
 from ._base import Resource
 from .materials import MaterialsResource
 from .redub import redub
@@ -170,6 +172,20 @@ class DubbingResource(Resource):
 
     translate = renamed("create")
 
+    def quote(self, material: MaterialLike, *, lipsync: bool = False) -> Quote:
+        """What dubbing ``material`` (a Material, its id, or a local file, which is measured
+        here, not uploaded) will cost, with or without lip sync; nothing is sent."""
+        seconds, video = self.material_facts(material)
+        return prices.dub_quote(seconds, lipsync=lipsync and video)
+
+    def material_facts(self, material: MaterialLike) -> tuple[float, bool]:
+        """``(seconds, is video)`` of a material, or of a local file measured here."""
+        if _is_local_file(material):
+            info = probe(material)  # type: ignore[arg-type]
+            return info.duration, info.has_video
+        chosen = material if isinstance(material, Material) else self._materials.get(material)  # type: ignore[arg-type]
+        return (chosen.duration_seconds or 0.0), chosen.category == "video"
+
     def _check_voices(self, body: MediaTranslationRequest, *, raw: bool) -> None:
         """Every chosen voice exists for this key (looked up in the service's own lists), with
         the provider the lists give it. ``raw``: the list came in ``options=``, so the fields
@@ -204,15 +220,20 @@ class DubbingResource(Resource):
     def _material(self, material: MaterialLike) -> Material:
         """The registered material; a local file (a path, or a string naming a file with an
         extension) is uploaded first."""
-        if isinstance(material, os.PathLike) or (
-            isinstance(material, str)
-            and (os.path.isfile(material) or os.path.splitext(material)[1])
-        ):
-            material = self._materials.upload(material)
-        material_id = self._materials._require_registered(material)
+        if _is_local_file(material):
+            material = self._materials.upload(material)  # type: ignore[arg-type]
+        material_id = self._materials._require_registered(material)  # type: ignore[arg-type]
         if isinstance(material, Material):
             return material
         return self._materials.get(material_id)
+
+
+def _is_local_file(material: MaterialLike) -> bool:
+    """A path, or a string naming a file or with an extension (a material id has none)."""
+    return isinstance(material, os.PathLike) or (
+        isinstance(material, str)
+        and (os.path.isfile(material) or bool(os.path.splitext(material)[1]))
+    )
 
 
 def _options(

@@ -24,8 +24,10 @@ from ..schema import (
     TranslateRequest,
     TranslateResult,
     TranslationContext,
+    prices,
 )
-from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
+from ..schema.prices import Quote
+from ._base import Resource, as_list, chunk_failure, chunked, run_chunks, texts_of
 
 Segments = str | Sequence[str | Mapping[str, Any]]  # a plain string is one segment
 
@@ -53,6 +55,12 @@ class TranslateResource(Resource):
         body = self._request(TranslateRequest, segments, source, target, options)
         data = self._transport.call("translate.create", body, idempotency_key=idempotency_key)
         return Translation.from_task(self._transport, data, TranslationContext.of(body))
+
+    def quote(self, segments: Segments | Mapping[str, Any]) -> Quote:
+        """What translating ``segments`` (any number: :meth:`batch` sends 50 a request, each
+        rounded up on its own) will cost, from the published prices; nothing is sent."""
+        texts = texts_of(segments, "segments")
+        return prices.translation_quote(chunked(texts, MAX_LINES))
 
     def create_async(
         self,

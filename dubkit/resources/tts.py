@@ -32,8 +32,10 @@ from ..schema import (
     TTSRequest,
     TTSResult,
     TTSResultItem,
+    prices,
 )
-from ._base import Resource, as_list, chunk_failure, chunked, run_chunks
+from ..schema.prices import Quote
+from ._base import Resource, as_list, chunk_failure, chunked, run_chunks, texts_of
 from .materials import MaterialsResource
 from .voices import VoicesResource
 
@@ -73,6 +75,15 @@ class TTSResource(Resource):
         body = self._request(TTSRequest, lines, voice, locale, output_format, trim, line_options)
         data = self._transport.call("tts.create", body, idempotency_key=idempotency_key)
         return Speech.from_task(self._transport, data, SpeechContext.of(body))
+
+    def quote(self, lines: Lines | Mapping[str, Any]) -> Quote:
+        """What speaking ``lines`` (any number, as :meth:`create` or :meth:`batch` take them)
+        will cost, from the published prices; nothing is sent.
+
+        >>> client.tts.quote(["Hello there.", "A second line."])
+        <Quote 4 credits (estimate): text to speech, 2 line(s), 26 characters: ...>
+        """
+        return prices.speech_quote(texts_of(lines, "data"))
 
     def speak(self, text: str, voice: VoiceLike, **options: Any) -> SpeechLine:
         """The one-liner: one text, one voice, one :class:`SpeechLine` (with a player).

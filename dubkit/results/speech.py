@@ -105,9 +105,12 @@ class SpeechLine:
 class Speech:
     """Spoken lines in request order; per-line failures are in ``errors``."""
 
-    def __init__(self, lines: list[SpeechLine], task_ids: list[str]) -> None:
+    def __init__(
+        self, lines: list[SpeechLine], task_ids: list[str], notices: Sequence[str] = ()
+    ) -> None:
         self.lines = lines
         self.task_ids = task_ids
+        self.notices = list(notices)  # how the sandbox spoke other than asked, and why
 
     @classmethod
     def from_results(
@@ -137,7 +140,8 @@ class Speech:
             )
             for i, item in enumerate(items)
         ]
-        return cls(lines, [r.task_id for r in results if r.task_id])
+        notices = dict.fromkeys(n for r in results for n in r.notices or ())
+        return cls(lines, [r.task_id for r in results if r.task_id], list(notices))
 
     @classmethod
     def from_task(

@@ -90,6 +90,7 @@ class Task:
         self.created_at = created_at
         self.idempotency_key = idempotency_key
         self.raw_result: dict[str, Any] | None = None
+        self._pushed = False  # the raw result came by webhook (documented fields only)
         self._result: Any = None
         self._started = _parse_time(created_at) or time.time()
         self._ended: float | None = None
@@ -114,7 +115,10 @@ class Task:
         """
         if self.raw_result is None or self.status != "finished":
             return None
-        if self._result is None:
+        if self._result is None and self._pushed and self._transport.talks_to_sandbox:
+            self._pushed, self.raw_result = False, None
+            self.refresh()
+        if self._result is None and self.raw_result is not None:
             self._result = result_of(self._transport, self.task_type, self.raw_result, self.context)
         return self._result
 
@@ -148,13 +152,22 @@ class Task:
         ).refresh()
 
     def apply(
-        self, task_type: str | None, status: str | None, result: dict[str, Any] | None
+        self,
+        task_type: str | None,
+        status: str | None,
+        result: dict[str, Any] | None,
+        *,
+        pushed: bool = False,
     ) -> None:
-        """Take a newer state (from a poll or a webhook event).
+        """Take a newer state (from a poll, or a webhook event when ``pushed``).
 
         An end once seen is final: a late poll answered before a pushed event cannot move a
-        finished or failed task back to running.
+        finished or failed task back to running. A pushed result carries the documented fields
+        only; from a dubkit sandbox the typed result is read once from ``tasks/detail``, whose
+        answer brings the sandbox's labelled extras too.
         """
+        if pushed and result is not None and self.raw_result is None:
+            self._pushed = True
         self.task_type = task_type or self.task_type
         if not self.done:
             self.status = canonical_status(status) or self.status

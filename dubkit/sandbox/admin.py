@@ -12,11 +12,14 @@ where their holder needs them (``/info``, a new key, a webhook's secrets); lists
 ``POST /_sandbox/webhook``   ``{apiKey?, url?, rotateSecret?, overlapSeconds?}`` -> secrets
 ``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
 ``POST /_sandbox/faults``    ``{dropAfterCommit, error502Before, error502After, latencyMs,
-                             crashAfterHandler, paths, seed}`` (rates 0..1; ``{}`` clears;
+                             crashAfterHandler, error429, retryAfter, retryAfterAsDate, paths,
+                             seed}`` (rates 0..1; ``{}`` clears;
                              seed: repeatable; crashAfterHandler: a 500 after the work, as
                              a sandbox bug would, which must charge nothing and leave no task)
 ``GET|POST /_sandbox/fetch`` which reference URLs are fetched ``{remote, schemes, allow}``
 ``POST /_sandbox/limits``    ``{bodyLimit?, idempotencyWindow?}``
+``GET|POST /_sandbox/throttle`` per-key limits ``{rate?, burst?, concurrency?}`` (0: off) and
+                             the 429s each key got (see :mod:`dubkit.sandbox.throttle`)
 ``GET  /_sandbox/deliveries`` outbox rows with their attempts; ``?taskId=&state=&apiKey=``
 ``POST /_sandbox/deliveries/redeliver`` ``{taskId? | ids?}``: send again, same body (a replay)
 ``GET  /_sandbox/uploads``   a key's material upload sessions ``?apiKey=``
@@ -48,6 +51,7 @@ from ..schema.sandbox_admin import (
     OutboxRow,
     Redeliver,
     SandboxInfo,
+    ThrottleLimits,
     Timing,
     UploadSession,
     WebhookSecrets,
@@ -205,6 +209,21 @@ def set_limits(body: Limits, request: Request) -> dict[str, Any]:
         if value is not None:
             backend.set_setting(name, value)
     return body.model_dump(by_alias=True, exclude_none=True)
+
+
+@admin_router.get("/throttle")
+def get_throttle(request: Request) -> dict[str, Any]:
+    throttle = _backend(request).throttle
+    refused = {mask_key(key): n for key, n in throttle.refused().items()}
+    return {**throttle.settings(), "refused": refused}
+
+
+@admin_router.post("/throttle")
+def set_throttle(body: ThrottleLimits, request: Request) -> dict[str, Any]:
+    backend = _backend(request)
+    backend.throttle.configure(body.rate, body.burst, body.concurrency)
+    backend.set_setting("throttle", backend.throttle.settings())
+    return get_throttle(request)
 
 
 @admin_router.get("/fetch")

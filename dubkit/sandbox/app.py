@@ -21,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
+from email.utils import formatdate
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -33,11 +35,11 @@ from starlette.requests import ClientDisconnect
 from .. import contract
 from ..schema import OPERATIONS_BY_PATH, Operation, WireError, validated
 from ..schema.sandbox_admin import Faults
-from . import file_access
+from . import extras, file_access
 from .admin import admin_router
 from .backend import Backend
 from .call import Call
-from .envelope import envelope
+from .envelope import envelope, omit_nulls
 from .guard import AdminGuard, check_json, check_query, read_body
 from .products.routes import HANDLERS
 from .service_error import ServiceError
@@ -95,10 +97,41 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
     """Answer one API call; every refusal along the way is a ServiceError -> envelope."""
     faults = Faults.model_validate(backend.setting("faults", {}))
     targeted = _targeted(faults, path)
-    op: Operation | None = None
     req_id = request.query_params.get("req_id") or uuid.uuid4().hex  # tracing only
     try:
         api_key = _authenticate(backend, request)
+        # Drawn only when set, so seeded runs of the other faults keep their sequence.
+        if targeted and faults.error429 and backend.fault_rng.random() < faults.error429:
+            backend.throttle.count_refusal(api_key)
+            raise ServiceError(
+                429,
+                "Too many requests (injected by the sandbox before any work)",
+                {"Retry-After": _retry_after(faults)},
+            )
+        with backend.throttle.admitted(api_key):
+            return await _admitted(backend, api_key, path, request, faults, targeted, req_id)
+    except ServiceError as exc:
+        return _answer(backend, None, exc.code, exc.message, req_id=req_id, headers=exc.headers)
+
+
+def _retry_after(faults: Faults) -> str:
+    if not faults.retry_after_as_date:
+        return str(faults.retry_after)
+    return formatdate(time.time() + faults.retry_after, usegmt=True)
+
+
+async def _admitted(
+    backend: Backend,
+    api_key: str,
+    path: str,
+    request: Request,
+    faults: Faults,
+    targeted: bool,
+    req_id: str,
+) -> Response:
+    """Answer one API call of a key within its limits."""
+    op: Operation | None = None
+    try:
         op = _operation(request.method, path)
         check_query(request)
         raw_bytes = await read_body(request, int(backend.setting("body_limit", DEFAULT_BODY_LIMIT)))
@@ -149,7 +182,13 @@ def _answer(
     req_id: str,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    """The envelope; in strict mode also checked against the document first."""
+    """The envelope, with only documented fields (the sandbox's extras go in a header); in
+    strict mode also checked against the document first."""
+    if code == 200 and op is not None:
+        payload, carried = extras.answer(
+            op.name, {"code": code, "message": message, "data": omit_nulls(data)}
+        )
+        data, headers = payload.get("data"), {**(headers or {}), **carried}
     response = envelope(code, message, data, headers=headers)
     if backend.contract_log.strict:
         backend.contract_log.record(
@@ -225,9 +264,7 @@ def _operation(method: str, path: str) -> Operation:
 def _authenticate(backend: Backend, request: Request) -> str:
     api_key = _bearer(request)
     if api_key is None or backend.key(api_key) is None:
-        raise ServiceError(
-            401, "unauthorized: API key missing or invalid (send 'Authorization: Bearer <api_key>')"
-        )
+        raise ServiceError(401, "Invalid or missing API Key")  # the guide's words
     return api_key
 
 

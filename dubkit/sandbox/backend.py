@@ -48,6 +48,7 @@ from .admin_token import admin_token
 from .contract_log import ContractLog
 from .database import Database
 from .service_error import ServiceError
+from .throttle import Throttle
 
 log = logging.getLogger("dubkit.sandbox")
 
@@ -104,6 +105,7 @@ class Backend:
         self.on_release: list[Callable[[dict[str, Any]], None]] = []
         self.fault_rng = random.Random()  # admin /faults may seed it for repeatable runs
         self.default_key = self._ensure_default_key()
+        self.throttle = Throttle.from_settings(self.setting("throttle", {}))
 
     def start(self) -> None:
         self._ticker.start()
@@ -160,7 +162,7 @@ class Backend:
             key = self.db.one("SELECT credits FROM keys WHERE api_key = ?", (api_key,))
             left = key["credits"]  # type: ignore[index]
             raise ServiceError(
-                402, f"insufficient credits: {what} needs {amount:g} credits, this key has {left:g}"
+                402, f"Insufficient quota: {what} needs {amount:g} credits, this key has {left:g}"
             )
         ledger = _request.get()
         if ledger is not None:
@@ -454,6 +456,7 @@ class Backend:
             for table in tables:
                 db.execute(f"DELETE FROM {table}")
         self.default_key = self._ensure_default_key()
+        self.throttle = Throttle()
 
 
 def _private_dir(path: Path) -> None:

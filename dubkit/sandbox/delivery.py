@@ -57,6 +57,7 @@ from .. import contract
 from .._util.signing import sign
 from ..schema import Product, WebhookEnvelope, Wire, product_of_task_type
 from ..schema.sandbox_admin import DeliverySchedule
+from . import extras
 from .backend import Backend, now_iso
 from .delivery_pool import Aborted, AttemptTimeout, FairPool, post
 from .envelope import omit_nulls
@@ -219,7 +220,8 @@ class Deliverer:
     def enqueue(self, task: dict[str, Any]) -> None:
         if not task["is_async"]:
             return
-        body = json.dumps(envelope_for(task), separators=(",", ":")).encode()
+        event = _product(task).event
+        body = json.dumps(extras.webhook(event, envelope_for(task)), separators=(",", ":"))
         added = self.backend.db.execute(
             "INSERT INTO outbox (api_key, task_id, event, pipeline_key, body, next_at, state, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) "
@@ -227,9 +229,9 @@ class Deliverer:
             (
                 task["api_key"],
                 task["task_id"],
-                _product(task).event,
+                event,
                 task["pipeline_key"],
-                body,
+                body.encode(),
                 time.time(),
                 time.time(),
             ),

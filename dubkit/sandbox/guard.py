@@ -12,14 +12,16 @@ limits that hold while the bytes arrive.
   reconfigure the sandbox even if it guessed the port.
 * **Limits while bytes arrive.** An API body is read chunk by chunk and refused (413) the
   moment it passes the body limit, never buffered whole; a query string over
-  :data:`MAX_QUERY` characters, JSON nested deeper than :data:`MAX_DEPTH`, and text with a NUL
-  or a lone surrogate (which no store or file name can hold) are 400 before anything is
-  committed or charged.
+  :data:`MAX_QUERY` characters, JSON nested deeper than :data:`MAX_DEPTH`, text with a NUL
+  or a lone surrogate (which no store or file name can hold), and ``NaN``/``Infinity`` (which
+  Python's JSON reader takes but JSON has not, so an echo of them would not be JSON) are 400
+  before anything is committed or charged.
 """
 
 from __future__ import annotations
 
 import hmac
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -98,15 +100,20 @@ def sandbox_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The body, refused (413) as soon as more than ``limit`` bytes have arrived."""
-    too_large = ServiceError(413, f"payload too large: the body limit is {limit} bytes")
+
+    def too_large(got: str) -> ServiceError:
+        return ServiceError(
+            413, f"payload too large: the body limit is {limit} bytes, got {got} bytes"
+        )
+
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large
+        raise too_large(declared)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise too_large
+            raise too_large(f"more than {limit}")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -139,6 +146,12 @@ def check_json(value: Any) -> None:
             stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(node))
         elif isinstance(node, str):
             _check_text(node, path, "text")
+        elif isinstance(node, float) and not math.isfinite(node):  # Python's json reads them
+            raise ServiceError(
+                400,
+                f"invalid request: {path}: {node!r} is not a JSON number (NaN and Infinity "
+                "are not JSON; send a number or a string)",
+            )
 
 
 def _check_text(text: str, path: str, what: str) -> None:

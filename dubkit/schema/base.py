@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args
 
@@ -183,12 +184,14 @@ def validated(model: type[W], payload: Any) -> W:
     """
     from pydantic import ValidationError as PydanticError
 
-    if isinstance(payload, model):
+    if isinstance(payload, model):  # made here already; its free-form parts may have changed
+        _check_finite(payload.model_dump(by_alias=True, exclude_none=True), "")
         return payload
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_none=True)
     elif isinstance(payload, Mapping):
         payload = renamed(model, payload, wire=True)  # so errors name wire fields
+    _check_finite(payload, "")
     try:
         return model.model_validate(payload)
     except PydanticError as exc:
@@ -207,6 +210,20 @@ def validated(model: type[W], payload: Any) -> W:
         raise WireError(
             field_path(tuple(first["loc"])), problem, rule=first["type"] == RULE
         ) from None
+
+
+def _check_finite(value: Any, path: str) -> None:
+    """NaN and Infinity are not JSON (Python's encoder writes them bare): refuse them by field."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise WireError(
+            path or "body", f"{value!r} is not a JSON number (NaN and Infinity are not JSON)"
+        )
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_finite(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_finite(item, f"{path}[{i}]")
 
 
 def _short(value: Any) -> str:

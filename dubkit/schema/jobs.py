@@ -57,6 +57,9 @@ class TTSResult(Wire):
     task_id: str | None = None
     results: list[TTSResultItem] = Field(default_factory=list)
     created_at: str | None = None
+    notices: list[str] | None = sandbox_extra(
+        "each way the sandbox spoke other than asked, and why"
+    )
 
 
 # --------------------------------------------------------------------------- translation (§2.2)

@@ -73,8 +73,20 @@ class Faults(Wire):
     error502_after: float = Field(default=0, ge=0, le=1)
     latency_ms: float = Field(default=0, ge=0)
     crash_after_handler: float = Field(default=0, ge=0, le=1)
+    # A 429 before any work, with Retry-After in seconds, or as an HTTP date when asked.
+    error429: float = Field(default=0, ge=0, le=1)
+    retry_after: int = Field(default=1, ge=0)
+    retry_after_as_date: bool = False
     paths: list[str] | None = None
     seed: int | None = None
+
+
+class ThrottleLimits(Wire):
+    """Per-key limits (see :mod:`dubkit.sandbox.throttle`); ``0`` turns one off."""
+
+    rate: float | None = Field(default=None, ge=0)
+    burst: int | None = Field(default=None, ge=1)
+    concurrency: int | None = Field(default=None, ge=0)
 
 
 class Limits(Wire):

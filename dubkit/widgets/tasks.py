@@ -94,7 +94,7 @@ class TaskMonitor(widgets.VBox):
             return False
         with self._lock:
             if not task.done:  # an end already seen is final; a late copy changes nothing
-                task.apply(task_type, status, result)
+                task.apply(task_type, status, result, pushed=True)
                 if task.done:
                     self.via[task_id] = via
         self._wake.set()  # the monitor's own thread renders (it owns the cell)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...media import speech
 from ...media.subtitles import ass_style
 from ...schema import MediaTranslationRequest, OptionsEcho
 from ..service_error import ServiceError
@@ -114,11 +115,16 @@ def read_settings(request: MediaTranslationRequest, task_type: str) -> Settings:
         )
         dynamic = False
     lipsync = bool(options.lipsync and options.lipsync.enable)
-    if lipsync:
+    if lipsync and task_type != "vt":
+        notices.append("options.lipsync applies to video only; this audio task was not charged")
+        lipsync = False
+    elif lipsync:
         notices.append(
-            "options.lipsync: lip sync is not available in the sandbox; the "
-            "picture was left unchanged (no lip-sync credits charged)"
+            "options.lipsync: lip sync is not available in the sandbox; the picture was left "
+            "unchanged, and charged at the service's price so the bill matches the service's"
         )
+    if (spoken_by := speech.stand_in(request.language.target)) is not None:
+        notices.append(f"language.target: {spoken_by}")
     text = _text_options(options.text, task_type, notices)
     selected = tuple(
         (v.voice_id, v.provider) for v in (speakers.selected_voices_list or [] if speakers else [])

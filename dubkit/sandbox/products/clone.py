@@ -48,6 +48,7 @@ from urllib.parse import unquote, urlparse
 from ... import locales
 from ...media import av, speech
 from ...schema import CloneAsyncRequest, CloneMeasurement, CloneRequest, CloneResult
+from ...schema.prices import CLONE_CREDITS
 from ..backend import Backend, now_iso
 from ..call import Call
 from ..catalogue import speaking_voice_from_audio
@@ -57,7 +58,6 @@ from ..service_error import ServiceError
 from .common import Work, accepted, check_locale, run_sync, start_async
 from .voices import StoredClone, insert_clone
 
-CLONE_CREDITS = 100
 MAX_REFERENCE_SECONDS = 60
 DEFAULT_LANGUAGE = "en-US"
 

@@ -5,8 +5,11 @@ makes the task and hands the pipeline the key's material and voices.
 
 Choices where the interface is silent (*choice*):
 
-* *choice* Cost: one credit per started second of the material, charged before the task is
-  made (402 when short, nothing started). A task that fails gets its credits back.
+* Cost: the published price (:mod:`dubkit.schema.prices`): 60 credits per minute of the
+  material, a clip under a minute billed as a full minute, per started minute past it (*choice*);
+  lip sync asked for on a video adds 90 per minute, though the sandbox cannot apply it (the
+  result's notices say so): a class learns what the service charges. Charged before the task
+  is made (402 when short, nothing started); a task that fails gets its credits back.
 * *choice* ``taskType: at`` on a video material runs as ``vt`` (the acceptance and the task say
   ``vt``); ``vt`` on an audio material is 400 (there is no picture to dub).
 * *choice* Checked before any credit is spent, each a 400 naming the field: locales
@@ -20,13 +23,12 @@ Choices where the interface is silent (*choice*):
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from ... import locales
 from ...media import speech
-from ...schema import DubbedSource, Material, MediaAcceptance, MediaTranslationRequest
+from ...schema import DubbedSource, Material, MediaAcceptance, MediaTranslationRequest, prices
 from .. import pipeline
 from ..backend import Backend
 from ..call import Call
@@ -163,15 +165,22 @@ def _plan(
     settings = pipeline.read_settings(request, task_type)
     library = KeyVoices(backend, api_key)
     _check_voices(settings, library)
-    seconds = max(1, math.ceil((material.duration or 0) / 1000))
-    backend.charge(api_key, seconds, f"dubbing {seconds} s of media")
+    seconds = (material.duration or 0) / 1000
+    lipsync = task_type == "vt" and settings.lipsync
+    credits = prices.dub_credits(seconds, lipsync=lipsync)
+    minutes = prices.dub_minutes(seconds)
+    backend.charge(
+        api_key,
+        credits,
+        f"dubbing {seconds:g} s of media ({minutes} min{' with lip sync' if lipsync else ''})",
+    )
     source = DubbedSource(
         material_id=material.material_id,
         url=material.address_url,
         category=material.category,
         name=material.name,
-        duration=(material.duration or 0) / 1000,
-        credits=seconds,
+        duration=seconds,
+        credits=credits,
     )
 
     def work(task_id: str) -> dict[str, Any]:
@@ -192,18 +201,18 @@ def _plan(
                 )
             )
         except BaseException:
-            backend.refund(api_key, seconds)
+            backend.refund(api_key, credits)
             raise
 
-    return task_type, seconds, work
+    return task_type, credits, work
 
 
 def create_async(call: Call[MediaTranslationRequest]) -> dict[str, Any]:
-    task_type, seconds, work = _plan(call.backend, call.api_key, call.body)
+    task_type, credits, work = _plan(call.backend, call.api_key, call.body)
     try:
         task = start_async(call, work, task_type)
     except BaseException:
-        call.backend.refund(call.api_key, seconds)
+        call.backend.refund(call.api_key, credits)
         raise
     return MediaAcceptance(
         task_id=task["task_id"],

@@ -1,6 +1,7 @@
 """Text translation, sync and async (interface §2.2), on the pseudo-translation engine.
 
-Credits: one per source character (*choice*), charged before any work; 402 when short.
+Credits: the published price (:mod:`dubkit.schema.prices`), 1 per started 100 characters of all
+segments, charged before any work; 402 when short.
 Each item carries the interface's ``text``/``errorMessage`` plus two labelled extras:
 ``contextUsed`` (the neighbour lines that informed it) and, on the result, ``engine``.
 """
@@ -11,7 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import locales
-from ...schema import TranslateAsyncRequest, TranslateItem, TranslateRequest, TranslateResult
+from ...schema import (
+    TranslateAsyncRequest,
+    TranslateItem,
+    TranslateRequest,
+    TranslateResult,
+    prices,
+)
 from ..backend import Backend, now_iso
 from ..call import Call
 from ..engines import translate as engine
@@ -28,7 +35,7 @@ def _plan(backend: Backend, api_key: str, request: TranslateRequest) -> Work:
         check_locale(f"segments[{i}].locale", segment.locale, locales.SOURCE)
     backend.charge(
         api_key,
-        sum(len(s.text) for s in request.segments),
+        prices.translation_credits(s.text for s in request.segments),
         f"translating {len(request.segments)} segment(s)",
     )
     options = request.options

@@ -2,9 +2,9 @@
 
 Before anything is charged, a request is checked in the interface's order: each ``voiceId``
 exists (preset catalogue or this key's clones), one provider per batch, ``timbreRefAudio``
-only with clone providers. Then one credit per character is taken (*choice*) and each line
-is spoken on its own: a line that fails gets its ``errorMessage`` (and its characters back),
-the others are unaffected.
+only with clone providers. Then the published price is taken (:mod:`dubkit.schema.prices`: 2
+credits per started 200 characters of each line) and each line is spoken on its own: a line
+that fails gets its ``errorMessage`` (and its credits back), the others are unaffected.
 
 How the options sound in the sandbox (*choice*, the interface leaves the effect open):
 
@@ -39,7 +39,7 @@ from typing import Any
 
 from ... import locales
 from ...media import speech
-from ...schema import TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResultItem
+from ...schema import TTSAsyncRequest, TTSLine, TTSRequest, TTSResult, TTSResultItem, prices
 from ..backend import Backend
 from ..call import Call
 from ..catalogue import SpeakingVoice, preset, speaking_voice_from_audio
@@ -132,14 +132,13 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
         elif (kept := task_voices.find(backend, api_key, line.voice_id)) is not None:
             found[i] = (kept.speaking, kept.provider)  # a dub's speaker, resent to edit a line
         else:
-            missing.append(f"data[{i}] (voiceId {line.voice_id!r})")
-    if missing:
+            missing.append(f"data[{i}] voiceId={line.voice_id}")
+    if missing:  # the guide's words
         raise ServiceError(
             400,
             "voiceId not found in system or clone voice library: "
-            f"{', '.join(missing)}; list the ids you can use with "
-            "/openapi/v1/assets/voice/basic/list (presets) and "
-            "/openapi/v1/assets/voice/clone/list (clones)",
+            f"{', '.join(missing)}. Use POST /openapi/v1/assets/voice/basic/list for system "
+            "voices or POST /openapi/v1/assets/voice/clone/list for clone voices.",
         )
     by_provider: dict[str, list[int]] = {}
     for i, (_, voice_provider) in found.items():
@@ -152,15 +151,15 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
         raise ServiceError(
             400,
             "all voiceId in one batch must share the same provider, but "
-            f"found multiple: {listing}; send one request per provider",
+            f"found multiple: {listing}. Please use voices from the same provider, or split "
+            "into separate requests.",
         )
     provider = next(iter(by_provider), None)
     if provider and provider.startswith("S") and any(ln.timbre_ref_audio for ln in request.data):
         raise ServiceError(
             400,
             "timbreRefAudio requires a clone provider (V1-V5), but voiceId "
-            f"in this batch resolved to a system provider ({provider}); use "
-            "cloned voices (cv_...) or send those lines without voiceId",
+            f"in this batch resolved to provider {provider}.",
         )
     espeak = None
     if target:
@@ -252,16 +251,18 @@ def _speak(
 def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
     """Check and charge now; the work speaks each line, giving back a failed line's share."""
     lines, espeak = _resolve(backend, api_key, request)
-    characters = [len(line.spec.text) for line in lines]
+    target = request.language.target if request.language else None
+    credits = [prices.speech_credits(line.spec.text) for line in lines]
+    characters = sum(len(line.spec.text) for line in lines)
     backend.charge(
-        api_key, sum(characters), f"speaking {len(lines)} line(s) of {sum(characters)} characters"
+        api_key, sum(credits), f"speaking {len(lines)} line(s) of {characters} characters"
     )
 
     def run(task_id: str) -> dict[str, Any]:
         def failed(index: int, exc: Exception) -> Spoken:  # never fails the other lines
             if not isinstance(exc, UnusableAudio):
                 log.exception("tts line %d of task %s", index, task_id)
-            backend.refund(api_key, characters[index])
+            backend.refund(api_key, credits[index])
             return Spoken(error=str(exc))
 
         def write_takes() -> None:
@@ -284,7 +285,10 @@ def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
         write_takes()
         tts_takes.record_answers(backend, task_id, [s.relpath for s in spoken if s.relpath])
         created = backend.task_row(task_id)["created_at"]
-        return _result(backend, task_id, created, spoken).to_wire()
+        notices = (
+            [f"language.target: {said}"] if target and (said := speech.stand_in(target)) else None
+        )
+        return _result(backend, task_id, created, spoken, notices).to_wire()
 
     return run
 
@@ -292,7 +296,13 @@ def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
 # --------------------------------------------------------------------------- answers
 
 
-def _result(backend: Backend, task_id: str, created_at: str, spoken: list[Spoken]) -> TTSResult:
+def _result(
+    backend: Backend,
+    task_id: str,
+    created_at: str,
+    spoken: list[Spoken],
+    notices: list[str] | None = None,
+) -> TTSResult:
     items = [
         TTSResultItem(
             uri=backend.file_url(s.relpath) if s.relpath else None,
@@ -302,7 +312,7 @@ def _result(backend: Backend, task_id: str, created_at: str, spoken: list[Spoken
         )
         for s in spoken
     ]
-    return TTSResult(task_id=task_id, results=items, created_at=created_at)
+    return TTSResult(task_id=task_id, results=items, created_at=created_at, notices=notices)
 
 
 # --------------------------------------------------------------------------- handlers
