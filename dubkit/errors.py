@@ -114,6 +114,13 @@ class InsufficientCreditsError(APIError):
     code = 402
 
 
+class RateLimitError(APIError):
+    """Throttled (429): the call was not taken; dubkit waited ``retry_after`` and tried again
+    ``RetryPolicy.max_retries`` times before raising this."""
+
+    code = 429
+
+
 class NotFoundError(APIError):
     code = 404
 
@@ -231,6 +238,7 @@ _BY_CODE: dict[int, type[APIError]] = {
             BadRequestError,
             AuthenticationError,
             InsufficientCreditsError,
+            RateLimitError,
             NotFoundError,
             IdempotencyConflictError,
             PayloadTooLargeError,

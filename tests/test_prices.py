@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import soundfile as sf
+from _double import answer_double, fixed
 from _waiting import PATIENCE
 
 import dubkit
@@ -15,6 +16,7 @@ from dubkit.sandbox.throttle import DEFAULTS as THROTTLE_DEFAULTS
 from dubkit.schema import prices
 
 VOICE = "sv_s1_en_us_clear_f"
+FAST = dubkit.RetryPolicy(max_retries=2, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 SCRIPT = ["The harbour wakes before the sun.", "Boats leave one by one."]
 
 
@@ -164,6 +166,73 @@ def test_a_budget_prices_a_dub_from_its_material(sandbox, new_key, clips):
         assert sandbox.credits(new_key) == before and c.budget.spent == 0
 
 
+def test_a_budget_guards_the_escape_hatch_and_a_dub_before_its_upload(sandbox, new_key, clips):
+    with dubkit.Client(new_key, sandbox.url, sandbox=sandbox, budget=3) as c:
+        body = {"data": [{"text": "x" * 300, "voiceId": VOICE}]}  # 4 credits
+        before = (sandbox.credits(new_key), len(c.materials.list()))
+        with pytest.raises(dubkit.BudgetExceededError):
+            c.request("POST", "/task/tts/create", json=body)
+        with pytest.raises(dubkit.BudgetExceededError, match="60 credits"):
+            c.dubbing.create(clips["video"], target="fr-FR")  # measured here, never uploaded
+        assert (sandbox.credits(new_key), len(c.materials.list())) == before
+        c.request("POST", "/task/tts/create", json={"data": [{"text": "x", "voiceId": VOICE}]})
+        assert c.budget.spent == 2 == before[0] - sandbox.credits(new_key)
+
+
+def test_a_call_sent_again_with_its_key_is_not_counted_twice(limits, new_key):
+    """The way to find out whether a lost answer's call committed (send it again with its
+    idempotency key) is not refused by a budget that already counts it."""
+    sandbox = limits
+    with dubkit.Client(new_key, sandbox.url, sandbox=sandbox, budget=2, retry=FAST) as c:
+        sandbox.set_faults(drop_after_commit=1, paths=["/task/tts/create"])
+        with pytest.raises(dubkit.DubkitError) as lost:
+            c.tts.create(["Hello."], voice=VOICE, idempotency_key="lesson-1")
+        assert lost.value.maybe_committed and c.budget.spent == 2
+        sandbox.set_faults()
+        with pytest.raises(dubkit.IdempotencyConflictError):  # it had committed
+            c.tts.create(["Hello."], voice=VOICE, idempotency_key="lesson-1")
+        assert c.budget.spent == 2
+
+
+def test_a_material_without_a_duration_cannot_be_priced():
+    material = {"materialId": "m1", "name": "new.mp4", "category": "video"}  # not measured yet
+    with (
+        answer_double() as double,
+        dubkit.Client("sk_double_0123456789", double.url, budget=1000) as c,
+    ):
+        double.script({"materials.list": [fixed({"total": 1, "records": [material]})]})
+        with pytest.raises(dubkit.ValidationError, match="has no duration yet"):
+            c.dubbing.quote("m1")
+        with pytest.raises(dubkit.ValidationError, match="has no duration yet"):
+            c.dubbing.create("m1", target="fr-FR")
+        assert not any("media-translation" in target for _, target, _, _ in double.requests)
+
+
+def test_a_budget_works_the_same_against_the_service():
+    """A double of the service (no sandbox): the guard prices a dub from the material list the
+    service answers and refuses it without sending the create; a TTS call that fits is sent."""
+    material = {"materialId": "m1", "name": "talk.mp4", "category": "video", "duration": 95_000}
+    with (
+        answer_double() as double,
+        dubkit.Client("sk_double_0123456789", double.url, budget=100) as c,
+    ):
+        double.script(
+            {
+                "materials.list": [fixed({"total": 1, "records": [material]})],
+                "voices.presets": [
+                    fixed({"total": 1, "records": [{"voiceId": VOICE, "provider": "S1"}]})
+                ],
+                "tts.create": [fixed({"taskId": "t1", "results": [{"uri": "u", "duration": 1}]})],
+            }
+        )
+        with pytest.raises(dubkit.BudgetExceededError, match="120 credits"):
+            c.dubbing.create("m1", target="fr-FR")  # 95 s: two started minutes
+        c.tts.create(["Hello."], voice=VOICE)
+        sent = [target for _, target, _, _ in double.requests]
+    assert not any("media-translation" in target for target in sent)
+    assert any("/task/tts/create" in target for target in sent) and c.budget.spent == 2
+
+
 # --------------------------------------------------------------------------- throttling
 
 
@@ -204,7 +273,7 @@ def test_a_429_with_an_http_date_is_waited_out_then_the_call_goes_through(limits
             sandbox,
             new_key,
             lambda: pytest.raises(
-                dubkit.APIError, c.translate.create, ["Hi"], source="en-US", target="fr-FR"
+                dubkit.RateLimitError, c.translate.create, ["Hi"], source="en-US", target="fr-FR"
             ),
         )
     err = _.value

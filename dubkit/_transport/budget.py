@@ -33,6 +33,7 @@ class Budget:
         self.limit = float(limit)
         self.spent = 0.0
         self._material_facts = material_facts
+        self._keys: set[str] = set()  # idempotency keys of the calls counted in ``spent``
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -43,7 +44,8 @@ class Budget:
         return max(0.0, self.limit - self.spent)
 
     def quote(self, operation: str, body: Any) -> prices.Quote | None:
-        """The quote of create ``operation`` with ``body`` (None for a free call)."""
+        """The quote of create ``operation`` with ``body`` (None for a free call: not a
+        product's create)."""
         product = product_of_operation(operation)
         if product is None:
             return None
@@ -52,13 +54,28 @@ class Budget:
             if self._material_facts is None:
                 raise ValueError("the budget cannot price a dub without its material's length")
             seconds, video = self._material_facts(body.source.material_id)
-        return prices.quote_request(product.name, body, seconds=seconds, video=video)
+        quote = prices.quote_request(product.name, body, seconds=seconds, video=video)
+        if quote is None:  # a paid product without a price row: refused, never let through
+            raise DubkitError(f"the budget cannot price {product.name} calls (no price row)")
+        return quote
+
+    def check(self, quote: prices.Quote) -> None:
+        """Refuse, without reserving, a call of ``quote`` that would pass the budget (before
+        a step that comes first, such as an upload)."""
+        with self._lock:
+            if self.spent + quote.credits > self.limit:
+                raise BudgetExceededError(self.limit, self.spent, quote)
 
     @contextmanager
-    def spending(self, operation: str, body: Any) -> Iterator[None]:
-        """Reserve the call's cost (or refuse it) for as long as it is being sent."""
+    def spending(self, operation: str, body: Any, key: str | None = None) -> Iterator[None]:
+        """Reserve the call's cost (or refuse it) for as long as it is being sent.
+
+        A call sent again with the idempotency ``key`` of one already counted (the way to find
+        out whether a lost answer's call committed) cannot be charged twice: it reserves
+        nothing more.
+        """
         quote = self.quote(operation, body)
-        if quote is None:
+        if quote is None or (key is not None and key in self._keys):
             yield
             return
         with self._lock:
@@ -71,5 +88,15 @@ class Budget:
             if not exc.maybe_committed:  # refused for certain: nothing was charged
                 with self._lock:
                     self.spent -= quote.credits
+                raise
+            self._counted(key)
             raise
-        # Anything else (Ctrl-C mid-send) may have been charged: the reservation stays.
+        except BaseException:
+            self._counted(key)  # Ctrl-C mid-send may have been charged: it stays counted
+            raise
+        self._counted(key)
+
+    def _counted(self, key: str | None) -> None:
+        if key is not None:
+            with self._lock:
+                self._keys.add(key)

@@ -31,7 +31,13 @@ from ..errors import (
     error_class_for,
     origin_of,
 )
-from ..schema import OPERATIONS, Operation, with_idempotency_key
+from ..schema import (
+    OPERATIONS,
+    OPERATIONS_BY_PATH,
+    Operation,
+    product_of_operation,
+    with_idempotency_key,
+)
 from .budget import Budget
 from .exchange import Exchange, never_connected, redirect_refused
 from .keys import SecretHeader, check_api_key
@@ -158,7 +164,7 @@ class Transport:
         if self.budget is None or body is None:
             data = self._run(exchange, deadline)
         else:
-            with self.budget.spending(name, body):
+            with self.budget.spending(name, body, exchange.key):
                 data = self._run(exchange, deadline)
         self._answered.operation = name
         return data, exchange.key
@@ -191,7 +197,21 @@ class Transport:
             idempotency_key=idempotency_key,
             req_id=req_id,
         )
-        return self._run(exchange, deadline)
+        priced = self._priced(exchange.method, path, body)
+        if self.budget is None or priced is None:
+            return self._run(exchange, deadline)
+        with self.budget.spending(priced[0], priced[1], exchange.key):
+            return self._run(exchange, deadline)
+
+    def _priced(self, method: str, path: str, body: Any) -> tuple[str, Any] | None:
+        """A paid create sent through :meth:`request` as it would go through :meth:`call`:
+        its operation and typed body, for the budget (None for any other call)."""
+        if self.budget is None:
+            return None
+        op = OPERATIONS_BY_PATH.get((method, self.api_path(path)))
+        if op is None or op.body is None or product_of_operation(op.name) is None:
+            return None
+        return op.name, checked(op.body, body if body is not None else {})
 
     def _exchange(
         self,

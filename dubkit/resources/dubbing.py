@@ -156,9 +156,12 @@ class DubbingResource(Resource):
                 },
             )
 
-        # Bad options and unknown voices never cost an upload.
+        # Bad options, unknown voices and a dub over the budget never cost an upload.
         draft = request(task_type or "vt", "not-uploaded-yet")
         self._check_voices(draft, raw=_chooses_voices(options))
+        if self._transport.budget is not None and _is_local_file(material):
+            asked = bool(draft.options.lipsync and draft.options.lipsync.enable)
+            self._transport.budget.check(self.quote(material, lipsync=asked))
         chosen = self._material(material)
         kind = task_type or ("vt" if chosen.category == "video" else "at")
         body = request(kind, chosen.material_id or "")
@@ -179,12 +182,21 @@ class DubbingResource(Resource):
         return prices.dub_quote(seconds, lipsync=lipsync and video)
 
     def material_facts(self, material: MaterialLike) -> tuple[float, bool]:
-        """``(seconds, is video)`` of a material, or of a local file measured here."""
+        """``(seconds, is video)`` of a material, or of a local file measured here.
+
+        A material whose length the service has not given cannot be priced: a ValidationError
+        says so rather than a quote that could hide most of the cost."""
         if _is_local_file(material):
             info = probe(material)  # type: ignore[arg-type]
             return info.duration, info.has_video
-        chosen = material if isinstance(material, Material) else self._materials.get(material)  # type: ignore[arg-type]
-        return (chosen.duration_seconds or 0.0), chosen.category == "video"
+        chosen = material if isinstance(material, Material) else self._materials._known(material)  # type: ignore[arg-type]
+        if chosen.duration_seconds is None:
+            raise ValidationError(
+                "source.materialId",
+                f"{chosen.material_id!r} has no duration yet, so its dub cannot be priced "
+                "(60 credits per minute of it); try again once the service has measured it",
+            )
+        return chosen.duration_seconds, chosen.category == "video"
 
     def _check_voices(self, body: MediaTranslationRequest, *, raw: bool) -> None:
         """Every chosen voice exists for this key (looked up in the service's own lists), with

@@ -35,7 +35,7 @@ class MaterialsResource(Resource):
         self, transport: Transport, *, progress_display: ProgressDisplay | None = None
     ) -> None:
         super().__init__(transport)
-        self._registered: set[str] = set()
+        self._registered: dict[str, Material] = {}  # live materials seen, by id
         self._progress_display = progress_display
 
     def upload(
@@ -110,7 +110,7 @@ class MaterialsResource(Resource):
         """Delete a material (soft: it leaves lists and cannot feed new tasks)."""
         material_id = material.material_id if isinstance(material, Material) else material
         self._transport.call("materials.delete", {"material_id": material_id})
-        self._registered.discard(material_id or "")
+        self._registered.pop(material_id or "", None)
 
     def abort(
         self, path: str | os.PathLike[str], *, state_dir: str | os.PathLike[str] | None = None
@@ -182,5 +182,10 @@ class MaterialsResource(Resource):
 
     def _seen(self, material: Material) -> Material:
         if material.material_id:
-            self._registered.add(material.material_id)
+            self._registered[material.material_id] = material
         return material
+
+    def _known(self, material_id: str) -> Material:
+        """The record of a material, from what this client saw if it saw it (a material's
+        length never changes), else from the service's list."""
+        return self._registered.get(material_id) or self.get(material_id)
