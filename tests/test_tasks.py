@@ -8,6 +8,7 @@ import time
 import warnings
 
 import pytest
+import requests
 from _double import answer_double, fixed
 from _http import counting_proxy, local_http
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
@@ -126,3 +127,30 @@ def test_a_wait_that_runs_out_says_every_poll_was_answered():
     said = str(caught.value)
     assert "was still 'running' after 0.3s (every poll was answered)" in said, said
     assert len(double.requests) >= 2 and caught.value.last_status == "running"
+
+
+def test_a_pushed_result_is_read_again_for_its_extras_and_kept_if_that_fails(client, sandbox):
+    """A webhook brings documented fields only; from a sandbox the task's result is read again
+    from tasks/detail, whose answer carries the extras (here: the pseudo-translation's
+    engine). If that read fails (the task was deleted meanwhile) the pushed copy is the result."""
+
+    def pushed(task):
+        answer = requests.get(
+            f"{sandbox.url}/openapi/v1/tasks/detail",
+            params={"taskId": task.task_id},
+            headers={"Authorization": f"Bearer {sandbox.api_key}"},
+            timeout=PATIENCE,
+        ).json()["data"]
+        return answer["taskType"], answer["result"]
+
+    kept, gone = (
+        client.translate.create_async(["Hello."], source="en-US", target="fr-FR") for _ in "ab"
+    )
+    for task in (kept, gone):
+        client.tasks.get(task.task_id).wait(PATIENCE)  # ended in the sandbox
+        task_type, result = pushed(task)
+        assert "engine" not in result  # documented fields only on the wire
+        task.apply(task_type, "finished", result, pushed=True)
+    client.tasks.delete(gone.task_id)
+    assert kept.result.pseudo and kept.result.texts[0]
+    assert gone.result.texts == kept.result.texts and not gone.result.pseudo

@@ -4,7 +4,9 @@ API key well-formed and only with base_url."""
 
 from __future__ import annotations
 
+import base64
 import time
+import zlib
 from collections.abc import Callable
 
 import pytest
@@ -15,6 +17,7 @@ from _waiting import PATIENCE
 
 import dubkit
 from dubkit._transport import Outcome, RetryPolicy, Verdict, verdict
+from dubkit._util import extras_header
 
 FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 
@@ -612,3 +615,22 @@ def test_a_success_without_data_where_a_record_is_due_is_an_unexpected_answer():
             client.tasks.get("t1")
     assert caught.value.operation == "tasks.detail" and caught.value.req_id
     assert "data does not fit TaskDetail" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "not base64 at all!",
+        base64.urlsafe_b64encode(zlib.compress(b"[1, 2]")).decode(),  # JSON, not an overlay
+        base64.urlsafe_b64encode(zlib.compress(b"[" * 100_000)).decode(),  # too deep to read
+        base64.urlsafe_b64encode(zlib.compress(b" " * (16 << 20), 9)).decode(),  # a zlib bomb
+    ],
+)
+def test_an_extras_header_that_is_not_an_overlay_never_breaks_the_answer(header):
+    def respond(method, headers, body):
+        envelope = b'{"code": 200, "message": "", "data": {"total": 0, "records": []}}'
+        return 200, {"Content-Type": "application/json", extras_header.HEADER: header}, envelope
+
+    with local_http(respond) as url, dubkit.Client("sk_x_00000000000", url) as c:
+        assert c.request("GET", "/tasks/list") == {"total": 0, "records": []}
+        assert not c.transport.talks_to_sandbox

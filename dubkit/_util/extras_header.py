@@ -17,6 +17,7 @@ from typing import Any
 
 HEADER = "X-Dubkit-Sandbox-Extras"
 MAX_HEADER = 60_000  # characters; http.client refuses header lines over 65536
+MAX_INFLATED = 8 * 1024 * 1024  # bytes a header may inflate to (a zlib bomb stops here)
 
 
 def encode(overlay: Any) -> str | None:
@@ -28,11 +29,17 @@ def encode(overlay: Any) -> str | None:
     return text if len(text) <= MAX_HEADER else None
 
 
-def decode(value: str | None) -> Any:
-    """The overlay a header value carries (None for no header or one that does not decode)."""
+def decode(value: str | None) -> dict[str, Any] | None:
+    """The overlay a header value carries: None for no header, or one that is not an overlay
+    the sandbox made (it never breaks reading the answer it came with)."""
     if not value:
         return None
     try:
-        return json.loads(zlib.decompress(base64.urlsafe_b64decode(value.encode())))
-    except (ValueError, zlib.error):
+        inflate = zlib.decompressobj()
+        text = inflate.decompress(base64.urlsafe_b64decode(value.encode()), MAX_INFLATED)
+        if inflate.unconsumed_tail:  # more than any overlay the sandbox sends: not one of its
+            return None
+        overlay = json.loads(text)
+    except (ValueError, zlib.error, RecursionError):
         return None
+    return overlay if isinstance(overlay, dict) else None

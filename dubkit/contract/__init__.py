@@ -240,7 +240,7 @@ def split(
     >>> split({"properties": {"a": {}}}, {"a": 1, "b": 2})
     ({'a': 1}, {'b': 2})
     """
-    facets = _facets(schema)
+    facets = _facets(schema, value)
     if isinstance(value, dict):
         named: dict[str, list[Any]] = {}
         free = False
@@ -300,16 +300,18 @@ def webhook_schema(event: str) -> dict[str, Any]:
     return schema
 
 
-def _facets(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The schema and every branch it combines, references resolved."""
+def _facets(schema: Mapping[str, Any], value: Any) -> list[dict[str, Any]]:
+    """The schema and every branch it combines for ``value``, references resolved (a ``then``
+    only when ``value`` meets its ``if``)."""
     found, stack = [], [dict(schema)]
     while stack:
         node = resolve(stack.pop())
         found.append(node)
         for key in ("allOf", "oneOf", "anyOf"):
             stack.extend(node.get(key, []))
-        if isinstance(node.get("then"), dict):
-            stack.append(node["then"])
+        then = node.get("then")
+        if isinstance(then, dict) and not problems(node.get("if", {}), value):
+            stack.append(then)
     return found
 
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from tqdm.auto import tqdm
 
 from .._transport import Transport
+from .._wire import checked
 from ..errors import DubkitError, IdempotencyConflictError
 from ..results import Task
 from ..schema import Page, TaskContext, Wire, product_of_operation
@@ -44,9 +45,13 @@ class Resource:
         product = product_of_operation(op)
         if product is None:
             raise ValueError(f"{op} is not a product's create operation")
-        if extra_data:
+        if extra_data:  # checked again whole: free-form data may hold what JSON cannot
             own = getattr(body, "extra_data", None) or {}
-            body = body.model_copy(update={"extra_data": {**own, **extra_data}})
+            merged = {
+                **body.model_dump(by_alias=True, exclude_none=True),
+                "extraData": {**own, **extra_data},
+            }
+            body = checked(type(body), merged)
         data, key = self._transport.start_task(op, body, idempotency_key=idempotency_key)
         accepted = self._transport.read(product.acceptance, data)
         return Task(

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from .._transport import Transport
-from ..errors import APITimeoutError, TaskFailedError, TaskTimeoutError
+from ..errors import APITimeoutError, DubkitError, TaskFailedError, TaskTimeoutError
 from ..schema import (
     CLONE,
     DUBBING,
@@ -116,8 +116,13 @@ class Task:
         if self.raw_result is None or self.status != "finished":
             return None
         if self._result is None and self._pushed and self._transport.talks_to_sandbox:
-            self._pushed, self.raw_result = False, None
-            self.refresh()
+            pushed, self._pushed, self.raw_result = self.raw_result, False, None
+            try:
+                self.refresh()  # the sandbox's extras come with tasks/detail's answer
+            except DubkitError:
+                pass  # the pushed copy is the result, without the extras
+            if self.raw_result is None:
+                self.raw_result = pushed
         if self._result is None and self.raw_result is not None:
             self._result = result_of(self._transport, self.task_type, self.raw_result, self.context)
         return self._result

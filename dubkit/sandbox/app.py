@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 import uuid
 from email.utils import formatdate
@@ -117,7 +118,8 @@ async def _serve(backend: Backend, path: str, request: Request) -> Response:
 def _retry_after(faults: Faults) -> str:
     if not faults.retry_after_as_date:
         return str(faults.retry_after)
-    return formatdate(time.time() + faults.retry_after, usegmt=True)
+    # An HTTP date has whole seconds: rounded up, so it never asks for less than the wait.
+    return formatdate(math.ceil(time.time()) + faults.retry_after, usegmt=True)
 
 
 async def _admitted(

@@ -9,11 +9,14 @@ A failed task's result is the sandbox's own shape (there is no documented one) a
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from .. import contract
 from .._util import extras_header
 from ..schema import PRODUCTS
+
+log = logging.getLogger("dubkit.sandbox")
 
 _RESULT_SCHEMAS = {
     task_type: {"$ref": f"#/components/schemas/{product.result.__name__}"}
@@ -45,4 +48,6 @@ def webhook(event: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def _header(overlay: Any) -> dict[str, str]:
     value = extras_header.encode(overlay)
+    if value is None and overlay is not None:  # a header line that long would not be read
+        log.warning("the sandbox's extras of an answer were too long to send; left out")
     return {extras_header.HEADER: value} if value else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args
@@ -21,7 +22,11 @@ class Wire(BaseModel):
     """Base of every wire shape: camelCase aliases, snake_case names, extra fields kept."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", protected_namespaces=()
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        protected_namespaces=(),
+        allow_inf_nan=False,  # NaN and Infinity are not JSON, even from a string like "nan"
     )
 
     def to_wire(self) -> dict[str, Any]:
@@ -184,14 +189,16 @@ def validated(model: type[W], payload: Any) -> W:
     """
     from pydantic import ValidationError as PydanticError
 
-    if isinstance(payload, model):  # made here already; its free-form parts may have changed
-        _check_finite(payload.model_dump(by_alias=True, exclude_none=True), "")
+    if isinstance(payload, model):
         return payload
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_none=True)
     elif isinstance(payload, Mapping):
         payload = renamed(model, payload, wire=True)  # so errors name wire fields
-    _check_finite(payload, "")
+    try:  # the C encoder finds NaN/Infinity fast; the walk only says where
+        json.dumps(payload, allow_nan=False)
+    except (ValueError, TypeError):
+        _check_finite(payload, "")
     try:
         return model.model_validate(payload)
     except PydanticError as exc:
