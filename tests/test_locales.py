@@ -60,3 +60,16 @@ def test_a_dub_into_it_is_spoken_and_says_by_what(client, recording, locale):
     dub = client.dubbing.create(material, target=locale, source="en-US").wait(PATIENCE).result
     assert dub.audio and dub.audio.url and dub.target_locale == locale
     assert f"language.target: {speech.stand_in(locale)}" in dub.notices
+
+
+def test_a_preset_of_such_a_locale_says_what_speaks_it_without_a_target(client):
+    spoken = client.tts.create(
+        ["Sua s'dei.", {"text": "Hello.", "voice_id": "sv_s1_km_kh_clear_m"}],
+        voice="sv_s1_km_kh_clear_f",
+        output_format="wav",
+    )
+    assert not spoken.errors
+    assert (
+        spoken.notices == [f"data[{i}].voiceId: {speech.stand_in('km-KH')}" for i in range(2)]
+        and "letter by letter" in spoken.notices[0]
+    )

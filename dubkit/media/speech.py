@@ -338,17 +338,25 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Stand-ins that cannot read the language's own script: they spell it letter by letter.
+UNREAD_SCRIPTS = {"km": "Khmer", "lo": "Lao"}
+
+
 def stand_in(locale: str) -> str | None:
     """Why another language speaks ``locale`` (espeak-ng has no voice for it), else None.
 
     >>> stand_in("gl-ES")
     'espeak-ng has no Galician voice: Portuguese, its sister language, speaks gl-ES'
     """
-    found = STAND_INS.get(locale.strip().replace("_", "-").split("-")[0].lower())
+    code = locale.strip().replace("_", "-").split("-")[0].lower()
+    found = STAND_INS.get(code)
     if found is None:
         return None
     _, language, nearest = found
-    return f"espeak-ng has no {language} voice: {nearest}, speaks {locale}"
+    said = f"espeak-ng has no {language} voice: {nearest}, speaks {locale}"
+    if code in UNREAD_SCRIPTS:
+        said += f" (it spells {UNREAD_SCRIPTS[code]} script letter by letter; Latin letters read)"
+    return said
 
 
 def voice_for_locale(locale: str) -> str:

@@ -81,8 +81,9 @@ class Throttle:
                     wait = max(1, math.ceil((1 - account.tokens) / self.rate))
                     raise ServiceError(
                         429,
-                        f"Too many requests: this key may send {self.rate:g} calls a second "
-                        f"(bursts of {self.burst}); retry after {wait} s",
+                        f"Too many requests: this key may send {self.rate:g} "
+                        f"call{'' if self.rate == 1 else 's'} a second (bursts of "
+                        f"{self.burst}); retry after {wait} s",
                         {"Retry-After": str(wait)},
                     )
             if self.concurrency > 0 and account.running >= self.concurrency:

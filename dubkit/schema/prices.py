@@ -113,7 +113,11 @@ class Quote:
 
 
 def _credits(n: float) -> str:
-    return f"{n:g} credit{'' if n == 1 else 's'}"
+    return _count(n, "credit")
+
+
+def _count(n: float, thing: str) -> str:
+    return f"{n:g} {thing}{'' if n == 1 else 's'}"
 
 
 def speech_quote(texts: Iterable[str]) -> Quote:
@@ -122,8 +126,8 @@ def speech_quote(texts: Iterable[str]) -> Quote:
     return Quote(
         sum(speech_credits(t) for t in texts),
         "text to speech",
-        f"{len(texts)} line(s), {characters} characters: {SPEECH_CREDITS} credits per started "
-        f"{SPEECH_CHARACTERS} characters of each line",
+        f"{_count(len(texts), 'line')}, {_count(characters, 'character')}: "
+        f"{SPEECH_CREDITS} credits per started {SPEECH_CHARACTERS} characters of each line",
         estimate=True,
     )
 
@@ -136,7 +140,7 @@ def translation_quote(requests: Iterable[Iterable[str]]) -> Quote:
     return Quote(
         sum(translation_credits(texts) for texts in batches),
         "text translation",
-        f"{sum(map(len, batches))} segment(s){per}, {characters} characters: "
+        f"{_count(sum(map(len, batches)), 'segment')}{per}, {_count(characters, 'character')}: "
         f"{TRANSLATION_CREDITS} credit per started {TRANSLATION_CHARACTERS} characters",
     )
 
@@ -146,14 +150,16 @@ def clone_quote() -> Quote:
 
 
 def dub_quote(seconds: float, *, lipsync: bool = False) -> Quote:
+    """Exact for a source under a minute; past it, per started minute is dubkit's reading."""
     minutes = dub_minutes(seconds)
-    lip = f" + {LIPSYNC_PER_MINUTE} for lip sync" if lipsync else ""
+    rate = (
+        f"{DUB_PER_MINUTE} + {LIPSYNC_PER_MINUTE} for lip sync" if lipsync else f"{DUB_PER_MINUTE}"
+    )
     return Quote(
         dub_credits(seconds, lipsync=lipsync),
         "dubbing",
-        f"{seconds:g} s of source billed as {minutes} min at {DUB_PER_MINUTE}{lip} "
-        "credits per minute",
-        estimate=True,
+        f"{seconds:g} s of source billed as {_count(minutes, 'minute')} at {rate} credits a minute",
+        estimate=minutes > 1,
     )
 
 

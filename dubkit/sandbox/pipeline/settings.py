@@ -116,7 +116,9 @@ def read_settings(request: MediaTranslationRequest, task_type: str) -> Settings:
         dynamic = False
     lipsync = bool(options.lipsync and options.lipsync.enable)
     if lipsync and task_type != "vt":
-        notices.append("options.lipsync applies to video only; this audio task was not charged")
+        notices.append(
+            "options.lipsync applies to video only: this audio task was not lip-synced nor charged for it"
+        )
         lipsync = False
     elif lipsync:
         notices.append(

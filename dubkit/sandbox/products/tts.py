@@ -251,7 +251,6 @@ def _speak(
 def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
     """Check and charge now; the work speaks each line, giving back a failed line's share."""
     lines, espeak = _resolve(backend, api_key, request)
-    target = request.language.target if request.language else None
     credits = [prices.speech_credits(line.spec.text) for line in lines]
     characters = sum(len(line.spec.text) for line in lines)
     backend.charge(
@@ -285,12 +284,25 @@ def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
         write_takes()
         tts_takes.record_answers(backend, task_id, [s.relpath for s in spoken if s.relpath])
         created = backend.task_row(task_id)["created_at"]
-        notices = (
-            [f"language.target: {said}"] if target and (said := speech.stand_in(target)) else None
-        )
-        return _result(backend, task_id, created, spoken, notices).to_wire()
+        return _result(backend, task_id, created, spoken, _stand_ins(request)).to_wire()
 
     return run
+
+
+def _stand_ins(request: TTSRequest) -> list[str] | None:
+    """Which locales asked for (the target, else each preset voice's own) another language
+    spoke, and by what: the result's notices."""
+    target = request.language.target if request.language else None
+    if target:
+        asked = {"language.target": target}
+    else:
+        asked = {
+            f"data[{i}].voiceId": found.record.locale
+            for i, line in enumerate(request.data)
+            if line.voice_id and (found := preset(line.voice_id)) and found.record.locale
+        }
+    said = [f"{field}: {why}" for field, code in asked.items() if (why := speech.stand_in(code))]
+    return said or None
 
 
 # --------------------------------------------------------------------------- answers
