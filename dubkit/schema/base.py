@@ -101,10 +101,11 @@ class SandboxExtra(Wire):
 
 
 def sandbox_extra(description: str) -> Any:
-    """A field the interface does not have, which the local sandbox adds, labelled (the wire
-    keeps unknown fields, so a client of the service simply never sees it). Declared here so
-    the sandbox builds it from the model and the client reads it typed; the contract test
-    knows these fields by this mark."""
+    """A field the interface does not have, which the local sandbox adds, labelled. It never
+    sits in an answer's body: the sandbox sends it beside the body in the extras header
+    (:mod:`dubkit._util.extras_header`) and dubkit's transport puts it back, so code that reads
+    the wire sees what the service sends. Declared here so the sandbox builds it from the model
+    and the client reads it typed; the contract test knows these fields by this mark."""
     return Field(default=None, description=description, json_schema_extra={SANDBOX_EXTRA: True})
 
 

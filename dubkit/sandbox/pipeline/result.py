@@ -1,6 +1,7 @@
 """The media-translation result in the interface's shape (§3.6), plus labelled extras.
 
-Extras beyond §3.6 (the wire keeps unknown fields): ``source`` (the material dubbed),
+Extras beyond §3.6 (sent beside the body, in the extras header: :mod:`dubkit.sandbox.extras`):
+``source`` (the material dubbed),
 ``subtitles`` on ``build`` (SRT/VTT URLs), ``timings`` (seconds per stage), ``notices`` (every
 option the sandbox could not honour as asked, and what it did instead), ``options`` (the
 settings as understood), ``engine`` labels, ``lipsync`` (requested / applied).

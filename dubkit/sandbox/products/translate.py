@@ -2,7 +2,8 @@
 
 Credits: the published price (:mod:`dubkit.schema.prices`), 1 per started 100 characters of all
 segments, charged before any work; 402 when short.
-Each item carries the interface's ``text``/``errorMessage`` plus two labelled extras:
+Each item carries the interface's ``text``/``errorMessage`` plus two labelled extras (sent in the
+extras header beside the body, :mod:`dubkit.sandbox.extras`):
 ``contextUsed`` (the neighbour lines that informed it) and, on the result, ``engine``.
 """
 
