@@ -63,8 +63,12 @@ class Budget:
         """Refuse, without reserving, a call of ``quote`` that would pass the budget (before
         a step that comes first, such as an upload)."""
         with self._lock:
-            if self.spent + quote.credits > self.limit:
-                raise BudgetExceededError(self.limit, self.spent, quote)
+            self._refuse_over(quote)
+
+    def _refuse_over(self, quote: prices.Quote) -> None:
+        """BudgetExceededError if ``quote`` does not fit (the caller holds the lock)."""
+        if self.spent + quote.credits > self.limit:
+            raise BudgetExceededError(self.limit, self.spent, quote)
 
     @contextmanager
     def spending(self, operation: str, body: Any, key: str | None = None) -> Iterator[None]:
@@ -79,8 +83,7 @@ class Budget:
             yield
             return
         with self._lock:
-            if self.spent + quote.credits > self.limit:
-                raise BudgetExceededError(self.limit, self.spent, quote)
+            self._refuse_over(quote)
             self.spent += quote.credits
         try:
             yield

@@ -161,11 +161,7 @@ class Transport:
             if echo_key and exchange.key:
                 body = with_idempotency_key(body, exchange.key)
             exchange.body = body.to_wire()
-        if self.budget is None or body is None:
-            data = self._run(exchange, deadline)
-        else:
-            with self.budget.spending(name, body, exchange.key):
-                data = self._run(exchange, deadline)
+        data = self._spending(exchange, deadline, (name, body) if body is not None else None)
         self._answered.operation = name
         return data, exchange.key
 
@@ -197,16 +193,21 @@ class Transport:
             idempotency_key=idempotency_key,
             req_id=req_id,
         )
-        priced = self._priced(exchange.method, path, body)
-        if self.budget is None or priced is None:
+        return self._spending(exchange, deadline, self._priced(exchange.method, path, body))
+
+    def _spending(
+        self, exchange: Exchange, deadline: float | None, call: tuple[str, Any] | None
+    ) -> Any:
+        """Run ``exchange``; a ``call`` (operation, typed body) under the client's budget."""
+        if self.budget is None or call is None:
             return self._run(exchange, deadline)
-        with self.budget.spending(priced[0], priced[1], exchange.key):
+        with self.budget.spending(call[0], call[1], exchange.key):
             return self._run(exchange, deadline)
 
     def _priced(self, method: str, path: str, body: Any) -> tuple[str, Any] | None:
         """A paid create sent through :meth:`request` as it would go through :meth:`call`:
-        its operation and typed body, for the budget (None for any other call)."""
-        if self.budget is None:
+        its operation and typed body, for the budget (None for any other call, or no budget)."""
+        if self.budget is None:  # the usual case: nothing to look up
             return None
         op = OPERATIONS_BY_PATH.get((method, self.api_path(path)))
         if op is None or op.body is None or product_of_operation(op.name) is None:
