@@ -9,8 +9,10 @@
 >>> big = samples.noise_wav("big.wav", 50 * 2**20)       # exactly 50 MiB
 
 Speech comes from espeak-ng and pictures from ffmpeg's test card, both shipped in wheels:
-nothing is downloaded. Each call writes a new file; espeak's audio is not bit-identical
-between runs, so sizes and hashes can differ slightly from one run to the next.
+nothing is downloaded. A narrated clip is the same file, byte for byte, for the same
+arguments (its lines are spoken in a fresh process), so a recorded lesson's upload of it
+matches when a student makes it again (:mod:`dubkit.cassette`). Speech recordings are not
+bit-identical from one run to the next: espeak-ng carries state between utterances.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .media import av, mp4, speech
+from .media import av, fresh_speech, mp4, speech
 from .media.subtitles import Cue
 
 PathLike = str | os.PathLike[str]
@@ -80,22 +82,21 @@ def narrated_clip(
     """
     if not script:
         raise ValueError("script: at least one line is needed")
-    voice = speech.voice_for_locale(locale)
-    rate = speech.SAMPLE_RATE
-    gap = np.zeros(int(pause * rate), dtype=np.float32)
-    audio, cues, clock = [gap], [], pause
+    lines = []
     for i, line in enumerate(script):
         if isinstance(line, str):
-            text, line_variant = line, variant
+            lines.append((line, variant))
         elif isinstance(line, tuple) and len(line) == 2:
-            text, line_variant = line
+            lines.append(line)
         else:
             raise ValueError(
                 f"script[{i}]: expected a line of text or a (text, variant) pair, got {line!r}"
             )
-        spoken = speech.synthesize(
-            text, voice, variant=line_variant, prosody=speech.Prosody(rate_wpm=rate_wpm)
-        )
+    spoken_lines = fresh_speech.speak(lines, speech.voice_for_locale(locale), rate_wpm)
+    rate = speech.SAMPLE_RATE
+    gap = np.zeros(int(pause * rate), dtype=np.float32)
+    audio, cues, clock = [gap], [], pause
+    for (text, _), spoken in zip(lines, spoken_lines):
         length = len(spoken) / rate
         cues.append(Cue(round(clock, 3), round(clock + length, 3), text))
         audio += [spoken, gap]

@@ -490,3 +490,16 @@ def test_windowed_duck_place_and_mix_join_into_the_whole_track() -> None:
 
     joined = np.concatenate(list(mixing.mixed_windows(length, window, blocks=7)))
     assert joined.shape == whole.shape and np.array_equal(joined, whole)
+
+
+def test_a_narrated_clip_is_the_same_file_for_the_same_script(tmp_path):
+    """What lets a replayed lesson's upload match its recording: espeak-ng alone gives
+    slightly different samples for the same line spoken twice in one process."""
+    from dubkit import samples
+    from dubkit.media import speech
+
+    script = [("The harbour wakes before the sun.", "f2"), ("By seven the market is open.", "m3")]
+    first = samples.narrated_clip(tmp_path / "a.mp4", script).read_bytes()
+    speech.synthesize("Something else in between.", "en-us")
+    again = samples.narrated_clip(tmp_path / "b.mp4", script).read_bytes()
+    assert first == again

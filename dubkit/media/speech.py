@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import numbers
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,21 @@ def _library() -> ctypes.CDLL:
     global SAMPLE_RATE
     lib, SAMPLE_RATE = _espeak.library()
     return lib
+
+
+def reset_randomness(seed: int = 1) -> None:
+    """Seed espeak-ng's random numbers (its own and the C library's, which its noise uses).
+
+    espeak-ng also keeps state from one utterance to the next, so the same text gives the
+    same samples only for the same sequence of calls since the process started: see
+    :func:`dubkit.samples.narrated_clip`, which speaks in a fresh process for that reason.
+    """
+    with _espeak.LOCK:
+        lib = _library()
+        lib.espeak_ng_SetRandSeed(seed)
+        libc = ctypes.util.find_library("c")
+        if libc:  # not on Windows, whose C library espeak-ng links statically there
+            ctypes.CDLL(libc).srand(seed)
 
 
 def _data_path() -> Path:
