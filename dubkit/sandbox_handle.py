@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+from urllib.parse import quote
 
 from ._transport import RetryPolicy, Transport
 from ._util.deprecation import renamed_keywords
@@ -173,6 +174,18 @@ class SandboxHandle:
 
     def reset(self) -> dict[str, Any]:
         return dict(self.admin("POST", "/reset"))
+
+    def serve_file(self, path: str, data: bytes, media_type: str) -> str:
+        """Serve ``data`` at ``/files/<path>`` (unless a file of the sandbox's own is there):
+        how a replayed lesson's media reach a browser. Its URL."""
+        quoted = quote(path, safe="/")
+        self._admin.send(
+            "PUT",
+            f"{self.url}/_sandbox/replayed-files/{quoted}",
+            data=data,
+            headers={"Content-Type": "application/octet-stream", "X-Media-Type": media_type},
+        )
+        return f"{self.url}/files/{quoted}"
 
     def create_key(
         self, name: str = "extra", credits: float = 1_000_000, *, api_key: str | None = None

@@ -3,6 +3,7 @@ while bytes arrive, the admin API behind its token, and the handler table."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import select
@@ -68,6 +69,7 @@ ADMIN_CALLS = [
     ("GET", "/deliveries", None),
     ("GET", "/storage", None),
     ("POST", "/fetch", {"remote": True, "schemes": ["http"], "allow": ["0.0.0.0/0"]}),
+    ("PUT", "/replayed-files/replay/x.wav", None),
 ]
 
 
@@ -354,3 +356,33 @@ def test_each_operation_has_a_handler_typed_with_its_request_model(op):
 def test_the_table_holds_exactly_the_operations_each_with_its_own_handler():
     assert sorted(HANDLERS) == sorted(op.name for op in OPERATIONS)
     assert len(set(HANDLERS.values())) == len(OPERATIONS)
+
+
+def test_a_replayed_file_is_served_where_it_was_recorded_and_nowhere_else(sandbox):
+    url = sandbox.serve_file("media/recorded-task/dubbed.mp4", b"recorded bytes", "video/mp4")
+    assert url == f"{sandbox.url}/files/media/recorded-task/dubbed.mp4"
+    got = requests.get(url, timeout=10)
+    assert got.content == b"recorded bytes" and got.headers["Content-Type"] == "video/mp4"
+    stored = requests.get(
+        f"{sandbox.url}/files/replayed/{hashlib.sha256(b'recorded bytes').hexdigest()}", timeout=10
+    )
+    assert stored.status_code == 404  # the store itself is not served
+    token = read_admin_token(sandbox.data_dir)
+    for bad in ("../outside.wav", "replayed/abc"):
+        refused = requests.put(
+            f"{sandbox.url}/_sandbox/replayed-files/{bad}",
+            data=b"x",
+            headers={ADMIN_HEADER: token, "Content-Type": "application/octet-stream"},
+            timeout=10,
+        )
+        assert refused.status_code in (400, 403), bad  # 403: the URL was normalised first
+        if refused.status_code == 400:
+            assert "path:" in refused.json()["message"]
+    assert requests.get(f"{sandbox.url}/files/outside.wav", timeout=10).status_code == 404
+    page = requests.put(  # a web page's simple request cannot publish bytes either
+        f"{sandbox.url}/_sandbox/replayed-files/replay/y.wav",
+        data=b"x",
+        headers={ADMIN_HEADER: token, "Content-Type": "text/plain"},
+        timeout=10,
+    )
+    assert page.status_code == 403

@@ -23,6 +23,8 @@ where their holder needs them (``/info``, a new key, a webhook's secrets); lists
 ``GET  /_sandbox/deliveries`` outbox rows with their attempts; ``?taskId=&state=&apiKey=``
 ``POST /_sandbox/deliveries/redeliver`` ``{taskId? | ids?}``: send again, same body (a replay)
 ``GET  /_sandbox/uploads``   a key's material upload sessions ``?apiKey=``
+``PUT  /_sandbox/replayed-files/<path>`` bytes to serve at ``/files/<path>`` (a replayed
+                             lesson's media; see :mod:`dubkit.sandbox.replayed_files`)
 ``GET  /_sandbox/contract``  strict contract mode: ``{strict, mismatches}``
 ``GET|POST /_sandbox/delivery`` retry schedule ``{baseDelay, maxDelay, maxAttempts, timeout,
                              jitter}`` (partial updates; see :mod:`dubkit.sandbox.delivery`)
@@ -57,9 +59,11 @@ from ..schema.sandbox_admin import (
     WebhookSecrets,
     WebhookSettings,
 )
-from . import delivery, references
+from . import delivery, references, replayed_files
 from .backend import Backend, new_secret
+from .envelope import envelope
 from .products.upload_sessions import sessions_of
+from .service_error import ServiceError
 
 admin_router = APIRouter(prefix="/_sandbox", include_in_schema=True)
 
@@ -316,3 +320,15 @@ def redeliver(body: Redeliver, request: Request) -> dict[str, Any]:
             for r in backend.db.all("SELECT id FROM outbox WHERE task_id = ?", (body.task_id,))
         ]
     return {"requeued": delivery.redeliver(backend, ids)}
+
+
+@admin_router.put("/replayed-files/{relpath:path}")
+async def put_replayed_file(relpath: str, request: Request) -> Any:
+    """Serve the body at ``/files/<relpath>`` (a replayed lesson's media)."""
+    data = await request.body()
+    media_type = request.headers.get("X-Media-Type", "application/octet-stream")
+    try:
+        digest = replayed_files.publish(_backend(request), relpath, data, media_type)
+    except ServiceError as refusal:
+        return envelope(refusal.code, refusal.message)
+    return {"path": relpath, "sha256": digest, "size": len(data)}

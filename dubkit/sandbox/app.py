@@ -36,7 +36,7 @@ from starlette.requests import ClientDisconnect
 from .. import contract
 from ..schema import OPERATIONS_BY_PATH, Operation, WireError, validated
 from ..schema.sandbox_admin import Faults
-from . import extras, file_access
+from . import extras, file_access, replayed_files
 from .admin import admin_router
 from .backend import Backend
 from .call import Call
@@ -80,9 +80,12 @@ def create_app(backend: Backend, hosts: set[str]) -> DropResponseMiddleware:
     @app.get("/files/{relpath:path}", include_in_schema=False)
     async def _files(relpath: str) -> Response:
         path = file_access.served_path(backend, relpath)
-        if path is None:
+        if path is not None:
+            return FileResponse(path)
+        replayed = replayed_files.served(backend, relpath)
+        if replayed is None:
             return envelope(404, "file not found")
-        return FileResponse(path)
+        return FileResponse(replayed[0], media_type=replayed[1])
 
     @app.api_route(
         PREFIX + "/{path:path}",

@@ -35,6 +35,8 @@ from .service_error import ServiceError
 PUBLIC_ADMIN_PATHS = frozenset({"/_sandbox/openapi.json"})
 MAX_QUERY = 4096  # characters of a query string; the interface's GETs need a few dozen
 MAX_DEPTH = 32  # nesting of a JSON body; the deepest documented body has 5 levels
+BYTES_ADMIN_PATHS = ("/_sandbox/replayed-files/",)  # admin calls whose body is a file's bytes
+_BYTES_TYPE = "application/octet-stream"
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
 
 
@@ -83,6 +85,8 @@ class AdminGuard:
         if origin is not None and origin.lower().split("://", 1)[-1] not in self.hosts:
             return ServiceError(403, "admin calls from another site's page are refused")
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == _BYTES_TYPE and request.url.path.startswith(BYTES_ADMIN_PATHS):
+            return None  # a page cannot send this type without a CORS preflight either
         if kind in _FORM_TYPES or (kind and kind != "application/json"):
             return ServiceError(403, "admin calls send JSON (Content-Type: application/json)")
         return None
