@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from . import cassette
 from ._transport import Budget, RetryPolicy, Timeout, Transport, is_read
 from ._util.deprecation import warn_renamed
 from ._util.masking import mask_key
@@ -33,6 +35,8 @@ from .uploads import UploadProgress
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .cassette import Cassette, Replayer
 
 
 class Client:
@@ -66,8 +70,20 @@ class Client:
         self.dubbing = DubbingResource(transport, self.voices, self.materials, self.tts)
         if budget is not None:  # quotes each paid call before it is sent (see Budget)
             transport.budget = Budget(budget, self.dubbing.material_facts)
+        self.recording: Cassette | None = None  # the cassette this client records into
+        self.replaying: Replayer | None = None  # the replay answering this client
 
     def __repr__(self) -> str:
+        if self.replaying is not None:
+            return (
+                f"Client(replaying {self.replaying.cassette.path.name!r}, recorded from "
+                f"{origin_of(self.base_url)}; calls it lacks: "
+                f"{'the sandbox on this machine' if self.replaying.strays == 'sandbox' else 'an error'})"
+            )
+        recording = f", recording to {self.recording.path.name!r}" if self.recording else ""
+        return self._where() + recording + ")"
+
+    def _where(self) -> str:
         # A sandbox on this machine is not named by its loopback address: a repr printed
         # into a notebook must still make sense opened elsewhere (base_url has it).
         where = (
@@ -75,7 +91,7 @@ class Client:
             if self.is_sandbox and urlsplit(self.base_url).hostname in ("127.0.0.1", "localhost")
             else f"{'sandbox' if self.is_sandbox else 'service'}, base_url={self.base_url!r}"
         )
-        return f"Client({where}, api_key={self._transport.masked_key!r})"
+        return f"Client({where}, api_key={self._transport.masked_key!r}"
 
     @property
     def media(self) -> DubbingResource:
@@ -158,9 +174,24 @@ class Client:
 
 
 def connect(
-    api_key: str | None = None, base_url: str | None = None, *, quiet: bool = False, **options: Any
+    api_key: str | None = None,
+    base_url: str | None = None,
+    *,
+    quiet: bool = False,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    strays: str | None = None,
+    **options: Any,
 ) -> Client:
     """A ready Client: the real service with a key, else the embedded sandbox.
+
+    ``record="lesson.dubkit"`` (or ``DUBKIT_RECORD``) also records every call and the media
+    its answers point to into that cassette (an existing one only with ``overwrite=True`` or
+    ``DUBKIT_RECORD_OVERWRITE=1``). ``replay="lesson.dubkit"`` (or ``DUBKIT_REPLAY``) needs
+    no key and reaches no network: the cassette answers, and a call it lacks goes to the
+    sandbox with a one-line note (``strays="error"`` or ``DUBKIT_REPLAY_STRAYS=error``
+    raises :class:`ReplayMissError` instead). See :mod:`dubkit.cassette`.
 
     * ``DUBKIT_API_KEY`` (or ``api_key=``) set: the service at ``DUBKIT_BASE_URL``/``base_url``.
     * only ``DUBKIT_BASE_URL`` set: a standalone sandbox there (``dubkit sandbox``); its default
@@ -173,6 +204,46 @@ def connect(
 
     >>> client = dubkit.connect()
     """
+    record = record or os.environ.get("DUBKIT_RECORD") or None
+    replay = replay or os.environ.get("DUBKIT_REPLAY") or None
+    if record and replay:
+        raise ValidationError("replay", "a client records or replays, not both")
+    if replay:
+        return _replaying(replay, strays or os.environ.get("DUBKIT_REPLAY_STRAYS"), quiet, options)
+    client = _connected(api_key, base_url, quiet, options)
+    if record:
+        overwrite = overwrite or os.environ.get("DUBKIT_RECORD_OVERWRITE") == "1"
+        client.recording = cassette.record(client.transport, record, overwrite=overwrite)
+    return client
+
+
+def _replaying(path: Any, strays: str | None, quiet: bool, options: dict[str, Any]) -> Client:
+    """A client the cassette at ``path`` answers, with this process's sandbox for strays."""
+    if strays not in (None, "sandbox", "error"):
+        raise ValidationError("strays", f"must be 'sandbox' or 'error', got {strays!r}")
+    service = cassette.recorded_service(path)
+    handle, _ = embedded()
+    client = Client(handle.api_key, service, sandbox=handle, **options)
+    client.replaying = cassette.replay(
+        client.transport,
+        path,
+        sandbox_url=handle.url,
+        sandbox_key=handle.api_key,
+        serve_file=handle.serve_file,
+        strays=strays or "sandbox",
+    )
+    if not quiet:
+        print(
+            f"dubkit: replaying {Path(path).name}, recorded from {origin_of(service)}; "
+            f"calls it lacks go to "
+            f"{'the local sandbox' if client.replaying.strays == 'sandbox' else 'an error'}."
+        )
+    return client
+
+
+def _connected(
+    api_key: str | None, base_url: str | None, quiet: bool, options: dict[str, Any]
+) -> Client:
     url_field = "base_url" if base_url else "DUBKIT_BASE_URL"
     api_key = api_key or os.environ.get("DUBKIT_API_KEY") or None
     base_url = base_url or os.environ.get("DUBKIT_BASE_URL") or None

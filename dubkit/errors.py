@@ -230,6 +230,16 @@ class WebhookVerificationError(DubkitError):
         self.reason = reason
 
 
+class ReplayMissError(DubkitError):
+    """A replaying client was asked for a call its cassette does not hold, and it may not
+    send it on (strict replay, or not an API call: replay reaches no network). ``call`` is
+    the call, as ``METHOD /path``."""
+
+    def __init__(self, message: str, *, call: str) -> None:
+        super().__init__(message)
+        self.call = call
+
+
 # The error class of each business code (or HTTP status); any other is a plain APIError.
 _BY_CODE: dict[int, type[APIError]] = {
     **{

@@ -489,6 +489,12 @@ class Transport:
         error.retry_after = retry_after(response)
         return None, error, outcome, ""
 
+    def mount(self, adapter: requests.adapters.BaseAdapter) -> None:
+        """Send every request through ``adapter`` (the seam a cassette records and replays
+        at: this session only, nothing process-wide)."""
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+
     def close(self) -> None:
         self.session.close()
 

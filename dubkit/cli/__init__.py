@@ -6,6 +6,7 @@
     dubkit clone me.wav --name Me --language en-US
     dubkit dub talk.mp4 --to fr-FR,de-DE --out-dir dubs
     dubkit tasks [list | show ID | wait ID | delete ID]
+    dubkit cassette show lesson.dubkit        # what a recorded lesson holds
     dubkit sandbox --port 8765 · dubkit studio · dubkit --version
 
 Like ``dubkit.connect()``: the service with DUBKIT_API_KEY and DUBKIT_BASE_URL, else the local
@@ -22,7 +23,7 @@ import traceback
 from typing import NoReturn
 
 from .._version import __version__
-from . import dub, host, speech, tasks, voices
+from . import cassettes, dub, host, speech, tasks, voices
 from ._output import UsageError
 
 # Plain text: argparse prints it as is, so no reST markup here.
@@ -52,10 +53,10 @@ def parser() -> argparse.ArgumentParser:
     main_parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = main_parser.add_subparsers(
         dest="command",
-        metavar="{voices,tts,translate,clone,dub,tasks,sandbox,studio}",
+        metavar="{voices,tts,translate,clone,dub,tasks,cassette,sandbox,studio}",
         parser_class=_Parser,
     )
-    for module in (voices, speech, dub, tasks, host):
+    for module in (voices, speech, dub, tasks, cassettes, host):
         module.add(commands)
     return main_parser
 

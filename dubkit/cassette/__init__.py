@@ -1,0 +1,84 @@
+"""Record a lesson once with a key; replay it anywhere with none, offline.
+
+>>> client = dubkit.connect(record="lesson.dubkit")   # with DUBKIT_API_KEY: the service
+>>> client = dubkit.connect(replay="lesson.dubkit")   # no key: the cassette, then the sandbox
+
+(or ``DUBKIT_RECORD`` / ``DUBKIT_REPLAY``, so a notebook records and replays unchanged).
+A cassette is a folder (:mod:`.store`); what counts as the same call is :mod:`.matching`;
+recording and replay are ``requests`` adapters on the client's own session
+(:mod:`.recording`, :mod:`.replay`). Webhook events that receivers of this process accept
+while recording are kept per task and pushed to task cells again in replay. Why not vcrpy or betamax: both patch or wrap at a level
+that keeps bodies inline in one YAML/JSON file (media would be base64 in the index), vcrpy
+patches the HTTP libraries process-wide (every session and thread, the sandbox's own
+server-side fetches included) and neither stores a file once by hash or lets a miss go to a
+local emulator. A transport adapter is the seam ``requests`` offers for exactly this.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from .._transport import Transport
+from ..webhooks import push
+from .matching import Matcher
+from .recording import RecordingAdapter
+from .replay import ANSWERED_BY, ReplayAdapter, Replayer
+from .store import Cassette
+
+__all__ = ["Cassette", "Replayer", "ANSWERED_BY", "record", "replay"]
+
+# One recording and one replay per cassette per process: a notebook that connects twice
+# records into, and replays from, the same cassette (with the same cursors).
+_open: dict[tuple[str, Path], Cassette | Replayer] = {}
+_lock = threading.Lock()
+
+
+def record(transport: Transport, path: str | os.PathLike[str], *, overwrite: bool) -> Cassette:
+    """Record every exchange of ``transport`` into the cassette at ``path``."""
+    where = Path(path).resolve()
+    with _lock:
+        cassette = _open.get(("record", where))
+        adapter = None
+        if not isinstance(cassette, Cassette) or cassette.service != transport.base_url:
+            cassette = Cassette.new(where, transport.base_url, overwrite=overwrite)
+            _open[("record", where)] = cassette
+            adapter = RecordingAdapter(cassette, Matcher(transport.base_url))
+            # The events every receiver of this process accepts, as task cells get them.
+            push.subscribe(adapter.keep_event)
+    transport.mount(adapter or RecordingAdapter(cassette, Matcher(transport.base_url)))
+    return cassette
+
+
+def replay(
+    transport: Transport,
+    path: str | os.PathLike[str],
+    *,
+    sandbox_url: str,
+    sandbox_key: str,
+    serve_file: Callable[[str, bytes, str], str],
+    strays: str = "sandbox",
+) -> Replayer:
+    """Answer ``transport``'s calls from the cassette at ``path`` (see :mod:`.replay`)."""
+    where = Path(path).resolve()
+    with _lock:
+        replayer = _open.get(("replay", where))
+        if not isinstance(replayer, Replayer) or replayer.sandbox_url != sandbox_url.rstrip("/"):
+            replayer = Replayer(
+                Cassette.load(where),
+                sandbox_url=sandbox_url,
+                sandbox_key=sandbox_key,
+                serve_file=serve_file,
+                strays=strays,
+            )
+            _open[("replay", where)] = replayer
+        replayer.strays = strays
+    transport.mount(ReplayAdapter(replayer))
+    return replayer
+
+
+def recorded_service(path: str | os.PathLike[str]) -> str:
+    """The base URL a cassette was recorded against."""
+    return Cassette.load(path).service

@@ -1,0 +1,297 @@
+"""Replay: a ``requests`` adapter that answers from a cassette and sends nothing out.
+
+Every request of the client's session comes here (it is mounted for http and https):
+
+* a call the cassette holds is answered from it: the recorded answers to that request in
+  order, the last one repeating (a task polled again stays done; a cell run twice gets its
+  answer again). URLs in the answers point at the local sandbox, which serves the recorded
+  media under their recorded paths (published on first use), so players follow the same
+  rules as the sandbox's own files;
+* a request to the local sandbox (those media, a stray's files) goes to it;
+* an API call the cassette lacks is a *stray*: by default it goes to the local sandbox with
+  a one-line note naming it, or, with ``strays="error"``, it raises
+  :class:`~dubkit.errors.ReplayMissError` naming the closest recorded call;
+* anything else (a file or storage URL the cassette lacks) raises ReplayMissError: replay
+  never reaches the network.
+
+Answers say who gave them: ``X-Dubkit-Answered-By: cassette|sandbox``, and
+:attr:`Replayer.answered` counts them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from requests.adapters import BaseAdapter, HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+
+from .._util import extras_header
+from ..errors import ReplayMissError
+from ..webhooks import push
+from ..webhooks.events import parse_event
+from .matching import PLACEHOLDER, Matcher, bare, replace_urls
+from .recording import body_bytes, is_json
+from .store import Cassette
+
+ANSWERED_BY = "X-Dubkit-Answered-By"
+PUSH_AFTER = 0.2  # seconds between an answer and the recorded events of its task
+STRAYS = ("sandbox", "error")
+
+
+class Replayer:
+    """One cassette's replay in this process: cursors, served media and the tally, shared by
+    every client that replays it (a notebook may connect twice)."""
+
+    def __init__(
+        self,
+        cassette: Cassette,
+        *,
+        sandbox_url: str,
+        sandbox_key: str,
+        serve_file: Callable[[str, bytes, str], str],
+        strays: str = "sandbox",
+        note: Callable[[str], None] = print,
+    ) -> None:
+        if strays not in STRAYS:
+            raise ValueError(f"strays: one of {STRAYS}, got {strays!r}")
+        self.cassette = cassette
+        self.sandbox_url = sandbox_url.rstrip("/")
+        self.sandbox_key = sandbox_key
+        self.serve_file = serve_file
+        self.strays = strays
+        self.note = note
+        self.answered: Counter[str] = Counter()  # "cassette" / "sandbox" -> calls answered
+        self.strayed: list[str] = []  # each stray call once, as "METHOD /path"
+        self._cursors: Counter[str] = Counter()
+        self._served: dict[str, str] = {}  # token -> the sandbox URL its media is served at
+        self._recorded_of: dict[str, str] = {}  # served URL (bare) -> token
+        self._uploads: dict[str, bytes] = {}  # sha256 -> bytes this process uploaded
+        self._pushed: set[str] = set()  # tasks whose recorded events were pushed
+        self._lock = threading.Lock()
+        self.matcher = Matcher(cassette.service, known=self._recorded_of.get)
+
+    def __repr__(self) -> str:
+        return (
+            f"Replayer({self.cassette.path.name!r}, answered={dict(self.answered)}, "
+            f"strays={len(self.strayed)})"
+        )
+
+    # ---------------------------------------------------------------- answers
+
+    def answer(self, request: requests.PreparedRequest) -> requests.Response | None:
+        """The next recorded answer to ``request``, or None when the cassette lacks it."""
+        asked = self.matcher.request(
+            request.method or "GET",
+            request.url or "",
+            body_bytes(request),
+            is_json(request.headers),
+        )
+        key = self.matcher.key(asked)
+        answers = self.cassette.answers(key)
+        if not answers:
+            return None
+        with self._lock:
+            turn = self._cursors[key]
+            self._cursors[key] += 1
+            self.answered["cassette"] += 1
+            if asked["method"] == "PUT" and isinstance(asked["body"], dict):
+                self._uploads[asked["body"].get("sha256", "")] = body_bytes(request) or b""
+        answer = answers[min(turn, len(answers) - 1)]
+        self._push_events_of(answer)
+        return self._response(request, answer)
+
+    def _push_events_of(self, answer: dict[str, Any]) -> None:
+        """The recorded webhook events of the task an answer names, pushed once to this
+        process's task cells (after the answer, as the service's deliveries come after its
+        acceptance) while a receiver runs here, as they were when recorded."""
+        data = (answer.get("json") or {}).get("data")
+        task_id = data.get("taskId") if isinstance(data, dict) else None
+        if not isinstance(task_id, str) or not push.active():
+            return
+        with self._lock:
+            if task_id in self._pushed:
+                return
+            self._pushed.add(task_id)
+        bodies = [replace_urls(body, self._url) for body in self.cassette.events(task_id)]
+        if bodies:
+            later = threading.Timer(PUSH_AFTER, self._push, (bodies,))
+            later.daemon = True
+            later.start()
+
+    @staticmethod
+    def _push(bodies: list[dict[str, Any]]) -> None:
+        for body in bodies:
+            push.publish(parse_event(body))
+
+    def _response(
+        self, request: requests.PreparedRequest, answer: dict[str, Any]
+    ) -> requests.Response:
+        response = requests.Response()
+        response.status_code = answer["status"]
+        response.headers = CaseInsensitiveDict(answer.get("headers", {}))
+        response.headers[ANSWERED_BY] = "cassette"
+        if "json" in answer:
+            payload = replace_urls(answer["json"], self._url)
+            response._content = json.dumps(payload).encode()
+            if "extras" in answer:
+                header = extras_header.encode(replace_urls(answer["extras"], self._url))
+                if header:
+                    response.headers[extras_header.HEADER] = header
+        elif "media" in answer:
+            response._content = self.cassette.media(answer["media"])[0]
+        else:
+            response._content = b""
+        response.encoding = "utf-8"
+        response.url = request.url or ""
+        response.request = request
+        response.reason = "OK" if answer["status"] < 400 else "Recorded"
+        return response
+
+    def _url(self, value: str) -> str:
+        """A placeholder of the index back as a URL: its media served by the sandbox, or
+        the recorded URL (without its query) when it named no file."""
+        if not value.startswith(PLACEHOLDER):
+            return value
+        token = value[len(PLACEHOLDER) :]
+        entry = self.cassette.url(token)
+        if entry is None:
+            return value
+        with self._lock:
+            served = self._served.get(token)
+        if served is None:
+            found = self._file(entry)
+            if found is None:
+                return str(entry["url"])
+            served = self.serve_file(served_path(entry["url"]), *found)
+            with self._lock:
+                self._served[token] = served
+                self._recorded_of[bare(served)] = token
+        return served
+
+    def _file(self, entry: dict[str, Any]) -> tuple[bytes, str] | None:
+        """The bytes and type a recorded URL served: from the cassette, or an upload's from
+        this process's own upload of the same file (a cassette never holds those)."""
+        if entry["media"]:
+            return self.cassette.media(entry["media"])
+        upload = entry.get("upload")
+        if upload and upload["sha256"] in self._uploads:
+            return self._uploads[upload["sha256"]], upload["type"]
+        return None
+
+    # ---------------------------------------------------------------- strays
+
+    def stray(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        """``request`` re-addressed to the sandbox, or ReplayMissError (strict, or not an
+        API call: replay reaches nothing else)."""
+        url = request.url or ""
+        said = self._said(request)
+        if not self.matcher.is_api(url) or self.strays == "error":
+            raise ReplayMissError(
+                f"{said} is not in the cassette {self.cassette.path.name}"
+                + (
+                    ""
+                    if self.matcher.is_api(url)
+                    else " (replay reaches no network: only recorded files and the local sandbox)"
+                )
+                + self._closest(request),
+                call=said,
+            )
+        with self._lock:
+            first = said not in self.strayed
+            if first:
+                self.strayed.append(said)
+            self.answered["sandbox"] += 1
+        if first:
+            self.note(
+                f"dubkit: {said} is not in {self.cassette.path.name}; the local sandbox answered"
+            )
+        rerouted = request.copy()
+        rerouted.url = self.sandbox_url + url[len(self.matcher.base_url) :]
+        rerouted.headers["Authorization"] = f"Bearer {self.sandbox_key}"
+        return rerouted
+
+    def _said(self, request: requests.PreparedRequest) -> str:
+        url = request.url or ""
+        path = urlsplit(url).path if self.matcher.is_api(url) else "a file at " + urlsplit(url).path
+        return f"{request.method} {path}"
+
+    def _closest(self, request: requests.PreparedRequest) -> str:
+        """Where the nearest recorded call differs: the same method and path, body apart."""
+        asked = self.matcher.request(
+            request.method or "GET",
+            request.url or "",
+            body_bytes(request),
+            is_json(request.headers),
+        )
+        path = asked["url"].split("?")[0]
+        same = [
+            c
+            for c in self.cassette.calls()
+            if c["method"] == asked["method"] and c["url"].split("?")[0] == path
+        ]
+        if not same:
+            return "; it holds no call to that path"
+        where = [difference(c, asked) for c in same]
+        best = min(where, key=len)
+        return f"; the closest recorded call ({len(same)} to that path) differs at {best}"
+
+
+def difference(recorded: Any, asked: Any, at: str = "") -> str:
+    """The first place two JSON values differ, as a dotted path ('' when equal)."""
+    if isinstance(recorded, dict) and isinstance(asked, dict):
+        for key in sorted(set(recorded) | set(asked)):
+            if key == "answers":
+                continue
+            found = difference(recorded.get(key), asked.get(key), f"{at}.{key}" if at else key)
+            if found:
+                return found
+        return ""
+    if isinstance(recorded, list) and isinstance(asked, list):
+        if len(recorded) != len(asked):
+            return f"{at} ({len(recorded)} items recorded, {len(asked)} asked)"
+        for i, (a, b) in enumerate(zip(recorded, asked)):
+            found = difference(a, b, f"{at}[{i}]")
+            if found:
+                return found
+        return ""
+    return "" if recorded == asked else (at or "the request")
+
+
+def served_path(recorded_url: str) -> str:
+    """Where the sandbox serves a recorded file: under its recorded path when that was a
+    sandbox's ``/files/...`` (so a lesson recorded against a sandbox shows the same links),
+    else under ``replay/<host>/<path>``."""
+    parts = urlsplit(recorded_url)
+    if parts.path.startswith("/files/"):
+        return parts.path[len("/files/") :]
+    return f"replay/{parts.hostname}{parts.path}"
+
+
+class ReplayAdapter(BaseAdapter):
+    """The adapter a replaying client's session sends everything through."""
+
+    def __init__(self, replayer: Replayer, pool_size: int = 16) -> None:
+        super().__init__()
+        self.replayer = replayer
+        self.local = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size)
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        url = request.url or ""
+        recorded = self.replayer.answer(request)
+        if recorded is not None:
+            return recorded
+        local = url.startswith(self.replayer.sandbox_url + "/")
+        if local and not self.replayer.matcher.is_api(url):
+            return self.local.send(request, **kwargs)  # a served file, a stray's download
+        response = self.local.send(self.replayer.stray(request), **kwargs)
+        response.headers[ANSWERED_BY] = "sandbox"
+        return response
+
+    def close(self) -> None:
+        self.local.close()

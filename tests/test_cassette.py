@@ -1,0 +1,209 @@
+"""Cassettes: a lesson recorded once with a key, replayed offline with none.
+
+Notebooks 00, 02 and 06 are recorded unchanged against a standalone sandbox used with its key
+(as a teacher uses the service), the server is stopped, and the same notebooks replay with no
+key inside a network namespace of their own: every checked output the same, every media
+file the same bytes, nothing secret in the cassette. Strays, strict mode, overwriting and
+the teacher's ``dubkit cassette show`` are tried on a recorded cassette in this process.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import uuid
+from contextlib import redirect_stdout
+
+import pytest
+import requests
+from _cassettes import LESSONS, data_uris, files_shown, record, replay, served_media
+from _waiting import wait_for
+from test_notebooks import checked, comparable
+
+import dubkit
+from dubkit.cassette import ANSWERED_BY, Cassette
+from dubkit.cassette import record as record_into
+from dubkit.cli import main as cli_main
+from dubkit.webhooks import Receiver, push
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    return record(tmp_path_factory.mktemp("teacher"))
+
+
+@pytest.fixture(scope="module")
+def replays(recording, tmp_path_factory):
+    student = tmp_path_factory.mktemp("student")
+    runs = {lesson: replay(recording, lesson, student) for lesson in LESSONS}
+    return student, runs
+
+
+def _connects(cell) -> bool:
+    """The cell that shows the client itself, which says whether it records or replays."""
+    return any("Client(" in str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_replayed_lesson_shows_what_the_recording_showed(recording, replays, lesson):
+    _, runs = replays
+    recorded, replayed = recording.runs[lesson].notebook, runs[lesson].notebook
+    compared = differ = 0
+    for before, after in zip(recorded.cells, replayed.cells):
+        if before.cell_type != "code" or not checked(before):
+            continue
+        if _connects(before):
+            shown = str(comparable(after.outputs).get("text/plain"))
+            assert f"replaying '{lesson}.dubkit'" in shown, shown
+            continue
+        compared += 1
+        if comparable(before.outputs) != comparable(after.outputs):
+            differ += 1
+            pytest.fail(f"{lesson}: {before.source[:60]!r}: {comparable(after.outputs)}")
+    assert compared >= 5 and differ == 0
+    text = json.dumps(replayed.dict())
+    assert "the local sandbox answered" not in text  # no stray: the cassette held every call
+    assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_replayed_media_are_the_recorded_bytes(recording, replays, lesson):
+    student, runs = replays
+    recorded, replayed = recording.runs[lesson].notebook, runs[lesson].notebook
+    assert data_uris(replayed) == data_uris(recorded)  # embedded players, unsanitized
+    paths = files_shown(replayed)
+    assert paths == files_shown(recorded)
+    served = served_media(student / "sandbox", paths)
+    assert served == {path: recording.media[path] for path in paths}
+    if lesson != "00_quickstart":
+        assert data_uris(recorded) or paths, "a lesson with players shows media"
+
+
+def test_a_cassette_holds_no_secret(recording):
+    secrets = {
+        "API key": recording.key,
+        "webhook secret": recording.webhook_secret,
+        "admin token": recording.admin_token,
+    }
+    signed = re.compile(rb"(signature|expires|X-Amz-[A-Za-z]+)=|Bearer ")
+    for lesson in LESSONS:
+        for path in recording.cassette(lesson).rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                for name, secret in secrets.items():
+                    assert secret.encode() not in data, f"{name} in {path}"
+                assert not signed.search(data), f"a signed query or header in {path}"
+    # The recording had signed URLs to leave out: the upload went to a presigned URL.
+    dub = recording.cassette("06_translate_and_dub")
+    index = json.loads((dub / "index.json").read_text())
+    assert any(call["method"] == "PUT" for call in index["calls"])
+    # The uploaded clip is known by its hash only, though an answer named its file.
+    uploaded = [sha for path, sha in recording.media.items() if path.startswith("materials/")]
+    assert uploaded and not any((dub / "media" / sha).exists() for sha in uploaded)
+
+
+def test_the_teacher_sees_what_a_cassette_holds(recording):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli_main(["cassette", "show", str(recording.cassette("06_translate_and_dub"))]) == 0
+    shown = out.getvalue()
+    assert "POST /openapi/v1/task/media-translation/create-async" in shown
+    summary = Cassette.load(recording.cassette("06_translate_and_dub")).summary()
+    assert f"{len(summary['media'])} media files" in shown
+    assert f"{summary['total_bytes'] / 1e6:.1f} MB" in shown
+
+
+def test_recording_never_writes_over_a_cassette_unasked(recording, tmp_path):
+    taken = shutil.copytree(recording.cassette("00_quickstart"), tmp_path / "taken.dubkit")
+    before = (taken / "index.json").read_bytes()
+    with pytest.raises(dubkit.ValidationError) as refused:
+        Cassette.new(taken, "http://127.0.0.1:1", overwrite=False)
+    assert refused.value.field == "record" and "overwrite=True" in str(refused.value)
+    assert (taken / "index.json").read_bytes() == before
+    fresh = Cassette.new(taken, "http://127.0.0.1:1", overwrite=True)
+    assert fresh.calls() == []
+
+
+@pytest.fixture
+def student(recording, tmp_path):
+    """A replaying client of lesson 00 in this process (the session's embedded sandbox
+    answers its strays)."""
+    cassette = shutil.copytree(recording.cassette("00_quickstart"), tmp_path / "lesson.dubkit")
+    return cassette
+
+
+def test_a_stray_goes_to_the_sandbox_with_a_note(student):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        client = dubkit.connect(replay=student, quiet=True)
+        same = client.translate.create(
+            ["Welcome to the dubbing studio.", "Today we translate a short film.", "2024"],
+            source="en-US",
+            target="fr-FR",
+        )
+        strayed = client.translate.create(
+            ["A line nobody recorded."], source="en-US", target="fr-FR"
+        )
+    assert client.replaying is not None
+    assert client.replaying.answered == {"cassette": 1, "sandbox": 1}
+    assert client.replaying.strayed == ["POST /openapi/v1/task/translate/create"]
+    assert out.getvalue().count("not in lesson.dubkit; the local sandbox answered") == 1
+    assert strayed.texts and same.texts and same.texts[0] != strayed.texts[0]
+    raw = client.transport.session.post(
+        client.transport.url("/task/translate/create"),
+        json={"segments": [{"text": "Hello"}], "language": {"source": "en-US", "target": "fr-FR"}},
+        headers={"X-Idempotency-Key": uuid.uuid4().hex},
+    )
+    assert raw.headers[ANSWERED_BY] == "sandbox"
+
+
+def test_strict_replay_names_the_closest_recorded_call(student):
+    client = dubkit.connect(replay=student, quiet=True, strays="error")
+    with pytest.raises(dubkit.ReplayMissError) as missed:
+        client.translate.create(
+            ["Welcome to the dubbing studio.", "Today we translate a short film.", "2025"],
+            source="en-US",
+            target="fr-FR",
+        )
+    said = str(missed.value)
+    assert missed.value.call == "POST /openapi/v1/task/translate/create"
+    assert "differs at body.segments[2].text" in said, said
+
+
+def test_replay_sends_nothing_to_any_other_address(student):
+    client = dubkit.connect(replay=student, quiet=True)
+    with pytest.raises(dubkit.ReplayMissError, match="replay reaches no network"):
+        client.transport.download("https://example.com/elsewhere.wav")
+    with pytest.raises(requests.RequestException):
+        requests.get(client.base_url, timeout=2)  # the recording server is gone too
+
+
+def test_webhook_events_recorded_are_pushed_to_task_cells_in_replay(sandbox, tmp_path):
+    """A receiver accepted the task's event while recording; in replay, with a receiver
+    running, task cells get the same event pushed after the replayed create."""
+    lesson = tmp_path / "pushed.dubkit"
+    receiver = Receiver(sandbox.webhook_secret, store=tmp_path / "events.sqlite3")
+    sandbox.set_webhook(receiver.serve(port=0))
+    got: list = []
+    unsubscribe = push.subscribe(got.append)
+    try:
+        with dubkit.Client(sandbox.api_key, sandbox.url) as teacher:  # as the service is used
+            record_into(teacher.transport, lesson, overwrite=False)
+            task = teacher.translate.create_async(
+                ["The tide turns."], source="en-US", target="de-DE"
+            )
+            assert wait_for(lambda: [e for e in got if e.task_id == task.task_id])
+        recorded = [e.to_wire() for e in got if e.task_id == task.task_id]
+        assert Cassette.load(lesson).events(task.task_id)
+        got.clear()
+        student = dubkit.connect(replay=lesson, quiet=True)
+        again = student.translate.create_async(["The tide turns."], source="en-US", target="de-DE")
+        assert again.task_id == task.task_id
+        pushed = wait_for(lambda: [e for e in got if e.task_id == task.task_id])
+        assert [e.to_wire() for e in pushed] == recorded
+    finally:
+        unsubscribe()
+        receiver.stop()
+        sandbox.set_webhook(None)
