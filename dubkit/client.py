@@ -214,6 +214,11 @@ def connect(
     if record:
         overwrite = overwrite or os.environ.get("DUBKIT_RECORD_OVERWRITE") == "1"
         client.recording = cassette.record(client.transport, record, overwrite=overwrite)
+        if client.is_sandbox and not quiet:  # a lesson of made-up words is rarely the intent
+            print(
+                f"dubkit: recording the local sandbox's answers into {Path(record).name} "
+                f"(set DUBKIT_API_KEY and DUBKIT_BASE_URL to record the service)."
+            )
     return client
 
 

@@ -363,6 +363,9 @@ def test_a_replayed_file_is_served_where_it_was_recorded_and_nowhere_else(sandbo
     assert url == f"{sandbox.url}/files/media/recorded-task/dubbed.mp4"
     got = requests.get(url, timeout=10)
     assert got.content == b"recorded bytes" and got.headers["Content-Type"] == "video/mp4"
+    assert got.headers["X-Content-Type-Options"] == "nosniff"
+    page = sandbox.serve_file("replay/host/page.html", b"<script>alert(1)</script>", "text/html")
+    assert requests.get(page, timeout=10).headers["Content-Type"] == "application/octet-stream"
     stored = requests.get(
         f"{sandbox.url}/files/replayed/{hashlib.sha256(b'recorded bytes').hexdigest()}", timeout=10
     )

@@ -23,33 +23,36 @@ from pathlib import Path
 
 from .._transport import Transport
 from ..webhooks import push
-from .matching import Matcher
 from .recording import RecordingAdapter
 from .replay import ANSWERED_BY, ReplayAdapter, Replayer
-from .store import Cassette
+from .store import Cassette, without_user_info
 
 __all__ = ["Cassette", "Replayer", "ANSWERED_BY", "record", "replay"]
 
 # One recording and one replay per cassette per process: a notebook that connects twice
 # records into, and replays from, the same cassette (with the same cursors).
-_open: dict[tuple[str, Path], Cassette | Replayer] = {}
+_open: dict[tuple[str, Path], RecordingAdapter | Replayer] = {}
 _lock = threading.Lock()
 
 
 def record(transport: Transport, path: str | os.PathLike[str], *, overwrite: bool) -> Cassette:
-    """Record every exchange of ``transport`` into the cassette at ``path``."""
+    """Record every exchange of ``transport`` into the cassette at ``path``.
+
+    The first recording of a path in this process makes the cassette (refusing an existing
+    one unless ``overwrite``); later clients recording to the same path add to it (a notebook
+    that connects twice makes one lesson).
+    """
     where = Path(path).resolve()
+    service = without_user_info(transport.base_url)
     with _lock:
-        cassette = _open.get(("record", where))
-        adapter = None
-        if not isinstance(cassette, Cassette) or cassette.service != transport.base_url:
-            cassette = Cassette.new(where, transport.base_url, overwrite=overwrite)
-            _open[("record", where)] = cassette
-            adapter = RecordingAdapter(cassette, Matcher(transport.base_url))
-            # The events every receiver of this process accepts, as task cells get them.
+        adapter = _open.get(("record", where))
+        if not isinstance(adapter, RecordingAdapter) or adapter.cassette.service != service:
+            adapter = RecordingAdapter(Cassette.new(where, service, overwrite=overwrite), service)
+            _open[("record", where)] = adapter
+            # Events receivers of this process accept, for tasks these clients made.
             push.subscribe(adapter.keep_event)
-    transport.mount(adapter or RecordingAdapter(cassette, Matcher(transport.base_url)))
-    return cassette
+    transport.mount(adapter)
+    return adapter.cassette
 
 
 def replay(

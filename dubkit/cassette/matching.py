@@ -7,8 +7,10 @@ out, and what proves who sent it is never kept:
 * the ``req_id`` query parameter (a fresh trace id per call) and every header (the API key,
   the idempotency key, the user agent);
 * ``extraData.dubkitIdempotencyKey``, the idempotency key dubkit echoes into task bodies;
-* a file or storage URL's query (a signature that expires): such a URL is known by a token
-  (``u`` + the start of its sha256), the same for the recorded URL and the one replay serves;
+* a file or storage URL's query (a signature that expires): such a URL, requested or sent in
+  a body, is known by a token (``u`` + the start of the sha256 of the URL without its query),
+  the same for the recorded URL and the one replay serves in its place. A URL in a body that
+  no answer gave (a video to dub) keeps a hash of its query: another query is another video;
 * a body that is not JSON (an upload's bytes): only its sha256 and size.
 
 An API URL keeps its query (``taskId``...), in sorted order, below the service's base URL.
@@ -36,21 +38,36 @@ def bare(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
 
 
+def without_query(url: str) -> str:
+    """``url`` with its query replaced by a hash of it: still told apart from the same URL
+    with another query, but no signature is written down."""
+    query = urlsplit(url).query
+    if not query:
+        return bare(url)
+    return f"{bare(url)}?sha256={hashlib.sha256(query.encode()).hexdigest()[:16]}"
+
+
 def token_of(url: str) -> str:
     """The token a file URL is known by: the same for every query it is signed with."""
     return "u" + hashlib.sha256(bare(url).encode()).hexdigest()[:16]
 
 
 class Matcher:
-    """Canonical requests for a service at ``base_url``; ``known`` maps a URL as sent (bare)
-    to the token of the recorded URL it stands for (replay's served copies of the media)."""
+    """Canonical requests for a service at ``base_url``; ``known`` maps a URL (bare) to the
+    token of a recorded answer's URL it is or stands for (replay's served copies)."""
 
     def __init__(self, base_url: str, known: Callable[[str], str | None] = lambda url: None):
-        self.base_url = base_url.rstrip("/")
+        self.base_url = bare(base_url).rstrip("/")
         self.known = known
 
     def is_api(self, url: str) -> bool:
         return bare(url).startswith(self.base_url + API_PREFIX + "/")
+
+    def below_base(self, url: str) -> str:
+        """An API URL's path and query below the base URL (what a stray keeps)."""
+        parts = urlsplit(url)
+        path = parts.path[len(urlsplit(self.base_url).path) :]
+        return path + (f"?{parts.query}" if parts.query else "")
 
     def token(self, url: str) -> str:
         return self.known(bare(url)) or token_of(url)
@@ -92,7 +109,8 @@ class Matcher:
         if isinstance(value, list):
             return [self.scrub(v) for v in value]
         if is_web_url(value):
-            return PLACEHOLDER + self.token(value)
+            token = self.known(bare(value))
+            return PLACEHOLDER + token if token else without_query(value)
         return value
 
 

@@ -4,7 +4,7 @@ Every request of the client's session comes here (it is mounted for http and htt
 
 * a call the cassette holds is answered from it: the recorded answers to that request in
   order, the last one repeating (a task polled again stays done; a cell run twice gets its
-  answer again). URLs in the answers point at the local sandbox, which serves the recorded
+  answer again), each no sooner than it came while recording, up to :data:`PACE_CAP`. URLs in the answers point at the local sandbox, which serves the recorded
   media under their recorded paths (published on first use), so players follow the same
   rules as the sandbox's own files;
 * a request to the local sandbox (those media, a stray's files) goes to it;
@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
@@ -36,11 +37,15 @@ from ..errors import ReplayMissError
 from ..webhooks import push
 from ..webhooks.events import parse_event
 from .matching import PLACEHOLDER, Matcher, bare, replace_urls
-from .recording import body_bytes, is_json
+from .recording import body_bytes, is_json, task_id_of
 from .store import Cassette
 
 ANSWERED_BY = "X-Dubkit-Answered-By"
 PUSH_AFTER = 0.2  # seconds between an answer and the recorded events of its task
+# A recorded answer that came N seconds after the first to its request is given no sooner
+# than min(N, PACE_CAP) seconds after replay was first asked: a task cell shows "running"
+# where the recording did, and a long dub's states still pass in seconds.
+PACE_CAP = 2.0
 STRAYS = ("sandbox", "error")
 
 
@@ -73,6 +78,8 @@ class Replayer:
         self._recorded_of: dict[str, str] = {}  # served URL (bare) -> token
         self._uploads: dict[str, bytes] = {}  # sha256 -> bytes this process uploaded
         self._pushed: set[str] = set()  # tasks whose recorded events were pushed
+        self._by_task: dict[str, str] = {}  # task id -> who answered the call that made it
+        self._first_asked: dict[str, float] = {}  # key -> when this replay was first asked
         self._lock = threading.Lock()
         self.matcher = Matcher(cassette.service, known=self._recorded_of.get)
 
@@ -98,13 +105,34 @@ class Replayer:
             return None
         with self._lock:
             turn = self._cursors[key]
-            self._cursors[key] += 1
+            first = self._first_asked.setdefault(key, time.monotonic())
+            if turn < len(answers) and turn > 0:
+                due = min(float(answers[turn].get("after", 0)), PACE_CAP)
+                if time.monotonic() - first < due:  # not yet: the state before still holds
+                    turn -= 1
+            self._cursors[key] = turn + 1
             self.answered["cassette"] += 1
             if asked["method"] == "PUT" and isinstance(asked["body"], dict):
                 self._uploads[asked["body"].get("sha256", "")] = body_bytes(request) or b""
         answer = answers[min(turn, len(answers) - 1)]
+        self.remember("cassette", answer.get("json"))
         self._push_events_of(answer)
         return self._response(request, answer)
+
+    def remember(self, who: str, payload: Any) -> None:
+        """Note who answered the call that made the task ``payload`` (an envelope) names."""
+        task_id = task_id_of(payload)
+        if task_id:
+            with self._lock:
+                self._by_task[task_id] = who
+
+    def answered_by(self, thing: Any) -> str | None:
+        """Who answered the call that made ``thing`` (a task id, or a task or result with a
+        ``task_id``): ``"cassette"``, ``"sandbox"`` (a stray), or None if this replay did not
+        see it."""
+        task_id = thing if isinstance(thing, str) else getattr(thing, "task_id", None)
+        with self._lock:
+            return self._by_task.get(task_id) if isinstance(task_id, str) else None
 
     def _push_events_of(self, answer: dict[str, Any]) -> None:
         """The recorded webhook events of the task an answer names, pushed once to this
@@ -154,8 +182,10 @@ class Replayer:
         return response
 
     def _url(self, value: str) -> str:
-        """A placeholder of the index back as a URL: its media served by the sandbox, or
-        the recorded URL (without its query) when it named no file."""
+        """A placeholder of the index back as a URL on the local sandbox, never elsewhere:
+        its file served there (from the cassette, or this process's upload of the same file),
+        or, for a URL that named no file here (a storage URL, a file not recorded), an
+        address the sandbox answers 404 that this replay still knows the token of."""
         if not value.startswith(PLACEHOLDER):
             return value
         token = value[len(PLACEHOLDER) :]
@@ -164,15 +194,19 @@ class Replayer:
             return value
         with self._lock:
             served = self._served.get(token)
-        if served is None:
-            found = self._file(entry)
-            if found is None:
-                return str(entry["url"])
-            served = self.serve_file(served_path(entry["url"]), *found)
-            with self._lock:
-                self._served[token] = served
-                self._recorded_of[bare(served)] = token
-        return served
+        if served is not None:
+            return served
+        found = self._file(entry)
+        path = replay_path(entry["url"])
+        if found is None:
+            local = f"{self.sandbox_url}/files/{quote(path, safe='/')}"
+        else:
+            local = self.serve_file(path, *found)
+        with self._lock:
+            self._recorded_of[bare(local)] = token
+            if found is not None:  # an upload seen later may still serve the others
+                self._served[token] = local
+        return local
 
     def _file(self, entry: dict[str, Any]) -> tuple[bytes, str] | None:
         """The bytes and type a recorded URL served: from the cassette, or an upload's from
@@ -212,7 +246,7 @@ class Replayer:
                 f"dubkit: {said} is not in {self.cassette.path.name}; the local sandbox answered"
             )
         rerouted = request.copy()
-        rerouted.url = self.sandbox_url + url[len(self.matcher.base_url) :]
+        rerouted.url = self.sandbox_url + self.matcher.below_base(url)
         rerouted.headers["Authorization"] = f"Bearer {self.sandbox_key}"
         return rerouted
 
@@ -263,7 +297,7 @@ def difference(recorded: Any, asked: Any, at: str = "") -> str:
     return "" if recorded == asked else (at or "the request")
 
 
-def served_path(recorded_url: str) -> str:
+def replay_path(recorded_url: str) -> str:
     """Where the sandbox serves a recorded file: under its recorded path when that was a
     sandbox's ``/files/...`` (so a lesson recorded against a sandbox shows the same links),
     else under ``replay/<host>/<path>``."""
@@ -286,11 +320,17 @@ class ReplayAdapter(BaseAdapter):
         recorded = self.replayer.answer(request)
         if recorded is not None:
             return recorded
+        kwargs["proxies"] = {}  # the local sandbox only, never through a proxy
         local = url.startswith(self.replayer.sandbox_url + "/")
         if local and not self.replayer.matcher.is_api(url):
             return self.local.send(request, **kwargs)  # a served file, a stray's download
         response = self.local.send(self.replayer.stray(request), **kwargs)
         response.headers[ANSWERED_BY] = "sandbox"
+        if is_json(response.headers):
+            try:
+                self.replayer.remember("sandbox", response.json())
+            except ValueError:
+                pass
         return response
 
     def close(self) -> None:

@@ -20,14 +20,24 @@ import hashlib
 import json
 import os
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .._version import __version__
 from ..errors import ValidationError
 
 FORMAT = "dubkit-cassette/1"
+
+
+def without_user_info(url: str) -> str:
+    """``url`` without ``user:password@`` (a base URL may carry a credential)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/")
+
+
 INDEX = "index.json"
 
 
@@ -39,13 +49,16 @@ class Cassette:
         self.index = index
         self._lock = threading.Lock()
         self._by_key = {call["key"]: call for call in index["calls"]}
+        self._first_answer: dict[str, float] = {}  # key -> when recording first got one
 
     # ---------------------------------------------------------------- opening
 
     @classmethod
     def new(cls, path: str | os.PathLike[str], service: str, *, overwrite: bool) -> Cassette:
-        """An empty cassette at ``path``; an existing one is replaced only with ``overwrite``."""
+        """An empty cassette at ``path`` for the service at ``service`` (kept without user
+        info); an existing one is replaced only with ``overwrite``."""
         folder = Path(path)
+        service = without_user_info(service)
         if (folder / INDEX).exists() and not overwrite:
             raise ValidationError(
                 "record",
@@ -103,16 +116,21 @@ class Cassette:
 
     def add_answer(self, key: str, request: dict[str, Any], answer: dict[str, Any]) -> None:
         """Keep ``answer`` to the request ``key``; an answer equal to the one before it is
-        kept once (a task polled while nothing changed), so replay steps through states."""
+        kept once (a task polled while nothing changed), so replay steps through states.
+        ``after``: seconds since the first answer to this request, for replay's pace."""
+        now = time.monotonic()
         with self._lock:
             call = self._by_key.get(key)
             if call is None:
                 call = {"key": key, **request, "answers": []}
                 self._by_key[key] = call
                 self.index["calls"].append(call)
-            if call["answers"] and call["answers"][-1] == answer:
+                self._first_answer[key] = now
+            last = call["answers"][-1] if call["answers"] else None
+            if last is not None and {k: v for k, v in last.items() if k != "after"} == answer:
                 return
-            call["answers"].append(answer)
+            after = round(now - self._first_answer.get(key, now), 2)
+            call["answers"].append({**answer, "after": after} if call["answers"] else answer)
             self._save_locked()
 
     # ---------------------------------------------------------------- webhook events
@@ -135,16 +153,30 @@ class Cassette:
         return found
 
     def add_url(
-        self, token: str, url: str, media: str | None, upload: dict[str, str] | None = None
+        self,
+        token: str,
+        url: str,
+        media: str | None,
+        upload: dict[str, str] | None = None,
+        *,
+        owned: bool = False,
     ) -> None:
         """``url`` (bare) is known by ``token``; it served ``media`` (a stored file's hash),
-        or ``upload``: an uploaded file's ``sha256`` and ``type``, whose bytes are not kept."""
+        or ``upload``: an uploaded file's ``sha256`` and ``type``, whose bytes are not kept;
+        ``owned``: a file of the user's own material, not kept either."""
+        entry: dict[str, Any] = {"url": url, "media": media}
+        if upload:
+            entry["upload"] = upload
+        if owned:
+            entry["owned"] = True
         with self._lock:
-            self.index["urls"][token] = {
-                "url": url,
-                "media": media,
-                **({"upload": upload} if upload else {}),
-            }
+            self.index["urls"][token] = entry
+            self._save_locked()
+
+    def add_problem(self, problem: str) -> None:
+        """Something the recording missed (it never fails the call that was recorded)."""
+        with self._lock:
+            self.index.setdefault("problems", []).append(problem)
             self._save_locked()
 
     def put_media(self, data: bytes, media_type: str) -> str:
@@ -198,6 +230,7 @@ class Cassette:
             ],
             "media": [{"sha256": k, **v} for k, v in media.items()],
             "events": len(self.index.get("events", [])),
+            "problems": list(self.index.get("problems", [])),
             "media_bytes": sum(int(v["size"]) for v in media.values()),
             "total_bytes": on_disk,
         }

@@ -56,4 +56,6 @@ def _text(summary: dict[str, Any]) -> str:
         kinds.setdefault(item["type"].split(";")[0], []).append(int(item["size"]))
     for kind, sizes in sorted(kinds.items(), key=lambda kv: -sum(kv[1])):
         lines.append(f"  {kind:<28} {len(sizes):>4} files, {sum(sizes) / 1e6:.1f} MB")
+    lines.append(f"{summary['events']} webhook events")
+    lines += [f"not recorded: {problem}" for problem in summary["problems"]]
     return "\n".join(lines)

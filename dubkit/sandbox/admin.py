@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
 
 from .._util.masking import mask_key
 from ..schema.sandbox_admin import (
@@ -62,6 +63,7 @@ from ..schema.sandbox_admin import (
 from . import delivery, references, replayed_files
 from .backend import Backend, new_secret
 from .envelope import envelope
+from .guard import read_body
 from .products.upload_sessions import sessions_of
 from .service_error import ServiceError
 
@@ -325,10 +327,12 @@ def redeliver(body: Redeliver, request: Request) -> dict[str, Any]:
 @admin_router.put("/replayed-files/{relpath:path}")
 async def put_replayed_file(relpath: str, request: Request) -> Any:
     """Serve the body at ``/files/<relpath>`` (a replayed lesson's media)."""
-    data = await request.body()
     media_type = request.headers.get("X-Media-Type", "application/octet-stream")
     try:
-        digest = replayed_files.publish(_backend(request), relpath, data, media_type)
+        data = await read_body(request, replayed_files.MAX_FILE)
+        digest = await run_in_threadpool(
+            replayed_files.publish, _backend(request), relpath, data, media_type
+        )
     except ServiceError as refusal:
         return envelope(refusal.code, refusal.message)
     return {"path": relpath, "sha256": digest, "size": len(data)}

@@ -79,13 +79,14 @@ def create_app(backend: Backend, hosts: set[str]) -> DropResponseMiddleware:
 
     @app.get("/files/{relpath:path}", include_in_schema=False)
     async def _files(relpath: str) -> Response:
-        path = file_access.served_path(backend, relpath)
-        if path is not None:
-            return FileResponse(path)
         replayed = replayed_files.served(backend, relpath)
-        if replayed is None:
+        if replayed is not None:  # a replayed lesson's file (see replayed_files)
+            path, media_type = replayed
+            return FileResponse(path, media_type=media_type, headers=replayed_files.HEADERS)
+        own = file_access.served_path(backend, relpath)
+        if own is None:
             return envelope(404, "file not found")
-        return FileResponse(replayed[0], media_type=replayed[1])
+        return FileResponse(own)
 
     @app.api_route(
         PREFIX + "/{path:path}",
