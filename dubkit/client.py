@@ -180,15 +180,16 @@ def connect(
     quiet: bool = False,
     record: str | os.PathLike[str] | None = None,
     replay: str | os.PathLike[str] | None = None,
-    overwrite: bool = False,
+    record_mode: str | None = None,
     strays: str | None = None,
     **options: Any,
 ) -> Client:
     """A ready Client: the real service with a key, else the embedded sandbox.
 
     ``record="lesson.dubkit"`` (or ``DUBKIT_RECORD``) also records every call and the media
-    its answers point to into that cassette (an existing one only with ``overwrite=True`` or
-    ``DUBKIT_RECORD_OVERWRITE=1``). ``replay="lesson.dubkit"`` (or ``DUBKIT_REPLAY``) needs
+    its answers point to into that cassette; ``record_mode`` (or ``DUBKIT_RECORD_MODE``) says
+    what to do with an existing one: ``"new"`` (the default) refuses it, ``"overwrite"``
+    replaces it, ``"append"`` adds to it. ``replay="lesson.dubkit"`` (or ``DUBKIT_REPLAY``) needs
     no key and reaches no network: the cassette answers, and a call it lacks goes to the
     sandbox with a one-line note (``strays="error"`` or ``DUBKIT_REPLAY_STRAYS=error``
     raises :class:`ReplayMissError` instead). See :mod:`dubkit.cassette`.
@@ -204,16 +205,19 @@ def connect(
 
     >>> client = dubkit.connect()
     """
-    record = record or os.environ.get("DUBKIT_RECORD") or None
-    replay = replay or os.environ.get("DUBKIT_REPLAY") or None
     if record and replay:
         raise ValidationError("replay", "a client records or replays, not both")
+    if not (record or replay):  # the environment's, when the call names neither
+        record = os.environ.get("DUBKIT_RECORD") or None
+        replay = os.environ.get("DUBKIT_REPLAY") or None
+        if record and replay:
+            raise ValidationError("DUBKIT_REPLAY", "set it or DUBKIT_RECORD, not both")
     if replay:
         return _replaying(replay, strays or os.environ.get("DUBKIT_REPLAY_STRAYS"), quiet, options)
     client = _connected(api_key, base_url, quiet, options)
     if record:
-        overwrite = overwrite or os.environ.get("DUBKIT_RECORD_OVERWRITE") == "1"
-        client.recording = cassette.record(client.transport, record, overwrite=overwrite)
+        mode = record_mode or os.environ.get("DUBKIT_RECORD_MODE") or "new"
+        client.recording = cassette.record(client.transport, record, mode=mode)
         if client.is_sandbox and not quiet:  # a lesson of made-up words is rarely the intent
             print(
                 f"dubkit: recording the local sandbox's answers into {Path(record).name} "

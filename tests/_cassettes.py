@@ -129,6 +129,9 @@ def record(folder: Path) -> Recording:
         wait_for(up)
         token = (data / "admin-token").read_text().strip()
         handle = SandboxHandle(url, admin_token=token)
+        # Tasks take time on the service; an instant one would make a task cell's first
+        # picture ("running" or "finished") a race in the recording itself.
+        handle.set_timing("seconds", 2)
         info = handle.info()
         recording = Recording(folder, info["apiKey"], info["webhookSecret"], token)
         for lesson in LESSONS:

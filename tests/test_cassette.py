@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
 import uuid
 from contextlib import redirect_stdout
 
 import pytest
 from _cassettes import LESSONS, data_uris, files_shown, record, replay, served_media
-from _waiting import wait_for
+from _waiting import PATIENCE, wait_for
 from test_notebooks import checked, comparable
 
 import dubkit
@@ -119,15 +122,36 @@ def test_the_teacher_sees_what_a_cassette_holds(recording):
     assert f"{summary['total_bytes'] / 1e6:.1f} MB" in shown
 
 
-def test_recording_never_writes_over_a_cassette_unasked(recording, tmp_path):
+def test_recording_never_writes_over_a_cassette_unasked(recording, sandbox, tmp_path):
     taken = shutil.copytree(recording.cassette("00_quickstart"), tmp_path / "taken.dubkit")
-    before = (taken / "index.json").read_bytes()
+    before = json.loads((taken / "index.json").read_text())
     with pytest.raises(dubkit.ValidationError) as refused:
-        Cassette.new(taken, "http://127.0.0.1:1", overwrite=False)
-    assert refused.value.field == "record" and "overwrite=True" in str(refused.value)
-    assert (taken / "index.json").read_bytes() == before
-    fresh = Cassette.new(taken, "http://127.0.0.1:1", overwrite=True)
-    assert fresh.calls() == []
+        Cassette.new(taken, before["service"], overwrite=False)
+    assert refused.value.field == "record" and "record_mode='overwrite'" in str(refused.value)
+    assert json.loads((taken / "index.json").read_text()) == before
+    with pytest.raises(dubkit.ValidationError, match="was recorded from"):  # another service
+        record_into(dubkit.Client(sandbox.api_key, sandbox.url).transport, taken, mode="append")
+    assert Cassette.new(taken, "http://127.0.0.1:1", overwrite=True).calls() == []
+
+
+def test_a_second_notebook_appends_to_a_lesson(sandbox, tmp_path):
+    """Each notebook is its own process recording into one course cassette."""
+    lesson = tmp_path / "course.dubkit"
+    script = (
+        "import sys, dubkit; dubkit.connect(quiet=True).translate.create("
+        "[sys.argv[1]], source='en-US', target='fr-FR')"
+    )
+    for line, mode in (("First notebook.", "new"), ("Second notebook.", "append")):
+        env = {
+            **os.environ,
+            "DUBKIT_API_KEY": sandbox.api_key,
+            "DUBKIT_BASE_URL": sandbox.url,
+            "DUBKIT_RECORD": str(lesson),
+            "DUBKIT_RECORD_MODE": mode,
+        }
+        subprocess.run([sys.executable, "-c", script, line], env=env, check=True, timeout=PATIENCE)
+    texts = [c["body"]["segments"][0]["text"] for c in Cassette.load(lesson).calls()]
+    assert texts == ["First notebook.", "Second notebook."]
 
 
 @pytest.fixture(autouse=True)
@@ -222,7 +246,7 @@ def test_replay_sends_nothing_to_any_other_address(student, monkeypatch):
 def test_a_base_url_credential_never_reaches_the_cassette(sandbox, tmp_path):
     host = sandbox.url.split("://", 1)[1]
     with dubkit.Client(sandbox.api_key, f"http://alice:hunter2@{host}") as teacher:
-        record_into(teacher.transport, tmp_path / "lesson.dubkit", overwrite=False)
+        record_into(teacher.transport, tmp_path / "lesson.dubkit")
         teacher.translate.create(["Hello."], source="en-US", target="fr-FR")
     index = (tmp_path / "lesson.dubkit" / "index.json").read_text()
     assert "hunter2" not in index and "alice" not in index
@@ -259,7 +283,7 @@ def test_webhook_events_recorded_are_pushed_to_task_cells_in_replay(sandbox, tmp
     unsubscribe = push.subscribe(got.append)
     try:
         with dubkit.Client(sandbox.api_key, sandbox.url) as teacher:  # as the service is used
-            record_into(teacher.transport, lesson, overwrite=False)
+            record_into(teacher.transport, lesson)
             task = teacher.translate.create_async(
                 ["The tide turns."], source="en-US", target="de-DE"
             )

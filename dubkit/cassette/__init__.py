@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._transport import Transport
+from ..errors import ValidationError
 from ..webhooks import push
 from .recording import RecordingAdapter
 from .replay import ANSWERED_BY, ReplayAdapter, Replayer
@@ -35,19 +36,30 @@ _open: dict[tuple[str, Path], RecordingAdapter | Replayer] = {}
 _lock = threading.Lock()
 
 
-def record(transport: Transport, path: str | os.PathLike[str], *, overwrite: bool) -> Cassette:
+MODES = ("new", "overwrite", "append")
+
+
+def record(transport: Transport, path: str | os.PathLike[str], *, mode: str = "new") -> Cassette:
     """Record every exchange of ``transport`` into the cassette at ``path``.
 
-    The first recording of a path in this process makes the cassette (refusing an existing
-    one unless ``overwrite``); later clients recording to the same path add to it (a notebook
-    that connects twice makes one lesson).
+    The first recording of a path in this process opens the cassette: ``mode`` ``"new"``
+    refuses an existing one, ``"overwrite"`` replaces it, ``"append"`` adds to it (a course's
+    notebooks into one lesson). Later clients recording to the same path in this process add
+    to it whatever the mode (a notebook that connects twice makes one lesson).
     """
+    if mode not in MODES:
+        raise ValidationError("record_mode", f"one of {', '.join(MODES)}, got {mode!r}")
     where = Path(path).resolve()
     service = without_user_info(transport.base_url)
     with _lock:
         adapter = _open.get(("record", where))
         if not isinstance(adapter, RecordingAdapter) or adapter.cassette.service != service:
-            adapter = RecordingAdapter(Cassette.new(where, service, overwrite=overwrite), service)
+            opened = (
+                Cassette.resume(where, service)
+                if mode == "append"
+                else Cassette.new(where, service, overwrite=mode == "overwrite")
+            )
+            adapter = RecordingAdapter(opened, service)
             _open[("record", where)] = adapter
             # Events receivers of this process accept, for tasks these clients made.
             push.subscribe(adapter.keep_event)

@@ -62,8 +62,9 @@ class Cassette:
         if (folder / INDEX).exists() and not overwrite:
             raise ValidationError(
                 "record",
-                f"{folder.name} already holds a recording; pass overwrite=True (or set "
-                f"DUBKIT_RECORD_OVERWRITE=1) to record over it, or choose another path",
+                f"{folder.name} already holds a recording; pass record_mode='overwrite' to "
+                f"record over it or 'append' to add to it (or set DUBKIT_RECORD_MODE), or "
+                f"choose another path",
             )
         if folder.exists() and not (folder / INDEX).exists() and any(folder.iterdir()):
             raise ValidationError(
@@ -84,6 +85,21 @@ class Cassette:
         }
         cassette = cls(folder, index)
         cassette.save()
+        return cassette
+
+    @classmethod
+    def resume(cls, path: str | os.PathLike[str], service: str) -> Cassette:
+        """The cassette at ``path`` to record more into (a new one if there is none): a
+        course's notebooks, recorded one after another into one lesson."""
+        if not (Path(path) / INDEX).exists():
+            return cls.new(path, service, overwrite=False)
+        cassette = cls.load(path)
+        if cassette.service != without_user_info(service):
+            raise ValidationError(
+                "record",
+                f"{Path(path).name} was recorded from {cassette.service}, not "
+                f"{without_user_info(service)}: record into another cassette",
+            )
         return cassette
 
     @classmethod
