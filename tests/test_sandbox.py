@@ -9,6 +9,7 @@ import json
 import select
 import socket
 import stat
+import threading
 import typing
 import uuid
 from pathlib import Path
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+from _waiting import PATIENCE
 
 import dubkit
 from dubkit import contract
@@ -389,3 +391,68 @@ def test_a_replayed_file_is_served_where_it_was_recorded_and_nowhere_else(sandbo
         timeout=10,
     )
     assert page.status_code == 403
+
+
+class _Jobs:
+    """Jobs that note when they start and run until released (each by name, or all)."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.seen = threading.Condition()
+        self.release: dict[str, threading.Event] = {}
+        self.all_done = threading.Event()
+
+    def job(self, name: str):
+        self.release[name] = threading.Event()
+
+        def run() -> None:
+            with self.seen:
+                self.started.append(name)
+                self.seen.notify_all()
+            while not (self.release[name].wait(0.05) or self.all_done.is_set()):
+                pass
+
+        return run
+
+    def wait_started(self, count: int) -> bool:
+        with self.seen:
+            return self.seen.wait_for(lambda: len(self.started) >= count, PATIENCE)
+
+
+def test_the_pipeline_takes_keys_in_turn_not_first_come():
+    """Six long jobs of one key, then one of another, on two workers: the other key's job
+    starts as soon as a worker frees up, not after the first key's whole queue."""
+    from dubkit.sandbox.work_pool import FairWorkPool
+
+    pool, jobs = FairWorkPool(2), _Jobs()
+    try:
+        for i in range(6):
+            pool.submit("key-a", jobs.job(f"a{i}"))
+        pool.submit("key-b", jobs.job("b0"))
+        assert jobs.wait_started(2)
+        assert jobs.started == ["a0", "a1"]  # a key alone gets every worker
+        jobs.release["a0"].set()
+        assert jobs.wait_started(3)
+        assert jobs.started[2] == "b0"  # first come would have been a2
+        assert pool.queued() == {"key-a": 4}
+    finally:
+        jobs.all_done.set()
+        pool.shutdown()
+
+
+def test_a_spare_worker_starts_another_keys_job_at_once():
+    """The sandbox's pool keeps one worker more than a key may use: the next key's job
+    starts while the first key's long jobs all still run."""
+    from dubkit.sandbox.work_pool import FairWorkPool
+
+    pool, jobs = FairWorkPool(3, per_key=2), _Jobs()
+    try:
+        for i in range(6):
+            pool.submit("key-a", jobs.job(f"a{i}"))
+        pool.submit("key-b", jobs.job("b0"))
+        assert jobs.wait_started(3)
+        assert sorted(jobs.started) == ["a0", "a1", "b0"]
+        assert pool.queued() == {"key-a": 4}
+    finally:
+        jobs.all_done.set()
+        pool.shutdown()

@@ -36,7 +36,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from .contract_log import ContractLog
 from .database import Database
 from .service_error import ServiceError
 from .throttle import Throttle
+from .work_pool import FairWorkPool
 
 log = logging.getLogger("dubkit.sandbox")
 
@@ -96,7 +96,8 @@ class Backend:
         self.db = Database(self.data_dir / "sandbox.sqlite3")
         self.admin_token = admin_token(self.data_dir)
         self.base_url = ""  # set by the server once it has a port
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-work")
+        # ``workers`` jobs of one key at once, and one worker more for another key's (work_pool)
+        self._pool = FairWorkPool(workers + 1, per_key=workers)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._ticker = threading.Thread(
@@ -114,7 +115,7 @@ class Backend:
     def stop(self) -> None:
         self._stopping.set()
         self._wake.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
         if self._ticker.is_alive():
             self._ticker.join(timeout=2)
         self.db.close()
@@ -333,15 +334,19 @@ class Backend:
             (json.dumps(result), now_iso(), task_id),
         )
 
-    def run_async(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
-        """Run ``work`` in the background; its dict is the task's result, its error fails it.
+    def run_async(self, task_id: str, api_key: str, work: Callable[[], dict[str, Any]]) -> None:
+        """Run ``work`` in the background, in ``api_key``'s turn among the keys with work
+        waiting; its dict is the task's result, its error fails it.
 
         Within a request it starts once the request has succeeded (see undo_on_crash)."""
+        start = functools.partial(
+            self._pool.submit, api_key, functools.partial(self._run, task_id, work)
+        )
         ledger = request_ledger()
         if ledger is None:
-            self._pool.submit(self._run, task_id, work)
+            start()
         else:
-            ledger.starts.append(functools.partial(self._pool.submit, self._run, task_id, work))
+            ledger.starts.append(start)
 
     def _run(self, task_id: str, work: Callable[[], dict[str, Any]]) -> None:
         try:

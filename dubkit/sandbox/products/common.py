@@ -92,7 +92,7 @@ def start_async(call: Call[Any], work: Work, task_type: str | None = None) -> di
     The task's type is the operation's product's (:data:`dubkit.schema.PRODUCTS`) unless the
     request chose one (media translation: ``vt`` or ``at``)."""
     task = _new_task(call, task_type or _task_type(call), is_async=True)
-    call.backend.run_async(task["task_id"], lambda: work(task["task_id"]))
+    call.backend.run_async(task["task_id"], call.api_key, lambda: work(task["task_id"]))
     return task
 
 
