@@ -228,19 +228,21 @@ def connect(
 
 def _replaying(path: Any, strays: str | None, quiet: bool, options: dict[str, Any]) -> Client:
     """A client the cassette at ``path`` answers, with this process's sandbox for strays."""
-    if strays not in (None, "sandbox", "error"):
-        raise ValidationError("strays", f"must be 'sandbox' or 'error', got {strays!r}")
-    service = cassette.recorded_service(path)
+    if strays not in (None, *cassette.STRAYS):
+        raise ValidationError("strays", f"must be one of {cassette.STRAYS}, got {strays!r}")
     handle, _ = embedded()
-    client = Client(handle.api_key, service, sandbox=handle, **options)
-    client.replaying = cassette.replay(
-        client.transport,
+    key = handle.api_key
+    replayer = cassette.replay(
         path,
         sandbox_url=handle.url,
-        sandbox_key=handle.api_key,
+        sandbox_key=key,
         serve_file=handle.serve_file,
         strays=strays or "sandbox",
     )
+    service = replayer.cassette.service
+    client = Client(key, service, sandbox=handle, **options)
+    replayer.serve(client.transport)
+    client.replaying = replayer
     if not quiet:
         print(
             f"dubkit: replaying {Path(path).name}, recorded from {origin_of(service)}; "

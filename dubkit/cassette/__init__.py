@@ -25,10 +25,10 @@ from .._transport import Transport
 from ..errors import ValidationError
 from ..webhooks import push
 from .recording import RecordingAdapter
-from .replay import ANSWERED_BY, ReplayAdapter, Replayer
+from .replay import ANSWERED_BY, STRAYS, Replayer
 from .store import Cassette, without_user_info
 
-__all__ = ["Cassette", "Replayer", "ANSWERED_BY", "record", "replay"]
+__all__ = ["Cassette", "Replayer", "ANSWERED_BY", "STRAYS", "record", "replay"]
 
 # One recording and one replay per cassette per process: a notebook that connects twice
 # records into, and replays from, the same cassette (with the same cursors).
@@ -68,7 +68,6 @@ def record(transport: Transport, path: str | os.PathLike[str], *, mode: str = "n
 
 
 def replay(
-    transport: Transport,
     path: str | os.PathLike[str],
     *,
     sandbox_url: str,
@@ -76,7 +75,8 @@ def replay(
     serve_file: Callable[[str, bytes, str], str],
     strays: str = "sandbox",
 ) -> Replayer:
-    """Answer ``transport``'s calls from the cassette at ``path`` (see :mod:`.replay`)."""
+    """The replay of the cassette at ``path`` in this process (loaded once); a client's
+    transport answers from it after :meth:`Replayer.serve` (see :mod:`.replay`)."""
     where = Path(path).resolve()
     with _lock:
         replayer = _open.get(("replay", where))
@@ -90,10 +90,4 @@ def replay(
             )
             _open[("replay", where)] = replayer
         replayer.strays = strays
-    transport.mount(ReplayAdapter(replayer))
     return replayer
-
-
-def recorded_service(path: str | os.PathLike[str]) -> str:
-    """The base URL a cassette was recorded against."""
-    return Cassette.load(path).service

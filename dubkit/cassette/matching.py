@@ -24,12 +24,32 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import requests
+
 from .._util.urls import is_web_url
 
 API_PREFIX = "/openapi/v1"
 SCRUBBED_QUERY = frozenset({"req_id"})
 ECHOED_KEY = "dubkitIdempotencyKey"
 PLACEHOLDER = "dubkit-cassette:"  # an answer's URL as the index stores it: PLACEHOLDER + token
+
+
+def body_bytes(request: requests.PreparedRequest) -> bytes | None:
+    """The request's body as bytes; a streamed one (an upload's file slice) is read here once
+    and put back as bytes, so it can be hashed and still sent."""
+    body: Any = request.body
+    if hasattr(body, "read"):
+        chunks = []
+        while chunk := body.read(1 << 20):
+            chunks.append(chunk)
+        request.body = body = b"".join(chunks)
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    return body if isinstance(body, bytes) else None
+
+
+def is_json(headers: Any) -> bool:
+    return "json" in (headers.get("Content-Type") or "").lower()
 
 
 def bare(url: str) -> str:
@@ -71,6 +91,15 @@ class Matcher:
 
     def token(self, url: str) -> str:
         return self.known(bare(url)) or token_of(url)
+
+    def asked(self, request: requests.PreparedRequest) -> dict[str, Any]:
+        """:meth:`request` of a request as ``requests`` sends it."""
+        return self.request(
+            request.method or "GET",
+            request.url or "",
+            body_bytes(request),
+            is_json(request.headers),
+        )
 
     def request(self, method: str, url: str, body: bytes | None, json_body: bool) -> dict[str, Any]:
         """The request as the index shows it (``method``, ``url``, ``body``), minus what

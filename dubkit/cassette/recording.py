@@ -25,7 +25,16 @@ from requests.utils import get_environ_proxies
 from .._util import extras_header
 from .._util.urls import is_web_url
 from ..webhooks.events import WebhookEvent
-from .matching import PLACEHOLDER, Matcher, bare, replace_urls, token_of, urls_in
+from .matching import (
+    PLACEHOLDER,
+    Matcher,
+    bare,
+    body_bytes,
+    is_json,
+    replace_urls,
+    token_of,
+    urls_in,
+)
 from .store import Cassette
 
 log = logging.getLogger("dubkit")
@@ -37,24 +46,6 @@ OWNER_KEY = "materialId"  # an object with it is a material: its files are the u
 
 def kept_headers(response: requests.Response) -> dict[str, str]:
     return {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
-
-
-def body_bytes(request: requests.PreparedRequest) -> bytes | None:
-    """The request's body as bytes; a streamed one (an upload's file slice) is read here once
-    and put back as bytes, so it can be hashed and still sent."""
-    body: Any = request.body
-    if hasattr(body, "read"):
-        chunks = []
-        while chunk := body.read(1 << 20):
-            chunks.append(chunk)
-        request.body = body = b"".join(chunks)
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    return body if isinstance(body, bytes) else None
-
-
-def is_json(headers: Any) -> bool:
-    return "json" in (headers.get("Content-Type") or "").lower()
 
 
 def task_id_of(payload: Any) -> str | None:
@@ -148,9 +139,7 @@ class RecordingAdapter(HTTPAdapter):
                 self.cassette.add_url(token_of(url), bare(url), answer["media"])
         # The request is shown once its answer's URLs are known, so a URL it sends that an
         # earlier answer gave (a TTS result as a reference) is matched by that token.
-        asked = self.matcher.request(
-            request.method or "GET", url, body_bytes(request), is_json(request.headers)
-        )
+        asked = self.matcher.asked(request)
         self.cassette.add_answer(self.matcher.key(asked), asked, answer)
 
     def keep_event(self, event: WebhookEvent) -> None:

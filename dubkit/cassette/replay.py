@@ -32,12 +32,13 @@ import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from .._transport import Transport
 from .._util import extras_header
 from ..errors import ReplayMissError
 from ..webhooks import push
 from ..webhooks.events import parse_event
-from .matching import PLACEHOLDER, Matcher, bare, replace_urls
-from .recording import body_bytes, is_json, task_id_of
+from .matching import PLACEHOLDER, Matcher, bare, body_bytes, is_json, replace_urls
+from .recording import task_id_of
 from .store import Cassette
 
 ANSWERED_BY = "X-Dubkit-Answered-By"
@@ -83,6 +84,10 @@ class Replayer:
         self._lock = threading.Lock()
         self.matcher = Matcher(cassette.service, known=self._recorded_of.get)
 
+    def serve(self, transport: Transport) -> None:
+        """Answer every request of ``transport``'s session from here on."""
+        transport.mount(ReplayAdapter(self))
+
     def __repr__(self) -> str:
         return (
             f"Replayer({self.cassette.path.name!r}, answered={dict(self.answered)}, "
@@ -93,12 +98,7 @@ class Replayer:
 
     def answer(self, request: requests.PreparedRequest) -> requests.Response | None:
         """The next recorded answer to ``request``, or None when the cassette lacks it."""
-        asked = self.matcher.request(
-            request.method or "GET",
-            request.url or "",
-            body_bytes(request),
-            is_json(request.headers),
-        )
+        asked = self.matcher.asked(request)
         key = self.matcher.key(asked)
         answers = self.cassette.answers(key)
         if not answers:
@@ -115,16 +115,19 @@ class Replayer:
             if asked["method"] == "PUT" and isinstance(asked["body"], dict):
                 self._uploads[asked["body"].get("sha256", "")] = body_bytes(request) or b""
         answer = answers[min(turn, len(answers) - 1)]
-        self.remember("cassette", answer.get("json"))
-        self._push_events_of(answer)
+        task_id = self.remember("cassette", answer.get("json"))
+        if task_id:
+            self._push_events_of(task_id)
         return self._response(request, answer)
 
-    def remember(self, who: str, payload: Any) -> None:
-        """Note who answered the call that made the task ``payload`` (an envelope) names."""
+    def remember(self, who: str, payload: Any) -> str | None:
+        """Note who answered the call that made the task ``payload`` (an envelope) names;
+        that task's id."""
         task_id = task_id_of(payload)
         if task_id:
             with self._lock:
                 self._by_task[task_id] = who
+        return task_id
 
     def answered_by(self, thing: Any) -> str | None:
         """Who answered the call that made ``thing`` (a task id, or a task or result with a
@@ -134,13 +137,11 @@ class Replayer:
         with self._lock:
             return self._by_task.get(task_id) if isinstance(task_id, str) else None
 
-    def _push_events_of(self, answer: dict[str, Any]) -> None:
-        """The recorded webhook events of the task an answer names, pushed once to this
+    def _push_events_of(self, task_id: str) -> None:
+        """The recorded webhook events of a task an answer named, pushed once to this
         process's task cells (after the answer, as the service's deliveries come after its
         acceptance) while a receiver runs here, as they were when recorded."""
-        data = (answer.get("json") or {}).get("data")
-        task_id = data.get("taskId") if isinstance(data, dict) else None
-        if not isinstance(task_id, str) or not push.active():
+        if not push.active():
             return
         with self._lock:
             if task_id in self._pushed:
@@ -257,12 +258,7 @@ class Replayer:
 
     def _closest(self, request: requests.PreparedRequest) -> str:
         """Where the nearest recorded call differs: the same method and path, body apart."""
-        asked = self.matcher.request(
-            request.method or "GET",
-            request.url or "",
-            body_bytes(request),
-            is_json(request.headers),
-        )
+        asked = self.matcher.asked(request)
         path = asked["url"].split("?")[0]
         same = [
             c

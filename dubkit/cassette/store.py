@@ -24,18 +24,17 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from .._version import __version__
 from ..errors import ValidationError
+from .matching import bare
 
 FORMAT = "dubkit-cassette/1"
 
 
 def without_user_info(url: str) -> str:
-    """``url`` without ``user:password@`` (a base URL may carry a credential)."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/")
+    """A base URL without ``user:password@`` (it may carry a credential), nor a query."""
+    return bare(url).rstrip("/")
 
 
 INDEX = "index.json"
@@ -50,6 +49,9 @@ class Cassette:
         self._lock = threading.Lock()
         self._by_key = {call["key"]: call for call in index["calls"]}
         self._first_answer: dict[str, float] = {}  # key -> when recording first got one
+        # Files and URLs are added as an answer's media are fetched; the index is written
+        # once per answer (or event), not once per file.
+        self._dirty = False
 
     # ---------------------------------------------------------------- opening
 
@@ -144,6 +146,8 @@ class Cassette:
                 self._first_answer[key] = now
             last = call["answers"][-1] if call["answers"] else None
             if last is not None and {k: v for k, v in last.items() if k != "after"} == answer:
+                if self._dirty:  # the URLs and media this answer brought
+                    self._save_locked()
                 return
             after = round(now - self._first_answer.get(key, now), 2)
             call["answers"].append({**answer, "after": after} if call["answers"] else answer)
@@ -160,6 +164,8 @@ class Cassette:
             events = self.index.setdefault("events", [])
             if not any(e["taskId"] == task_id and e["body"] == body for e in events):
                 events.append({"taskId": task_id, "body": body})
+                self._dirty = True
+            if self._dirty:
                 self._save_locked()
 
     # ---------------------------------------------------------------- urls and media
@@ -187,7 +193,7 @@ class Cassette:
             entry["owned"] = True
         with self._lock:
             self.index["urls"][token] = entry
-            self._save_locked()
+            self._dirty = True  # saved with the answer or event that named it
 
     def add_problem(self, problem: str) -> None:
         """Something the recording missed (it never fails the call that was recorded)."""
@@ -205,7 +211,7 @@ class Cassette:
                 partial.write_bytes(data)
                 partial.replace(target)
             self.index["media"][digest] = {"size": len(data), "type": media_type}
-            self._save_locked()
+            self._dirty = True  # saved with the answer or event that named it
         return digest
 
     def media(self, digest: str) -> tuple[bytes, str]:
@@ -220,6 +226,7 @@ class Cassette:
             self._save_locked()
 
     def _save_locked(self) -> None:
+        self._dirty = False
         partial = self.path / (INDEX + ".part")
         partial.write_text(json.dumps(self.index, indent=1, ensure_ascii=False) + "\n", "utf-8")
         partial.replace(self.path / INDEX)  # a reader never sees half an index
