@@ -111,6 +111,9 @@ class AuthenticationError(APIError):
 
 
 class InsufficientCreditsError(APIError):
+    """Not enough credits, or a quota reached (402): the task was not started, nothing was
+    charged; the message says which quota and who can raise it."""
+
     code = 402
 
 

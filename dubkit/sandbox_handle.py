@@ -24,10 +24,15 @@ from ._util.masking import mask_key
 from ._wire import checked, wire_name
 from .schema import Wire
 from .schema.sandbox_admin import (
+    ClassReport,
     Credits,
     DeliverySchedule,
     Faults,
+    KeyInfo,
     KeyMade,
+    KeyRef,
+    KeyReset,
+    KeyUpdate,
     Limits,
     NewKey,
     OutboxRow,
@@ -188,10 +193,65 @@ class SandboxHandle:
         return f"{self.url}/files/{quoted}"
 
     def create_key(
-        self, name: str = "extra", credits: float = 1_000_000, *, api_key: str | None = None
+        self,
+        name: str = "extra",
+        credits: float = 1_000_000,
+        *,
+        api_key: str | None = None,
+        student: bool = False,
+        max_tasks: int | None = None,
+        max_storage: int | None = None,
     ) -> str:
-        body = NewKey(name=name, credits=credits, api_key=api_key or None)
+        """A new key (its own account); ``student``: a class roster's, whose refusals tell
+        its holder to ask the teacher; ``max_tasks``/``max_storage``: its quotas."""
+        body = _checked(
+            NewKey,
+            name=name,
+            credits=credits,
+            api_key=api_key or None,
+            student=student,
+            max_tasks=max_tasks,
+            max_storage=max_storage,
+        )
         return KeyMade.model_validate(self._send("POST", "/keys", body)).api_key
+
+    def update_key(
+        self,
+        api_key: str,
+        *,
+        credits: float | None = None,
+        add_credits: float | None = None,
+        disabled: bool | None = None,
+        max_tasks: int | None = None,
+        max_storage: int | None = None,
+    ) -> KeyInfo:
+        """Change a key's credits (``add_credits``: a top-up) and quotas (``0`` lifts one);
+        only what is given changes. The key as it is now (masked)."""
+        given = {
+            "credits": credits,
+            "add_credits": add_credits,
+            "disabled": disabled,
+            "max_tasks": max_tasks,
+            "max_storage": max_storage,
+        }
+        body = _checked(
+            KeyUpdate, api_key=api_key, **{k: v for k, v in given.items() if v is not None}
+        )
+        return KeyInfo.model_validate(self._send("POST", "/keys/update", body))
+
+    def reset_key(self, api_key: str, *, credits: float | None = None) -> KeyInfo:
+        """Forget one key's tasks, materials, clones and uploads; set its credits."""
+        body = _checked(KeyReset, api_key=api_key, credits=credits)
+        return KeyInfo.model_validate(self._send("POST", "/keys/reset", body))
+
+    def remove_key(self, api_key: str) -> None:
+        """The key stops working (401) and its work is forgotten."""
+        self._send("POST", "/keys/remove", _checked(KeyRef, api_key=api_key))
+
+    def class_report(self, *, everyone: bool = False) -> ClassReport:
+        """What each student's key has done (``everyone``: every key, not only a roster's)."""
+        params = {"all": "1"} if everyone else None
+        return ClassReport.model_validate(self._send("GET", "/class", params=params))
 
     def credits(self, api_key: str | None = None) -> float:
         """The credits left on ``api_key`` (default: the sandbox's default key)."""

@@ -7,7 +7,13 @@ where their holder needs them (``/info``, a new key, a webhook's secrets); lists
 =====================  ==================================================================
 ``GET  /_sandbox/info``      default key, its webhook secret, settings
 ``POST /_sandbox/reset``     forget everything; a fresh default key
-``GET|POST /_sandbox/keys``  list keys / create one ``{name, credits, apiKey?}``
+``GET|POST /_sandbox/keys``  list keys / create one ``{name, credits, apiKey?, student?,
+                             maxTasks?, maxStorage?}``
+``POST /_sandbox/keys/update`` ``{apiKey, credits?, addCredits?, disabled?, maxTasks?,
+                             maxStorage?}`` (see :mod:`dubkit.sandbox.accounts`)
+``POST /_sandbox/keys/reset`` ``{apiKey, credits?}``: the key's work forgotten
+``POST /_sandbox/keys/remove`` ``{apiKey}``: the key stops working; its work is forgotten
+``GET  /_sandbox/class``     the teacher's view: each student's use (``?all=1``: every key)
 ``GET|POST /_sandbox/credits`` a key's credits ``?apiKey=`` / set them ``{apiKey?, credits}``
 ``POST /_sandbox/webhook``   ``{apiKey?, url?, rotateSecret?, overlapSeconds?}`` -> secrets
 ``POST /_sandbox/timing``    ``{mode: immediate|seconds|polls, value}``
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
@@ -49,6 +56,9 @@ from ..schema.sandbox_admin import (
     FetchPolicy,
     KeyInfo,
     KeyMade,
+    KeyRef,
+    KeyReset,
+    KeyUpdate,
     Limits,
     NewKey,
     OutboxRow,
@@ -60,7 +70,7 @@ from ..schema.sandbox_admin import (
     WebhookSecrets,
     WebhookSettings,
 )
-from . import delivery, references, replayed_files
+from . import accounts, class_report, delivery, references, replayed_files
 from .backend import Backend, new_secret
 from .envelope import envelope
 from .guard import read_body
@@ -126,23 +136,113 @@ def reset(request: Request) -> dict[str, Any]:
 @admin_router.get("/keys")
 def list_keys(request: Request) -> list[dict[str, Any]]:
     """Every key, masked (the full key was answered once, when it was made)."""
-    return [
-        KeyInfo(
-            api_key=mask_key(k["api_key"]),
-            name=k["name"],
-            credits=k["credits"],
-            webhook_url=k["webhook_url"],
-        ).model_dump(by_alias=True)
-        for k in _backend(request).keys()
-    ]
+    return [_key_info(k) for k in _backend(request).keys()]
+
+
+def _key_info(key: dict[str, Any]) -> dict[str, Any]:
+    return KeyInfo(
+        api_key=mask_key(key["api_key"]),
+        name=key["name"],
+        credits=key["credits"],
+        webhook_url=key["webhook_url"],
+        student=bool(key["class_name"]),
+        disabled=bool(key["disabled"]),
+        max_tasks=key["max_tasks"],
+        max_storage=key["max_storage"],
+    ).model_dump(by_alias=True)
 
 
 @admin_router.post("/keys")
 def create_key(body: NewKey, request: Request) -> dict[str, Any]:
     backend = _backend(request)
     key = backend.create_key(body.name, body.credits, api_key=body.api_key)
+    if body.student or body.max_tasks or body.max_storage is not None:
+        _update_key(
+            backend,
+            KeyUpdate(api_key=key, max_tasks=body.max_tasks, max_storage=body.max_storage),
+            student=body.name if body.student else None,
+        )
     made = KeyMade(api_key=key, webhook_secret=(backend.key(key) or {}).get("webhook_secret"))
     return made.model_dump(by_alias=True)
+
+
+def _known_key(backend: Backend, api_key: str) -> dict[str, Any]:
+    row = backend.key(api_key)
+    if row is None:
+        raise ServiceError(404, "no such key in this sandbox")
+    return row
+
+
+def _on_key(backend: Backend, api_key: str, change: Callable[[], object]) -> Any:
+    """Run ``change`` on a known key and answer the key as it is after; 404 for another."""
+    try:
+        _known_key(backend, api_key)
+    except ServiceError as refusal:
+        return envelope(refusal.code, refusal.message)
+    change()
+    row = backend.key(api_key)
+    return _key_info(row) if row else {"removed": True}
+
+
+def _update_key(backend: Backend, body: KeyUpdate, *, student: str | None = None) -> None:
+    """Only the fields sent change; a quota of ``0`` is lifted (stored as no limit)."""
+    changes: list[tuple[str, Any]] = []  # (assignment, its value)
+    if body.credits is not None:
+        changes.append(("credits = ?", body.credits))
+    if body.add_credits:
+        changes.append(("credits = credits + ?", body.add_credits))
+    if body.disabled is not None:
+        changes.append(("disabled = ?", int(body.disabled)))
+    if body.max_tasks is not None:
+        changes.append(("max_tasks = ?", body.max_tasks or None))
+    if body.max_storage is not None:
+        changes.append(("max_storage = ?", body.max_storage or None))
+    if student is not None:
+        changes.append(("class_name = ?", student))
+    if changes:
+        backend.db.execute(
+            f"UPDATE keys SET {', '.join(a for a, _ in changes)} WHERE api_key = ?",
+            (*(v for _, v in changes), body.api_key),
+        )
+
+
+@admin_router.post("/keys/update")
+def update_key(body: KeyUpdate, request: Request) -> Any:
+    """Top up, set credits, disable or enable, set or lift (``0``) a quota."""
+    backend = _backend(request)
+    return _on_key(backend, body.api_key, lambda: _update_key(backend, body))
+
+
+@admin_router.post("/keys/reset")
+def reset_key(body: KeyReset, request: Request) -> Any:
+    """A fresh start for one student: their work forgotten, credits set back."""
+    backend = _backend(request)
+
+    def reset() -> None:
+        accounts.forget_work(backend, body.api_key)
+        _update_key(backend, KeyUpdate(api_key=body.api_key, credits=body.credits))
+
+    return _on_key(backend, body.api_key, reset)
+
+
+@admin_router.post("/keys/remove")
+def remove_key(body: KeyRef, request: Request) -> Any:
+    """The key stops working (401) and its work is forgotten; the default key stays."""
+    backend = _backend(request)
+    if body.api_key == backend.default_key:
+        return envelope(400, "the sandbox's default key cannot be removed (disable it instead)")
+
+    def remove() -> None:
+        accounts.forget_work(backend, body.api_key)
+        backend.db.execute("DELETE FROM keys WHERE api_key = ?", (body.api_key,))
+
+    return _on_key(backend, body.api_key, remove)
+
+
+@admin_router.get("/class")
+def class_view(request: Request, everyone: bool = Query(False, alias="all")) -> dict[str, Any]:
+    """Every student's use of the sandbox (see :mod:`dubkit.sandbox.class_report`)."""
+    return class_report.report(_backend(request), everyone=everyone).model_dump(by_alias=True)
 
 
 @admin_router.get("/credits")

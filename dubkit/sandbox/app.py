@@ -24,6 +24,7 @@ import logging
 import math
 import time
 import uuid
+from contextlib import nullcontext
 from email.utils import formatdate
 from typing import Any
 
@@ -36,7 +37,7 @@ from starlette.requests import ClientDisconnect
 from .. import contract
 from ..schema import OPERATIONS_BY_PATH, Operation, WireError, validated
 from ..schema.sandbox_admin import Faults
-from . import extras, file_access, replayed_files
+from . import accounts, extras, file_access, replayed_files
 from .admin import admin_router
 from .backend import Backend
 from .call import Call
@@ -268,10 +269,7 @@ def _operation(method: str, path: str) -> Operation:
 
 
 def _authenticate(backend: Backend, request: Request) -> str:
-    api_key = _bearer(request)
-    if api_key is None or backend.key(api_key) is None:
-        raise ServiceError(401, "Invalid or missing API Key")  # the guide's words
-    return api_key
+    return str(accounts.admitted(backend, _bearer(request))["api_key"])
 
 
 def _decode(op: Operation, raw_bytes: bytes, request: Request) -> Any:
@@ -314,7 +312,9 @@ async def _run_under_key(backend: Backend, call: Call[Any], path: str, *, crash:
 
 
 def _handle(call: Call[Any], crash: bool) -> Any:
-    with call.backend.undo_on_crash():
+    # An async create holds one of its key's task slots (accounts.task_slot) until committed.
+    slot = accounts.task_slot(call.backend, call.api_key) if call.op.asynchronous else nullcontext()
+    with slot, call.backend.undo_on_crash():
         data = HANDLERS[call.op.name](call)
         if crash:  # the crashAfterHandler fault: a sandbox bug after the work was done
             raise RuntimeError(

@@ -160,14 +160,26 @@ class Backend:
             (amount, api_key, amount),
         )
         if cursor.rowcount == 0:
-            key = self.db.one("SELECT credits FROM keys WHERE api_key = ?", (api_key,))
-            left = key["credits"]  # type: ignore[index]
+            key = self.key(api_key) or {"credits": 0}
             raise ServiceError(
-                402, f"Insufficient quota: {what} needs {amount:g} credits, this key has {left:g}"
+                402,
+                f"Insufficient quota: {what} needs {amount:g} credits, this key has "
+                f"{key['credits']:g} ({self.spent(api_key):g} spent); "
+                + who_can_raise(key, "topup"),
             )
         ledger = _request.get()
         if ledger is not None:
             ledger.charges.append((api_key, amount))
+
+    def spent(self, api_key: str) -> float:
+        """Credits the key's tasks took and kept (charged less refunded), over the tasks it
+        still has: a reset key starts again from nothing spent."""
+        row = self.db.one(
+            "SELECT COALESCE(SUM(charged - refunded), 0) AS n FROM tasks "
+            "WHERE api_key = ? AND deleted = 0",
+            (api_key,),
+        )
+        return float(row["n"]) if row else 0.0
 
     @contextmanager
     def undo_on_crash(self) -> Iterator[None]:
@@ -451,12 +463,7 @@ class Backend:
 
     def reset(self) -> None:
         """Forget every task, key, delivery and setting; a fresh default key is made."""
-        tables = [
-            r["name"]
-            for r in self.db.all(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
-        ]
+        tables = self.db.tables()
         with self.db.transaction() as db:
             for table in tables:
                 db.execute(f"DELETE FROM {table}")
@@ -474,6 +481,14 @@ def _private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if fresh or (path / "sandbox.sqlite3").exists():
         os.chmod(path, 0o700)
+
+
+def who_can_raise(key: dict[str, Any], lever: str, *, verb: str = "raise") -> str:
+    """Who can raise a quota of ``key`` (a keys row), in the words of the command that does it:
+    every quota refusal ends with it."""
+    if key.get("class_name"):
+        return f"ask your teacher to {verb} it (dubkit class {lever} {key['class_name']})"
+    return f"the sandbox's admin can {verb} it (dubkit.SandboxHandle.update_key)"
 
 
 def new_secret() -> str:

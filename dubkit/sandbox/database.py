@@ -76,6 +76,19 @@ CREATE TABLE IF NOT EXISTS deliveries (
     duration_ms REAL NOT NULL);
 """
 
+# Added after the first release; see Database._add_columns.
+_TASK_COLUMNS = {  # what each task charged and gave back
+    "charged": "REAL NOT NULL DEFAULT 0",
+    "refunded": "REAL NOT NULL DEFAULT 0",
+}
+_KEY_COLUMNS = {  # a key as a class's account (see dubkit.sandbox.accounts)
+    "class_name": "TEXT",  # the student's name when a class roster made the key
+    "disabled": "INTEGER NOT NULL DEFAULT 0",
+    "max_tasks": "INTEGER",  # tasks running at once; NULL: no limit
+    "max_storage": "INTEGER",  # uploaded bytes kept; NULL: no limit
+    "last_seen": "REAL",
+}
+
 
 class Database:
     """A thread-safe SQLite file with a few conveniences."""
@@ -93,7 +106,8 @@ class Database:
         self._ensured: set[str] = set()
         self._counted: set[str] = set()
         self.ensure(_CORE_SCHEMA)
-        self._add_credit_columns()
+        self._add_columns("tasks", _TASK_COLUMNS)
+        self._add_columns("keys", _KEY_COLUMNS)
         self._count_existing_tasks()
 
     def _count_existing_tasks(self) -> None:
@@ -107,12 +121,12 @@ class Database:
                 "FROM tasks WHERE deleted = 0 GROUP BY api_key, task_type, status"
             )
 
-    def _add_credit_columns(self) -> None:
-        """What each task charged and gave back (older data dirs gain the columns)."""
-        columns = {r["name"] for r in self.all("PRAGMA table_info(tasks)")}
-        for column in ("charged", "refunded"):
+    def _add_columns(self, table: str, wanted: dict[str, str]) -> None:
+        """Columns added after a table was first made: older data dirs gain them."""
+        columns = {r["name"] for r in self.all(f"PRAGMA table_info({table})")}
+        for column, declaration in wanted.items():
             if column not in columns:
-                self.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL NOT NULL DEFAULT 0")
+                self.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     def ensure(self, schema: str) -> Database:
         """Create a product's tables and indexes if missing; cheap to call on every use."""
@@ -148,6 +162,15 @@ class Database:
         """How many live rows ``api_key`` has in ``table`` (see :meth:`count_live_rows`)."""
         row = self.one("SELECT n FROM live_counts WHERE tbl = ? AND api_key = ?", (table, api_key))
         return row["n"] if row else 0
+
+    def tables(self) -> list[str]:
+        """The tables made so far (products make theirs on first use)."""
+        return [
+            r["name"]
+            for r in self.all(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self._lock:

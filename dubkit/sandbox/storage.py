@@ -26,7 +26,8 @@ Choices where the interface is silent (*choice*):
 * *choice* Bytes become the object (or part) only once all arrived, so a dropped connection
   never leaves half an object; a body shorter than its ``Content-Length`` is 400.
 * *choice* ``upload_limit`` (admin ``/_sandbox/limits``, default 10 GiB) caps an object, and
-  the sum of a multipart upload's parts: over it is ``413`` before the bytes are read.
+  the sum of a multipart upload's parts: over it is ``413`` before the bytes are read. So is
+  a PUT over its key's storage quota (:mod:`dubkit.sandbox.accounts`).
 * Storage errors use the API's ``{code, message, data}`` shape with a matching HTTP status.
 """
 
@@ -51,7 +52,7 @@ from starlette.requests import ClientDisconnect
 
 from ..schema import MIN_PART_SIZE
 from ..schema.sandbox_admin import PartQuery, StorageSettings, StorageState, StoredPart, UploadState
-from . import multipart
+from . import accounts, multipart
 from .backend import Backend
 from .database import Database
 
@@ -198,6 +199,12 @@ async def put_object(key: str, request: Request) -> Response:
             return _refuse(
                 413, f"payload too large: the upload limit is {limit} bytes ({size} bytes sent)"
             )
+        replaced = stored_object(backend, key)
+        over_quota = accounts.storage_refusal(
+            backend, key, size - (replaced or {"size": 0})["size"]
+        )
+        if over_quota:
+            return _refuse(413, over_quota)
         etag = await _receive(request, multipart.FileSink(object_path(backend, key)), size)
         if etag is None:
             return incomplete
@@ -219,6 +226,12 @@ async def put_object(key: str, request: Request) -> Response:
             413,
             f"payload too large: the upload limit is {limit} bytes ({total} bytes would be stored)",
         )
+        replaced = sum(
+            p["size"] for p in multipart.parts(backend, upload_id) if p["part_number"] == number
+        )
+        over_quota = accounts.storage_refusal(backend, upload["key"], size - replaced)
+        if over_quota:
+            return _refuse(413, over_quota)
     try:
         etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
     except multipart.Closed:  # completed or aborted while this part was arriving

@@ -16,6 +16,31 @@ class NewKey(Wire):
     name: str = "extra"
     credits: float = Field(default=1_000_000, ge=0)
     api_key: str | None = Field(default=None, pattern=r"^sk_[A-Za-z0-9_]{16,100}$")
+    student: bool = False  # a class roster's key: its refusals say "ask your teacher"
+    max_tasks: int | None = Field(default=None, ge=1)
+    max_storage: int | None = Field(default=None, ge=1)
+
+
+class KeyUpdate(Wire):
+    """A key's credits and quotas (only the fields sent change; ``0`` lifts a limit)."""
+
+    api_key: str
+    credits: float | None = Field(default=None, ge=0)
+    add_credits: float | None = Field(default=None, gt=0)  # a top-up, added atomically
+    disabled: bool | None = None
+    max_tasks: int | None = Field(default=None, ge=0)
+    max_storage: int | None = Field(default=None, ge=0)
+
+
+class KeyReset(Wire):
+    """A fresh start for one key: its work forgotten, its credits set to ``credits``."""
+
+    api_key: str
+    credits: float | None = Field(default=None, ge=0)
+
+
+class KeyRef(Wire):
+    api_key: str
 
 
 class KeyMade(Wire):
@@ -30,6 +55,42 @@ class KeyInfo(Wire):
     name: str | None = None
     credits: float | None = None
     webhook_url: str | None = None
+    student: bool = False
+    disabled: bool = False
+    max_tasks: int | None = None
+    max_storage: int | None = None
+
+
+class TaskSeen(Wire):
+    """A task in the class report: as ``tasks/detail`` answers it, with its times."""
+
+    task_id: str
+    task_type: str
+    status: str
+    created_at: str
+    updated_at: str
+    result: dict[str, Any] | None = None
+
+
+class StudentReport(Wire):
+    """One key in the class report (``GET /_sandbox/class``): what its holder has done."""
+
+    name: str
+    api_key: str  # masked
+    credits: float  # left
+    spent: float  # charged less refunded, over every task
+    disabled: bool = False
+    max_tasks: int | None = None
+    max_storage: int | None = None
+    stored: int = 0  # uploaded bytes kept
+    last_seen: float | None = None  # epoch seconds of the last call with the key
+    tasks: dict[str, dict[str, int]] = Field(default_factory=dict)  # task type -> status -> n
+    errors: list[TaskSeen] = Field(default_factory=list)  # the latest failed tasks
+    latest: list[TaskSeen] = Field(default_factory=list)  # the latest finished speech and dubs
+
+
+class ClassReport(Wire):
+    students: list[StudentReport]
 
 
 class SandboxInfo(Wire):

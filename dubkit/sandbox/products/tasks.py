@@ -49,7 +49,8 @@ def _summary(task: dict[str, Any]) -> TaskSummary:
     )
 
 
-def _detail(task: dict[str, Any]) -> TaskDetail:
+def detail_of(task: dict[str, Any]) -> TaskDetail:
+    """A task row as tasks/detail answers it."""
     result = task_result(task)
     if task["status"] == "failed":
         result = TaskFailure(error_code=task["error_code"], error_message=task["message"]).to_wire()
@@ -68,7 +69,7 @@ def list_tasks(call: Call[TaskListQuery]) -> dict[str, Any]:
 
 def detail(call: Call[TaskIdBody]) -> dict[str, Any]:
     task = call.backend.record_poll(call.backend.find_task(call.api_key, call.body.task_id))
-    return _detail(task).to_wire()
+    return detail_of(task).to_wire()
 
 
 def delete(call: Call[TaskIdBody]) -> None:
