@@ -7,6 +7,7 @@
     dubkit dub talk.mp4 --to fr-FR,de-DE --out-dir dubs
     dubkit tasks [list | show ID | wait ID | delete ID]
     dubkit cassette show lesson.dubkit        # what a recorded lesson holds
+    dubkit class create roster.csv            # a class: keys, quotas, the teacher's view
     dubkit sandbox --port 8765 · dubkit studio · dubkit --version
 
 Like ``dubkit.connect()``: the service with DUBKIT_API_KEY and DUBKIT_BASE_URL, else the local
@@ -23,7 +24,7 @@ import traceback
 from typing import NoReturn
 
 from .._version import __version__
-from . import cassettes, dub, host, speech, tasks, voices
+from . import cassettes, classes, dub, host, speech, tasks, voices
 from ._output import UsageError
 
 # Plain text: argparse prints it as is, so no reST markup here.
@@ -53,10 +54,10 @@ def parser() -> argparse.ArgumentParser:
     main_parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = main_parser.add_subparsers(
         dest="command",
-        metavar="{voices,tts,translate,clone,dub,tasks,cassette,sandbox,studio}",
+        metavar="{voices,tts,translate,clone,dub,tasks,cassette,class,sandbox,studio}",
         parser_class=_Parser,
     )
-    for module in (voices, speech, dub, tasks, cassettes, host):
+    for module in (voices, speech, dub, tasks, cassettes, classes, host):
         module.add(commands)
     return main_parser
 

@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from .._util import voila_app
 
 # The code cell of the app notebook (notebooks/apps/audition_studio.ipynb holds the same cell);
 # used as is when dubkit is installed without the repository's notebooks. The name `studio`
@@ -37,23 +37,7 @@ Without an API key the studio uses the local sandbox; with `DUBKIT_API_KEY` and
 
 def app_notebook() -> Path:
     """The notebook Voila serves: the repository's, else a copy of its cells."""
-    here = Path(__file__).resolve().parents[2] / "notebooks" / "apps" / "audition_studio.ipynb"
-    if here.exists():
-        return here
-    import nbformat
-
-    folder = Path(tempfile.mkdtemp(prefix="dubkit-studio-"))
-    notebook = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_markdown_cell(APP_INTRO), nbformat.v4.new_code_cell(APP_SOURCE)]
-    )
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    target = folder / "audition_studio.ipynb"
-    nbformat.write(notebook, target)
-    return target
+    return voila_app.app_notebook("audition_studio", APP_INTRO, APP_SOURCE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,19 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     args = parser.parse_args(argv)
-    try:
-        from voila.app import Voila
-    except ImportError:
-        print("dubkit studio needs Voila: pip install 'dubkit[studio]'", file=sys.stderr)
-        return 2
-    options = [
-        str(app_notebook()),
-        f"--port={args.port}",
-        f"--Voila.ip={args.host}",
-        "--show_tracebacks=True",
-        "--theme=light",
-    ]
-    if args.no_browser:
-        options.append("--no-browser")
-    Voila.launch_instance(argv=options)
-    return 0
+    return voila_app.serve(
+        app_notebook(), port=args.port, host=args.host, no_browser=args.no_browser, needs="studio"
+    )

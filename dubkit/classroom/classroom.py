@@ -1,0 +1,298 @@
+"""A class: its students' keys, kept in a class file only the teacher can read, and the
+teacher's levers on a class sandbox.
+
+>>> room = Classroom.create("roster.csv", "class.json", credits=500, max_tasks=3)
+>>> room.topup("ada", 200)            # dubkit class topup ada 200
+>>> room.report()                     # every student: tasks, credits, errors, last activity
+>>> ClassView(room)                    # the same, refreshing itself, with the levers
+>>> room.environment("ada")           # what the hub gives ada's server: her key, the URL
+
+The class file (JSON, mode 0600, written whole and renamed into place so a reader never sees
+half of it) maps each student's name to their key. On a class sandbox ``create`` makes the
+keys, with the class's quotas, through the sandbox's admin routes (its admin token:
+``admin_token=``, ``$DUBKIT_SANDBOX_ADMIN_TOKEN`` or the default data dir's file). For the
+real service, whose keys come from its account page, the roster's ``api_key`` column (or
+``add(name, api_key=...)``) gives them, and the levers that need the sandbox say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..client import Client
+from ..errors import ValidationError
+from ..sandbox_handle import SandboxHandle
+from ..schema.sandbox_admin import KeyInfo
+from .report import ClassTable
+from .roster import Student, checked_credits, checked_name, read_roster
+
+CLASS_FILE_ENV = "DUBKIT_CLASS_FILE"
+DEFAULT_FILE = "class.json"
+DEFAULT_CREDITS = 1000.0
+DEFAULT_URL = "http://127.0.0.1:8765"  # where `dubkit sandbox` listens by default
+DEMO_LINES = {
+    "ada": "Good morning, class.",
+    "bob": "My first line of speech.",
+    "cy": "Bonjour, this is my dub.",
+}
+
+
+def class_file_path(path: str | Path | None = None) -> Path:
+    """``path``, else ``$DUBKIT_CLASS_FILE``, else ``class.json`` here."""
+    return Path(path or os.environ.get(CLASS_FILE_ENV) or DEFAULT_FILE)
+
+
+class Classroom:
+    """A class file and, on a class sandbox, the teacher's levers on its keys."""
+
+    def __init__(
+        self,
+        path: Path,
+        base_url: str,
+        students: Iterable[Student],
+        *,
+        sandbox: bool = True,
+        credits: float = DEFAULT_CREDITS,
+        max_tasks: int | None = None,
+        max_storage: int | None = None,
+        admin_token: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.base_url = base_url.rstrip("/")
+        self.is_sandbox = sandbox
+        self.credits = credits
+        self.max_tasks = max_tasks
+        self.max_storage = max_storage
+        self.students: dict[str, Student] = {s.name: s for s in students}
+        self._admin_token = admin_token
+
+    def __repr__(self) -> str:
+        kind = "sandbox" if self.is_sandbox else "service"
+        return (
+            f"Classroom({str(self.path)!r}, {kind} {self.base_url!r}, "
+            f"{len(self.students)} students)"
+        )
+
+    # -- making and opening
+    @classmethod
+    def create(
+        cls,
+        roster: str | Path,
+        path: str | Path | None = None,
+        *,
+        base_url: str | None = None,
+        service: bool = False,
+        credits: float = DEFAULT_CREDITS,
+        max_tasks: int | None = None,
+        max_storage: int | None = None,
+        admin_token: str | None = None,
+        overwrite: bool = False,
+    ) -> Classroom:
+        """Read ``roster`` and write the class file ``path``; on a class sandbox (the default)
+        make each student a key with ``credits`` (or the roster's) and the quotas."""
+        target = class_file_path(path)
+        if target.exists() and not overwrite:
+            raise ValidationError(
+                "path",
+                f"{target} exists: it holds a class's keys (--force or overwrite=True replaces it)",
+            )
+        students = read_roster(roster)
+        if service:
+            missing = [s.name for s in students if not s.api_key]
+            if missing:
+                raise ValidationError(
+                    "roster api_key",
+                    f"a class on the service needs each student's key from the account page; "
+                    f"missing for {', '.join(missing[:5])}",
+                )
+        room = cls(
+            target,
+            base_url or os.environ.get("DUBKIT_BASE_URL") or DEFAULT_URL,
+            [],
+            sandbox=not service,
+            credits=checked_credits(credits),
+            max_tasks=max_tasks,
+            max_storage=max_storage,
+            admin_token=admin_token,
+        )
+        if room.is_sandbox:
+            room.sandbox.info()  # reachable, and the token is right, before any key is made
+        for student in students:
+            room._enrol(student)
+        room.save()
+        return room
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, *, admin_token: str | None = None) -> Classroom:
+        """The class in ``path`` (default ``$DUBKIT_CLASS_FILE``, else ``class.json``)."""
+        source = class_file_path(path)
+        try:
+            data = json.loads(source.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValidationError(
+                "path", f"cannot read the class file {source}: {exc.strerror}"
+            ) from None
+        except ValueError:
+            raise ValidationError("path", f"{source} is not a class file (not JSON)") from None
+        if data.get("dubkit") != "class":
+            raise ValidationError("path", f"{source} is not a dubkit class file")
+        return cls(
+            source,
+            data["baseUrl"],
+            [
+                Student(s["name"], s.get("email"), s.get("credits"), s.get("apiKey"))
+                for s in data["students"]
+            ],
+            sandbox=data.get("sandbox", True),
+            credits=data.get("credits", DEFAULT_CREDITS),
+            max_tasks=data.get("maxTasks"),
+            max_storage=data.get("maxStorage"),
+            admin_token=admin_token,
+        )
+
+    @classmethod
+    def demo(cls) -> Classroom:
+        """A class of three (ada, bob, cy) on this process's embedded sandbox, each having
+        said a line: the teacher's view to try with no class sandbox and no key. Made once per
+        sandbox data dir, then reopened."""
+        from ..sandbox_handle import embedded
+
+        handle, _ = embedded()
+        token = handle.server.admin_token if handle.server else None
+        path = handle.data_dir / "demo-class.json"
+        if path.exists():
+            return cls.open(path, admin_token=token)
+        roster = handle.data_dir / "demo-roster.csv"
+        roster.write_text("name,credits\nada,500\nbob,500\ncy,200\n", encoding="utf-8")
+        room = cls.create(roster, path, base_url=handle.url, admin_token=token, max_tasks=3)
+        for name, line in DEMO_LINES.items():
+            client = room.client(name)
+            client.tts.create([line], voice=client.voices.presets(locale="en-US")[0])
+        return room
+
+    def save(self) -> None:
+        """Write the class file: owner-only from its first byte, replaced whole."""
+        data = {
+            "dubkit": "class",
+            "version": 1,
+            "baseUrl": self.base_url,
+            "sandbox": self.is_sandbox,
+            "credits": self.credits,
+            "maxTasks": self.max_tasks,
+            "maxStorage": self.max_storage,
+            "students": [
+                {"name": s.name, "email": s.email, "credits": s.credits, "apiKey": s.api_key}
+                for s in self.students.values()
+            ],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1)
+        os.replace(partial, self.path)
+
+    # -- the sandbox
+    @property
+    def sandbox(self) -> SandboxHandle:
+        if not self.is_sandbox:
+            raise ValidationError(
+                "class",
+                "this class is on the service: its keys, credits and limits are managed on "
+                "the service's account page (a class sandbox has these levers)",
+            )
+        return SandboxHandle(self.base_url, admin_token=self._admin_token)
+
+    def _student(self, name: str) -> Student:
+        student = self.students.get(name)
+        if student is None:
+            known = ", ".join(sorted(self.students)[:8]) or "none"
+            raise ValidationError("name", f"{name!r} is not in this class (students: {known})")
+        return student
+
+    def _key(self, name: str) -> str:
+        key = self._student(name).api_key
+        if not key:
+            raise ValidationError("name", f"{name} has no key in the class file")
+        return key
+
+    def _enrol(self, student: Student) -> None:
+        if self.is_sandbox and not student.api_key:
+            student.api_key = self.sandbox.create_key(
+                student.name,
+                student.credits if student.credits is not None else self.credits,
+                student=True,
+                max_tasks=self.max_tasks,
+                max_storage=self.max_storage,
+            )
+        self.students[student.name] = student
+
+    # -- the teacher's levers
+    def add(
+        self,
+        name: str,
+        *,
+        email: str | None = None,
+        credits: float | None = None,
+        api_key: str | None = None,
+    ) -> Student:
+        """Enrol one more student (a key of their own on a class sandbox)."""
+        name = checked_name(name)
+        if name in self.students:
+            raise ValidationError("name", f"{name!r} is already in this class")
+        if not self.is_sandbox and not api_key:
+            raise ValidationError("api_key", "a class on the service needs the student's key")
+        student = Student(
+            name, email, None if credits is None else checked_credits(credits), api_key
+        )
+        self._enrol(student)
+        self.save()
+        return student
+
+    def remove(self, name: str) -> None:
+        """Take a student out: on a class sandbox their key stops working."""
+        key = self._key(name)
+        if self.is_sandbox:
+            self.sandbox.remove_key(key)
+        del self.students[name]
+        self.save()
+
+    def topup(self, name: str, credits: float) -> KeyInfo:
+        """Add ``credits`` to the student's key."""
+        return self.sandbox.update_key(self._key(name), add_credits=checked_credits(credits))
+
+    def reset(self, name: str) -> KeyInfo:
+        """A fresh start: the student's tasks, uploads and clones forgotten, credits as granted."""
+        student = self._student(name)
+        granted = student.credits if student.credits is not None else self.credits
+        return self.sandbox.reset_key(self._key(name), credits=granted)
+
+    def disable(self, name: str) -> KeyInfo:
+        """Every call with the student's key is refused until :meth:`enable`."""
+        return self.sandbox.update_key(self._key(name), disabled=True)
+
+    def enable(self, name: str) -> KeyInfo:
+        return self.sandbox.update_key(self._key(name), disabled=False)
+
+    def limits(self, name: str, *, tasks: int | None = None, storage: int | None = None) -> KeyInfo:
+        """Set the student's quotas: tasks running at once, uploaded bytes (0 lifts one)."""
+        return self.sandbox.update_key(self._key(name), max_tasks=tasks, max_storage=storage)
+
+    # -- what students get
+    def environment(self, name: str) -> dict[str, str]:
+        """What a student's server needs: ``DUBKIT_API_KEY`` and ``DUBKIT_BASE_URL``."""
+        return {"DUBKIT_API_KEY": self._key(name), "DUBKIT_BASE_URL": self.base_url}
+
+    def client(self, name: str) -> Client:
+        """A client with the student's key (what their notebooks use)."""
+        return Client(self._key(name), self.base_url)
+
+    # -- the teacher's view
+    def report(self) -> ClassTable:
+        """Every student of the class as the sandbox sees them now."""
+        seen = {r.name: r for r in self.sandbox.class_report().students}
+        return ClassTable([seen[name] for name in self.students if name in seen])

@@ -1,0 +1,93 @@
+"""The teacher's table: one row per student of a class sandbox (see :mod:`dubkit.classroom`).
+
+Tasks are summed per product with their statuses, credits read as left and spent, the last
+activity as a time ago, and the latest error's message; a disabled student's row is greyed.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from ..schema.products import product_of_task_type
+from ..schema.sandbox_admin import StudentReport
+from .materials import human_bytes
+
+_MARKS = (("finished", "✓", "#1a7f37"), ("running", "…", "#9a6700"), ("failed", "✗", "#cf222e"))
+
+
+def ago(stamp: float | None, now: float | None = None) -> str:
+    """``'12 s ago'``, ``'4 min ago'``, ``'2 h ago'``; ``'never'`` without a stamp."""
+    if stamp is None:
+        return "never"
+    seconds = max(0.0, (now or time.time()) - stamp)
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.0f} h ago"
+
+
+def iso_time(stamp: float | None) -> str:
+    """An epoch stamp as UTC ISO 8601 (for CSV); ``''`` without one."""
+    if stamp is None:
+        return ""
+    return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def tasks_by_product(tasks: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Task type -> status -> n, summed per product (``vt`` and ``at`` are both dubbing)."""
+    summed: dict[str, dict[str, int]] = {}
+    for task_type, by_status in tasks.items():
+        known = product_of_task_type(task_type)
+        product = summed.setdefault(known.name if known else task_type, {})
+        for status, n in by_status.items():
+            product[status] = product.get(status, 0) + n
+    return summed
+
+
+def _tasks_cell(tasks: dict[str, dict[str, int]]) -> str:
+    parts = []
+    for product, by_status in sorted(tasks_by_product(tasks).items()):
+        marks = " ".join(
+            f"<span style='color:{colour}'>{by_status[status]}{mark}</span>"
+            for status, mark, colour in _MARKS
+            if by_status.get(status)
+        )
+        parts.append(f"{html.escape(product)} {marks}")
+    return "<br>".join(parts) or "—"
+
+
+def class_table_html(
+    students: Sequence[StudentReport], *, selected: str | None = None, now: float | None = None
+) -> str:
+    """The table; ``selected`` highlights one student's row."""
+    rows = []
+    for s in students:
+        error = ""
+        if s.errors:
+            said = (s.errors[0].result or {}).get("errorMessage") or ""
+            error = f"<span style='color:#cf222e'>{html.escape(str(said)[:120])}</span>"
+        style = "background:#ddf4ff;" if s.name == selected else ""
+        style += "color:#8c959f;" if s.disabled else ""
+        state = " <b>(disabled)</b>" if s.disabled else ""
+        rows.append(
+            f"<tr class='dubkit-student' data-student='{html.escape(s.name)}' style='{style}'>"
+            f"<td><b>{html.escape(s.name)}</b>{state}</td>"
+            f"<td style='text-align:right'>{s.credits:g}</td>"
+            f"<td style='text-align:right'>{s.spent:g}</td>"
+            f"<td>{_tasks_cell(s.tasks)}</td>"
+            f"<td style='text-align:right'>{human_bytes(s.stored)}</td>"
+            f"<td>{ago(s.last_seen, now)}</td><td>{error}</td></tr>"
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("student", "credits left", "spent", "tasks", "uploads", "last seen", "last error")
+    )
+    body = "".join(rows) or "<tr><td colspan='7'>no students yet</td></tr>"
+    return (
+        "<table class='dubkit-class' style='border-collapse:collapse'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
