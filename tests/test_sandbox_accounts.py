@@ -193,3 +193,21 @@ def test_a_students_key_cannot_read_the_class(sandbox):
     )
     assert answer.status_code in (401, 403)
     assert "jo" not in answer.text
+
+
+def test_the_storage_quota_counts_the_parts_of_a_multipart_upload(sandbox, tmp_path):
+    key = _student(sandbox, "kim", max_storage=8_000_000)
+    client = dubkit.Client(key, sandbox.url, retry=NO_RETRY)
+    big = samples.noise_wav(tmp_path / "big.wav", 11 * 2**20)
+    with pytest.raises(dubkit.DubkitError) as refused:
+        client.materials.upload(
+            big, multipart_threshold=5 * 2**20, part_size=5 * 2**20, concurrency=1, resume=False
+        )
+    assert refused.value.code == 413
+    assert "Storage quota exceeded: this key keeps 5242880 of its 8000000 bytes" in str(
+        refused.value
+    )
+    # The client aborted the refused upload: its part no longer counts, and nothing was kept.
+    sessions = sandbox.admin("GET", "/uploads", params={"apiKey": key})["sessions"]
+    assert [s["state"] for s in sessions] == ["aborted"]
+    assert {s.name: s for s in sandbox.class_report().students}["kim"].stored == 0

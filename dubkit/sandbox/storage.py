@@ -226,12 +226,12 @@ async def put_object(key: str, request: Request) -> Response:
             413,
             f"payload too large: the upload limit is {limit} bytes ({total} bytes would be stored)",
         )
-        replaced = sum(
-            p["size"] for p in multipart.parts(backend, upload_id) if p["part_number"] == number
-        )
-        over_quota = accounts.storage_refusal(backend, upload["key"], size - replaced)
-        if over_quota:
-            return _refuse(413, over_quota)
+    replaced = sum(
+        p["size"] for p in multipart.parts(backend, upload_id) if p["part_number"] == number
+    )
+    over_quota = accounts.storage_refusal(backend, upload["key"], size - replaced)
+    if over_quota:
+        return _refuse(413, over_quota)
     try:
         etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
     except multipart.Closed:  # completed or aborted while this part was arriving
