@@ -18,7 +18,10 @@ and the sandbox's CPU (with the ffmpeg it ran) of the class against the row and 
 p50/p95 of each step, peak memory, errors by type, and isolation: after the class, each
 student's task list must hold none of another student's task ids. With fairness on, a third
 sandbox measures item 2 in small: key B's short dub alone against behind key A's six long
-dubs, and B's one-line TTS p95 idle against while A's six run.
+dubs, and B's one-line TTS p95 idle against while A's six run. ``--embedded K`` (default 3)
+measures the other set-up, one sandbox per student embedded in their kernel (Binder, a
+Kubernetes hub): K students, each in a process of their own, one after another; it prints each
+one's median wall time, CPU and peak memory.
 
 Target: no errors and 0 isolation violations; the class's CPU near the row's (no cost per
 student beyond the work), its wall time well under the row's (the work overlaps on the
@@ -28,10 +31,13 @@ pool); B's dub behind A's six near B's alone, and B's TTS p95 near idle.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -69,21 +75,24 @@ class Kit:
     script: str
 
 
+def kit_of(folder: Path, i: int) -> Kit:
+    """Student ``i``'s kit in ``folder`` (made by :func:`make_kits`)."""
+    script = (
+        f"My name is student {i}. The morning train was late again, so we walked along the river."
+    )
+    return Kit(i, folder / f"clip{i:02d}.mp4", folder / f"voice{i:02d}.wav", script)
+
+
 def make_kits(folder: Path, count: int) -> list[Kit]:
     folder.mkdir(parents=True, exist_ok=True)
 
     def one(i: int) -> Kit:
-        script = (
-            f"My name is student {i}. The morning train was late again, "
-            "so we walked along the river."
+        kit = kit_of(folder, i)
+        samples.speech_recording(
+            kit.recording, kit.script, variant="m3", rate_wpm=130, pitch=20 + i % 40
         )
-        recording = samples.speech_recording(
-            folder / f"voice{i:02d}.wav", script, variant="m3", rate_wpm=130, pitch=20 + i % 40
-        )
-        clip = samples.narrated_clip(
-            folder / f"clip{i:02d}.mp4", ["The harbour wakes.", f"Student {i} waves at the boats."]
-        )
-        return Kit(i, clip, recording, script)
+        samples.narrated_clip(kit.clip, ["The harbour wakes.", f"Student {i} waves at the boats."])
+        return kit
 
     with ThreadPoolExecutor(2) as pool:
         return list(pool.map(one, range(count)))
@@ -460,6 +469,67 @@ def report_fairness(fair: Fairness) -> None:
         print(f"  errors: {dict(fair.errors)}")
 
 
+def as_student(kit: Kit) -> None:
+    """The child of ``--embedded``: one student with the sandbox embedded in this process, as
+    a kernel on Binder or a Kubernetes hub has it; prints its own cost as one JSON line."""
+    started = time.perf_counter()
+    client = dubkit.connect(quiet=True)
+    record = workload(client, kit)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    status = Path("/proc/self/status").read_text()
+    peak = next(line for line in status.splitlines() if line.startswith("VmHWM"))
+    print(
+        json.dumps(
+            {
+                "wall": time.perf_counter() - started,
+                "cpu": used.ru_utime + used.ru_stime + children.ru_utime + children.ru_stime,
+                "peak_mb": int(peak.split()[1]) / 1024,
+                "errors": sum(record.errors.values()),
+            }
+        )
+    )
+
+
+def embedded_run(folder: Path, kits: list[Kit]) -> list[dict[str, float]]:
+    """Each kit's student in a process of their own with an embedded sandbox, one after another
+    (so each one's cost is its own, not shared with the others')."""
+    costs = []
+    for kit in kits:
+        env = {**os.environ, "DUBKIT_SANDBOX_DIR": str(folder / f"embedded{kit.index:02d}")}
+        for name in ("DUBKIT_API_KEY", "DUBKIT_BASE_URL"):
+            env.pop(name, None)
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--as-student",
+                str(kit.index),
+                "--media",
+                str(kit.clip.parent),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        costs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return costs
+
+
+def report_embedded(costs: list[dict[str, float]]) -> None:
+    def median(name: str) -> float:
+        return statistics.median(c[name] for c in costs)
+
+    print(f"\none embedded sandbox per student ({len(costs)} students, each in its own process)")
+    print(
+        f"  per student, median: wall {median('wall'):.1f} s, CPU {median('cpu'):.1f} s "
+        f"(with ffmpeg), peak memory {median('peak_mb'):.0f} MB "
+        f"(max {max(c['peak_mb'] for c in costs):.0f} MB)"
+    )
+    print(f"  errors: {sum(int(c['errors']) for c in costs)}")
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--students", type=int, default=30, help="students at once")
@@ -468,7 +538,18 @@ def main() -> None:
     )
     options.add_argument("--no-fairness", action="store_true", help="skip item 2's figures")
     options.add_argument("--long-lines", type=int, default=8, help="lines of A's long clip")
+    options.add_argument(
+        "--embedded",
+        type=int,
+        default=3,
+        help="students measured with a sandbox each, embedded in their process (0: skip)",
+    )
+    options.add_argument("--as-student", type=int, default=None, help=argparse.SUPPRESS)
+    options.add_argument("--media", type=Path, default=None, help=argparse.SUPPRESS)
     args = options.parse_args()
+    if args.as_student is not None:  # a child of --embedded
+        as_student(kit_of(args.media, args.as_student))
+        return
     students = max(1, args.students)
     repeats = max(1, min(args.sequential or students, students))
     folder = Path(tempfile.mkdtemp(prefix="bench-class-"))
@@ -486,6 +567,8 @@ def main() -> None:
         group = class_run(folder, kits)
         row = row_run(folder, kits[:repeats])
         report(students, repeats, group, row)
+        if args.embedded:
+            report_embedded(embedded_run(folder, kits[: args.embedded]))
         if not args.no_fairness:
             report_fairness(fairness_run(folder, args.long_lines))
         load = os.getloadavg()
