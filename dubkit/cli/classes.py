@@ -183,7 +183,8 @@ def show_class(args: argparse.Namespace) -> int:
 
 
 def view_class(args: argparse.Namespace) -> int:
-    room = _open(args)  # a missing or wrong file is said here, not inside the app
+    room = _open(args)
+    room.report()  # a wrong file, an unreachable sandbox or a missing token: said here, in one line
     os.environ[CLASS_FILE_ENV] = str(room.path.resolve())  # the app's kernel reads it
     notebook = voila_app.app_notebook("class_view", APP_INTRO, APP_SOURCE)
     return voila_app.serve(
