@@ -8,6 +8,7 @@ import threading
 
 import pytest
 import requests
+from _waiting import wait_for
 
 import dubkit
 from dubkit import samples
@@ -52,7 +53,7 @@ def test_credits_refusal_says_spent_and_a_top_up_lets_the_same_call_through(sand
     assert client.translate.quote(long).credits > 2
     with pytest.raises(InsufficientCreditsError) as refused:
         client.translate.create(long, source="en-US", target="fr-FR")
-    assert "this key has 2 (1 spent); ask your teacher to raise it (dubkit class topup bea)" in (
+    assert "this key has 2 (1 spent); ask your teacher to raise it (dubkit class topup bea CREDITS)" in (
         str(refused.value)
     )
     assert sandbox.update_key(key, add_credits=100).credits == 102
@@ -72,7 +73,7 @@ def test_the_tasks_quota_refuses_one_more_async_task_and_charges_nothing(sandbox
         assert refused.value.http_status == 402
         assert (
             "the tasks quota of this key is 2 at once and 2 are running; wait for one to "
-            "finish, or ask your teacher to raise it (dubkit class limits --tasks cy)"
+            "finish, or ask your teacher to raise it (dubkit class limits cy --tasks N)"
         ) in str(refused.value)
         assert sandbox.credits(key) == credits  # refused before the handler: nothing charged
         assert len(client.tasks.list()) == 2
@@ -130,7 +131,7 @@ def test_the_storage_quota_refuses_an_upload_before_its_bytes_are_kept(sandbox, 
     assert (
         f"Storage quota exceeded: this key keeps {used} of its 150000 bytes and this upload "
         f"adds {big.stat().st_size}; delete a material, or ask your teacher to raise it "
-        "(dubkit class limits --storage eve)"
+        "(dubkit class limits eve --storage SIZE)"
     ) in str(refused.value)
     report = {s.name: s for s in sandbox.class_report().students}
     assert report["eve"].stored == used
@@ -211,3 +212,60 @@ def test_the_storage_quota_counts_the_parts_of_a_multipart_upload(sandbox, tmp_p
     sessions = sandbox.admin("GET", "/uploads", params={"apiKey": key})["sessions"]
     assert [s["state"] for s in sessions] == ["aborted"]
     assert {s.name: s for s in sandbox.class_report().students}["kim"].stored == 0
+
+
+def test_uploads_sent_at_once_cannot_pass_the_storage_quota_together(sandbox, tmp_path):
+    """Bytes on their way are held against the quota: four 3 MB uploads at once, 8 MB quota."""
+    key = _student(sandbox, "lou", max_storage=8_000_000)
+    files = [samples.noise_wav(tmp_path / f"f{i}.wav", 3_000_000 + i) for i in range(4)]
+    outcomes: list[str] = []
+    start = threading.Barrier(4)
+
+    def send(path) -> None:
+        client = dubkit.Client(key, sandbox.url, retry=NO_RETRY)
+        start.wait()
+        try:
+            client.materials.upload(path, progress=False)
+            outcomes.append("kept")
+        except dubkit.DubkitError as exc:
+            outcomes.append(f"refused {exc.code}")
+
+    threads = [threading.Thread(target=send, args=(f,)) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["kept"] * 2 + ["refused 413"] * 2
+    assert {s.name: s for s in sandbox.class_report().students}["lou"].stored <= 8_000_000
+
+
+def test_deleting_a_running_task_does_not_free_its_slot(sandbox):
+    """Deleting a task does not stop its work, so it still holds one of the key's slots."""
+    key = _student(sandbox, "max", max_tasks=1)
+    client = dubkit.Client(key, sandbox.url, retry=NO_RETRY)
+    sandbox.set_timing("polls", 1000)
+    try:
+        task = client.translate.create_async(["first"], source="en-US", target="fr-FR")
+        client.tasks.delete(task.task_id)
+        with pytest.raises(InsufficientCreditsError, match="1 are running"):
+            client.translate.create_async(["second"], source="en-US", target="fr-FR")
+    finally:
+        sandbox.set_timing("immediate")
+
+
+def test_a_removed_keys_events_are_skipped_not_retried_forever(sandbox):
+    key = _student(sandbox, "ned")
+    client = dubkit.Client(key, sandbox.url, retry=NO_RETRY)
+    sandbox.set_timing("seconds", 0.5)
+    try:
+        task = client.translate.create_async(["soon gone"], source="en-US", target="fr-FR")
+        sandbox.remove_key(key)
+    finally:
+        sandbox.set_timing("immediate")
+
+    def rows() -> list[dict]:
+        listed = sandbox.deliveries(task_id=task.task_id)["deliveries"]
+        return [r for r in listed if r["state"] != "pending"]
+
+    ended = wait_for(rows)
+    assert [(r["state"], r["lastError"]) for r in ended] == [("skipped", "the key was removed")]

@@ -31,6 +31,9 @@ LAST_SEEN_STEP = 5.0  # seconds between writes of a key's last activity
 
 _slot_locks: dict[tuple[int, str], threading.Lock] = {}
 _slot_locks_guard = threading.Lock()
+# Upload bytes on their way, per (sandbox, key): held by storage_room until they are stored.
+_arriving: dict[tuple[int, str], int] = {}
+_arriving_guard = threading.Lock()
 
 
 def admitted(backend: Backend, api_key: str | None) -> dict[str, Any]:
@@ -42,7 +45,7 @@ def admitted(backend: Backend, api_key: str | None) -> dict[str, Any]:
         raise ServiceError(
             401,
             "Invalid or missing API Key: this key is disabled; "
-            + who_can_raise(key, "enable", verb="enable"),
+            + who_can_raise(key, "enable {name}", verb="enable"),
         )
     now = time.time()
     if (key["last_seen"] or 0) < now - LAST_SEEN_STEP:
@@ -51,8 +54,10 @@ def admitted(backend: Backend, api_key: str | None) -> dict[str, Any]:
 
 
 def running_tasks(backend: Backend, api_key: str) -> int:
+    """Async tasks of the key whose work is under way: a sync call is not one, and a deleted
+    task still is until its work ends (deleting does not stop the pipeline)."""
     row = backend.db.one(
-        "SELECT COALESCE(SUM(n), 0) AS n FROM task_counts WHERE api_key = ? AND status = 'running'",
+        "SELECT COUNT(*) AS n FROM tasks WHERE api_key = ? AND status = 'running' AND is_async = 1",
         (api_key,),
     )
     return int(row["n"]) if row else 0
@@ -60,7 +65,7 @@ def running_tasks(backend: Backend, api_key: str) -> int:
 
 @contextmanager
 def task_slot(backend: Backend, api_key: str) -> Iterator[None]:
-    """Hold one of the key's ``maxTasks`` slots while an async create runs, or ``429``."""
+    """Hold one of the key's ``maxTasks`` slots while an async create runs, or ``402``."""
     key = backend.key(api_key) or {}
     limit = key.get("max_tasks")
     if limit is None:
@@ -75,7 +80,7 @@ def task_slot(backend: Backend, api_key: str) -> Iterator[None]:
                 402,
                 f"Too many tasks running: the tasks quota of this key is {limit} at once and "
                 f"{running} are running; wait for one to finish, or "
-                + who_can_raise(key, "limits --tasks"),
+                + who_can_raise(key, "limits {name} --tasks N"),
             )
         yield
 
@@ -117,23 +122,40 @@ def _sum(backend: Backend, sql: str, api_key: str) -> int:
     return int(row["n"] or 0) if row else 0
 
 
-def storage_refusal(backend: Backend, object_key: str, adding: int) -> str | None:
-    """Why storing ``adding`` more bytes under ``object_key`` would pass its key's storage
-    quota, or None."""
+@contextmanager
+def storage_room(backend: Backend, object_key: str, adding: int) -> Iterator[str | None]:
+    """Hold ``adding`` bytes of the storage quota of ``object_key``'s key while they arrive;
+    yields why they would pass it instead (nothing held then), or None. Bytes on their way
+    count with those kept, so uploads and parts sent at once cannot pass the quota together."""
     owner = backend.db.one(
         "SELECT k.* FROM material_uploads m JOIN keys k ON k.api_key = m.api_key "
         "WHERE m.object_key = ?",
         (object_key,),
     )
     if owner is None or owner["max_storage"] is None:
-        return None
-    limit, used = owner["max_storage"], stored_bytes(backend, owner["api_key"])
-    if used + adding <= limit:
-        return None
-    return (
-        f"Storage quota exceeded: this key keeps {used} of its {limit} bytes and this upload "
-        f"adds {adding}; delete a material, or " + who_can_raise(dict(owner), "limits --storage")
-    )
+        yield None
+        return
+    held = (id(backend), owner["api_key"])
+    with _arriving_guard:
+        limit = owner["max_storage"]
+        used = stored_bytes(backend, owner["api_key"]) + _arriving.get(held, 0)
+        if used + adding > limit:
+            refusal = (
+                f"Storage quota exceeded: this key keeps {used} of its {limit} bytes and this "
+                f"upload adds {adding}; delete a material, or "
+                + who_can_raise(dict(owner), "limits {name} --storage SIZE")
+            )
+        else:
+            refusal = None
+            _arriving[held] = _arriving.get(held, 0) + adding
+    if refusal:
+        yield refusal
+        return
+    try:
+        yield None
+    finally:
+        with _arriving_guard:
+            _arriving[held] -= adding
 
 
 def forget_work(backend: Backend, api_key: str) -> None:

@@ -165,7 +165,7 @@ class Backend:
                 402,
                 f"Insufficient quota: {what} needs {amount:g} credits, this key has "
                 f"{key['credits']:g} ({self.spent(api_key):g} spent); "
-                + who_can_raise(key, "topup"),
+                + who_can_raise(key, "topup {name} CREDITS"),
             )
         ledger = _request.get()
         if ledger is not None:
@@ -483,11 +483,12 @@ def _private_dir(path: Path) -> None:
         os.chmod(path, 0o700)
 
 
-def who_can_raise(key: dict[str, Any], lever: str, *, verb: str = "raise") -> str:
-    """Who can raise a quota of ``key`` (a keys row), in the words of the command that does it:
-    every quota refusal ends with it."""
+def who_can_raise(key: dict[str, Any], command: str, *, verb: str = "raise") -> str:
+    """Who can raise a quota of ``key`` (a keys row), with the command that does it
+    (``command`` names the student as ``{name}``): every quota refusal ends with it."""
     if key.get("class_name"):
-        return f"ask your teacher to {verb} it (dubkit class {lever} {key['class_name']})"
+        said = command.format(name=key["class_name"])
+        return f"ask your teacher to {verb} it (dubkit class {said})"
     return f"the sandbox's admin can {verb} it (dubkit.SandboxHandle.update_key)"
 
 

@@ -33,6 +33,8 @@ CREATE INDEX IF NOT EXISTS tasks_by_type ON tasks (api_key, deleted, task_type, 
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (api_key, deleted, status, seq);
 CREATE INDEX IF NOT EXISTS tasks_by_seq ON tasks (seq);
 CREATE INDEX IF NOT EXISTS tasks_running ON tasks (ready) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS tasks_running_by_key ON tasks (api_key)
+    WHERE status = 'running' AND is_async = 1;
 CREATE INDEX IF NOT EXISTS tasks_async_by_update ON tasks (updated_at) WHERE is_async = 1;
 -- How many live tasks each key has by type and status, kept by triggers: tasks/list answers
 -- its total without counting rows, so a page costs the same at 20 tasks as at 20,000.

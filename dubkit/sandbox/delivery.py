@@ -274,6 +274,11 @@ class Deliverer:
             "configured for this key' WHERE state = 'pending' AND api_key IN "
             "(SELECT api_key FROM keys WHERE webhook_url IS NULL OR webhook_url = '')"
         )
+        # A removed key's rows (dubkit class remove) have nowhere to go: never attempted.
+        store.execute(
+            "UPDATE outbox SET state = 'skipped', last_error = 'the key was removed' "
+            "WHERE state = 'pending' AND api_key NOT IN (SELECT api_key FROM keys)"
+        )
         running = self.pool.running()  # before reading: their rows may be read stale
         due = store.all(
             "SELECT id, api_key FROM (SELECT id, api_key, ROW_NUMBER() OVER (PARTITION BY "

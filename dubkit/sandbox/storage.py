@@ -200,19 +200,18 @@ async def put_object(key: str, request: Request) -> Response:
                 413, f"payload too large: the upload limit is {limit} bytes ({size} bytes sent)"
             )
         replaced = stored_object(backend, key)
-        over_quota = accounts.storage_refusal(
-            backend, key, size - (replaced or {"size": 0})["size"]
-        )
-        if over_quota:
-            return _refuse(413, over_quota)
-        etag = await _receive(request, multipart.FileSink(object_path(backend, key)), size)
-        if etag is None:
-            return incomplete
-        _store(backend).execute(
-            "INSERT OR REPLACE INTO storage_objects (key, size, etag, "
-            "stored_at) VALUES (?, ?, ?, ?)",
-            (key, size, etag, time.time()),
-        )
+        adding = size - (replaced or {"size": 0})["size"]
+        with accounts.storage_room(backend, key, adding) as over_quota:
+            if over_quota:
+                return _refuse(413, over_quota)
+            etag = await _receive(request, multipart.FileSink(object_path(backend, key)), size)
+            if etag is None:
+                return incomplete
+            _store(backend).execute(
+                "INSERT OR REPLACE INTO storage_objects (key, size, etag, "
+                "stored_at) VALUES (?, ?, ?, ?)",
+                (key, size, etag, time.time()),
+            )
         return _etag(etag)
 
     number = int(_part_query(query).part_number)  # a signed URL: its part number is one
@@ -229,17 +228,18 @@ async def put_object(key: str, request: Request) -> Response:
     replaced = sum(
         p["size"] for p in multipart.parts(backend, upload_id) if p["part_number"] == number
     )
-    over_quota = accounts.storage_refusal(backend, upload["key"], size - replaced)
-    if over_quota:
-        return _refuse(413, over_quota)
-    try:
-        etag = await _receive(request, multipart.part_sink(backend, upload, number, size), size)
-    except multipart.Closed:  # completed or aborted while this part was arriving
-        return gone
-    if etag is None:
-        return incomplete
-    if not multipart.record_part(backend, upload, number, size, etag):
-        return gone
+    with accounts.storage_room(backend, upload["key"], size - replaced) as over_quota:
+        if over_quota:
+            return _refuse(413, over_quota)
+        try:
+            sink = multipart.part_sink(backend, upload, number, size)
+            etag = await _receive(request, sink, size)
+        except multipart.Closed:  # completed or aborted while this part was arriving
+            return gone
+        if etag is None:
+            return incomplete
+        if not multipart.record_part(backend, upload, number, size, etag):
+            return gone
     # Not awaited: the client gets its ETag now, the hashing goes on beside the next parts.
     hashing = asyncio.get_running_loop().run_in_executor(
         None, multipart.extend_prefix_hash, backend, upload_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import MIN_PART_SIZE, Wire
 
@@ -30,6 +30,12 @@ class KeyUpdate(Wire):
     disabled: bool | None = None
     max_tasks: int | None = Field(default=None, ge=0)
     max_storage: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_way_to_change_credits(self) -> KeyUpdate:
+        if self.credits is not None and self.add_credits is not None:
+            raise ValueError("give credits (set them) or addCredits (a top-up), not both")
+        return self
 
 
 class KeyReset(Wire):
@@ -70,6 +76,11 @@ class TaskSeen(Wire):
     created_at: str
     updated_at: str
     result: dict[str, Any] | None = None
+
+    @property
+    def error_message(self) -> str:
+        """A failed task's message (``''`` for any other)."""
+        return str((self.result or {}).get("errorMessage") or "")
 
 
 class StudentReport(Wire):
