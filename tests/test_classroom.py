@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _waiting import wait_for
 
 import dubkit
 from dubkit.classroom import Classroom, ClassView, read_roster
@@ -71,7 +72,9 @@ def teacher(env_token: str, *args: str, cwd: Path) -> subprocess.CompletedProces
     [
         ("email\nada@x\n", "line 1: the first line must name the columns, with 'name'"),
         ("name,age\nada,9\n", "line 1: unknown column 'age'"),
-        ("name\nada\nAda\n", "line 3, name: 'Ada' is listed twice"),
+        ("name\nada\nAda\n", "line 3, name: 'ada' is listed twice"),
+        ("name\n\n\nada lovelace\n", "line 4, name: 'ada lovelace' is not a user name"),
+        ("name,email\nSmith, Jo,jo@x\n", "line 2: more values than the 2 columns"),
         ("name\nada lovelace\n", "line 2, name: 'ada lovelace' is not a user name"),
         ("name,credits\nada,lots\n", "line 2, credits: 'lots' is not a number of credits"),
         ("name,credits\nada,-5\n", "line 2, credits: '-5' must be a number of credits, 0 or more"),
@@ -270,7 +273,8 @@ def speech_cost(view: ClassView) -> float:
 def test_a_students_quota_refusal_names_the_teachers_command(make_class):
     room = make_class(1, credits="0")
     with pytest.raises(
-        InsufficientCreditsError, match=r"ask your teacher to raise it \(dubkit class topup s00\)"
+        InsufficientCreditsError,
+        match=r"ask your teacher to raise it \(dubkit class topup s00 CREDITS\)",
     ):
         room.client("s00").translate.create(["Hello"], source="en-US", target="fr-FR")
 
@@ -279,7 +283,9 @@ def test_the_class_file_is_owner_only_and_written_whole(make_class, tmp_path):
     room = make_class(2, name="c.json")
     room.add("third")
     assert stat.S_IMODE((tmp_path / "c.json").stat().st_mode) == 0o600
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "roster.csv"]  # no leftovers
+    # No half-written copies left; the lock file is owner-only and empty.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".c.json.lock", "c.json", "roster.csv"]
+    assert stat.S_IMODE((tmp_path / ".c.json.lock").stat().st_mode) == 0o600
     data = json.loads((tmp_path / "c.json").read_text())
     assert [s["name"] for s in data["students"]] == ["s00", "s01", "third"]
 
@@ -293,3 +299,112 @@ def test_the_app_notebook_is_the_view_the_command_serves():
 
     notebook = nbformat.read(voila_app.app_notebook("class_view", APP_INTRO, APP_SOURCE), 4)
     assert [c.source for c in notebook.cells] == [APP_INTRO, APP_SOURCE]
+
+
+def test_the_served_view_lets_in_only_a_browser_with_its_token(
+    sandbox, token, make_class, tmp_path
+):
+    """On a hub every user reaches loopback ports: the view with the levers needs a token."""
+    import re
+    import socket
+
+    import requests
+
+    make_class(2)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = subprocess.Popen(
+        [sys.executable, "-m", "dubkit", "class", "view", "--no-browser", "--port", str(port)],
+        env={**os.environ, "DUBKIT_SANDBOX_ADMIN_TOKEN": token},
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert served.stderr is not None
+        said = served.stderr.readline()
+        found = re.match(r"open (http://127\.0\.0\.1:\d+/)\?token=(\S+)", said)
+        assert found, said
+        address, secret = found.groups()
+        wait_for(lambda: _answers(address))
+        assert requests.get(address, timeout=60, allow_redirects=False).status_code in (302, 403)
+        with_token = requests.get(address, params={"token": secret}, timeout=300)
+        assert with_token.status_code == 200 and "Every student of the class sandbox" in (
+            with_token.text
+        )
+    finally:
+        served.terminate()
+        served.wait(60)
+
+
+def _answers(address: str) -> bool:
+    import requests
+
+    try:
+        requests.get(address, timeout=5, allow_redirects=False)
+        return True
+    except requests.ConnectionError:
+        return False
+
+
+def test_commands_at_once_all_count(sandbox, token, make_class, tmp_path):
+    """Six `dubkit class add` at once: each reads and writes the file under its lock."""
+    make_class(1)
+    adds = [
+        subprocess.Popen(
+            [sys.executable, "-m", "dubkit", "class", "add", f"p{i}"],
+            env={**os.environ, "DUBKIT_SANDBOX_ADMIN_TOKEN": token},
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(6)
+    ]
+    assert all(a.wait(300) == 0 for a in adds), [a.stderr.read() for a in adds if a.stderr]
+    room = Classroom.open(tmp_path / "class.json", admin_token=token)
+    assert sorted(room.students) == ["p0", "p1", "p2", "p3", "p4", "p5", "s00"]
+    assert {s.name for s in room.report()} == set(room.students)
+
+
+def test_a_sandbox_class_makes_its_own_keys_and_hides_them(sandbox, token, make_class, tmp_path):
+    path = tmp_path / "keys.csv"
+    path.write_text("name,api_key\nkay,sk_myownkey_aaaaaaaaaaaaaaaa\n", encoding="utf-8")
+    with pytest.raises(ValidationError, match="the api_key column is for a class on the service"):
+        Classroom.create(path, tmp_path / "k.json", base_url=sandbox.url, admin_token=token)
+    room = make_class(1)
+    key = room.students["s00"].api_key
+    assert key and key not in repr(room.environment("s00"))
+    assert room.environment("s00")["DUBKIT_API_KEY"] == key  # the value itself is whole
+
+
+def test_the_hub_hook_matches_the_hubs_lowercase_names_and_survives_a_broken_file(
+    sandbox, token, tmp_path
+):
+    path = tmp_path / "r.csv"
+    path.write_text("name\nAda\n", encoding="utf-8")
+    room = Classroom.create(path, tmp_path / "class.json", base_url=sandbox.url, admin_token=token)
+    assert list(room.students) == ["ada"]  # JupyterHub lowercases user names: so does a roster
+    hook = class_environment(tmp_path / "class.json", teachers={"Prof"})
+    assert "DUBKIT_API_KEY" in _spawn(hook, "ada")
+    assert "DUBKIT_CLASS_FILE" in _spawn(hook, "prof")
+    with pytest.raises(ValidationError, match="already in this class"):
+        room.add("ADA")
+    (tmp_path / "class.json").write_text("{not json", encoding="utf-8")
+    assert _spawn(hook, "ada") == {"LANG": "C.UTF-8"}  # logged; the spawn goes on
+
+
+def test_the_view_follows_students_added_and_removed_meanwhile(sandbox, make_class):
+    room = make_class(2)
+    view = ClassView(room, refresh=0)
+    try:
+        other = Classroom.open(room.path, admin_token=room._admin_token)
+        other.add("late")
+        other.remove("s01")
+        view.update()
+        assert list(view.pick.options) == ["s00", "late"]
+        assert [s.name for s in view.table] == ["s00", "late"]
+    finally:
+        view.close()

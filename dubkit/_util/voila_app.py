@@ -32,9 +32,12 @@ def app_notebook(name: str, intro: str, source: str) -> Path:
     return target
 
 
-def serve(notebook: Path, *, port: int, host: str, no_browser: bool, needs: str) -> int:
+def serve(
+    notebook: Path, *, port: int, host: str, no_browser: bool, needs: str, token: str | None = None
+) -> int:
     """Serve ``notebook`` with Voila until interrupted; exit 2 without Voila (``needs`` is the
-    pip extra that brings it)."""
+    pip extra that brings it). With ``token``, only a browser that has it gets in (the
+    address to open, token included, is printed)."""
     try:
         from voila.app import Voila
     except ImportError:
@@ -47,6 +50,10 @@ def serve(notebook: Path, *, port: int, host: str, no_browser: bool, needs: str)
         "--show_tracebacks=True",
         "--theme=light",
         *(["--no-browser"] if no_browser else []),
+        *([f"--token={token}"] if token else []),
     ]
+    if token:
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        print(f"open http://{shown}:{port}/?token={token}", file=sys.stderr, flush=True)
     Voila.launch_instance(argv=list(options))
     return 0

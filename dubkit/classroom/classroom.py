@@ -17,14 +17,18 @@ real service, whose keys come from its account page, the roster's ``api_key`` co
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from .._util.masking import mask_key
 from ..client import Client
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
 from ..sandbox_handle import SandboxHandle
 from ..schema.sandbox_admin import KeyInfo
 from .report import ClassTable
@@ -101,30 +105,52 @@ class Classroom:
                 f"{target} exists: it holds a class's keys (--force or overwrite=True replaces it)",
             )
         students = read_roster(roster)
-        if service:
+        given = [s.name for s in students if s.api_key]
+        if service and len(given) < len(students):
             missing = [s.name for s in students if not s.api_key]
-            if missing:
-                raise ValidationError(
-                    "roster api_key",
-                    f"a class on the service needs each student's key from the account page; "
-                    f"missing for {', '.join(missing[:5])}",
-                )
+            raise ValidationError(
+                "roster api_key",
+                f"a class on the service needs each student's key from the account page; "
+                f"missing for {', '.join(missing[:5])}",
+            )
+        if not service and given:
+            raise ValidationError(
+                "roster api_key",
+                "a class sandbox makes its students' keys; the api_key column is for a class "
+                f"on the service (service=True, --service); given for {', '.join(given[:5])}",
+            )
         room = cls(
             target,
             base_url or os.environ.get("DUBKIT_BASE_URL") or DEFAULT_URL,
             [],
             sandbox=not service,
             credits=checked_credits(credits),
-            max_tasks=max_tasks,
-            max_storage=max_storage,
+            max_tasks=_limit(max_tasks, "max_tasks"),
+            max_storage=_limit(max_storage, "max_storage"),
             admin_token=admin_token,
         )
         if room.is_sandbox:
             room.sandbox.info()  # reachable, and the token is right, before any key is made
-        for student in students:
-            room._enrol(student)
-        room.save()
+            if target.exists():  # replaced: the old class's keys stop working
+                room._remove_keys_of(target)
+        with room._editing(reread=False):
+            for student in students:
+                room._enrol(student)
         return room
+
+    def _remove_keys_of(self, old_file: Path) -> None:
+        try:
+            old = Classroom.open(old_file, admin_token=self._admin_token)
+        except ValidationError:
+            return  # not a class file: nothing of ours to take back
+        if not old.is_sandbox or old.base_url != self.base_url:
+            return
+        for student in old.students.values():
+            if student.api_key:
+                try:
+                    self.sandbox.remove_key(student.api_key)
+                except NotFoundError:
+                    pass  # already gone (a sandbox reset)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, admin_token: str | None = None) -> Classroom:
@@ -138,21 +164,27 @@ class Classroom:
             ) from None
         except ValueError:
             raise ValidationError("path", f"{source} is not a class file (not JSON)") from None
-        if data.get("dubkit") != "class":
+        if not isinstance(data, dict) or data.get("dubkit") != "class":
             raise ValidationError("path", f"{source} is not a dubkit class file")
-        return cls(
-            source,
-            data["baseUrl"],
-            [
+        try:
+            students = [
                 Student(s["name"], s.get("email"), s.get("credits"), s.get("apiKey"))
                 for s in data["students"]
-            ],
-            sandbox=data.get("sandbox", True),
-            credits=data.get("credits", DEFAULT_CREDITS),
-            max_tasks=data.get("maxTasks"),
-            max_storage=data.get("maxStorage"),
-            admin_token=admin_token,
-        )
+            ]
+            return cls(
+                source,
+                data["baseUrl"],
+                students,
+                sandbox=data.get("sandbox", True),
+                credits=data.get("credits", DEFAULT_CREDITS),
+                max_tasks=data.get("maxTasks"),
+                max_storage=data.get("maxStorage"),
+                admin_token=admin_token,
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValidationError(
+                "path", f"the class file {source} lacks {exc} (was it edited by hand?)"
+            ) from None
 
     @classmethod
     def demo(cls) -> Classroom:
@@ -192,9 +224,31 @@ class Classroom:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1)
-        os.replace(partial, self.path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, self.path)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+
+    @contextmanager
+    def _editing(self, *, reread: bool = True) -> Iterator[None]:
+        """Change the class under the class file's lock, from the file as it is now, and save:
+        two teachers' commands at once both count."""
+        lock_path = self.path.with_name(f".{self.path.name}.lock")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if reread and self.path.exists():
+                self.students = Classroom.open(self.path).students
+            yield
+            self.save()
+        finally:
+            os.close(fd)  # closing releases the lock
 
     # -- the sandbox
     @property
@@ -208,7 +262,7 @@ class Classroom:
         return SandboxHandle(self.base_url, admin_token=self._admin_token)
 
     def _student(self, name: str) -> Student:
-        student = self.students.get(name)
+        student = self.students.get(name.strip().lower())
         if student is None:
             known = ", ".join(sorted(self.students)[:8]) or "none"
             raise ValidationError("name", f"{name!r} is not in this class (students: {known})")
@@ -242,28 +296,37 @@ class Classroom:
     ) -> Student:
         """Enrol one more student (a key of their own on a class sandbox)."""
         name = checked_name(name)
-        if name in self.students:
-            raise ValidationError("name", f"{name!r} is already in this class")
+        if api_key and self.is_sandbox:
+            raise ValidationError(
+                "api_key", "a class sandbox makes its students' keys; api_key is for the service"
+            )
         if not self.is_sandbox and not api_key:
             raise ValidationError("api_key", "a class on the service needs the student's key")
         student = Student(
             name, email, None if credits is None else checked_credits(credits), api_key
         )
-        self._enrol(student)
-        self.save()
+        with self._editing():
+            if name in self.students:
+                raise ValidationError("name", f"{name!r} is already in this class")
+            self._enrol(student)
         return student
 
     def remove(self, name: str) -> None:
         """Take a student out: on a class sandbox their key stops working."""
-        key = self._key(name)
-        if self.is_sandbox:
-            self.sandbox.remove_key(key)
-        del self.students[name]
-        self.save()
+        with self._editing():
+            student = self._student(name)
+            if self.is_sandbox and student.api_key:
+                try:
+                    self.sandbox.remove_key(student.api_key)
+                except NotFoundError:
+                    pass  # already gone (the sandbox was reset): still taken out of the class
+            del self.students[student.name]
 
     def topup(self, name: str, credits: float) -> KeyInfo:
-        """Add ``credits`` to the student's key."""
-        return self.sandbox.update_key(self._key(name), add_credits=checked_credits(credits))
+        """Add ``credits`` (more than 0) to the student's key."""
+        if not checked_credits(credits) > 0:
+            raise ValidationError("credits", f"a top-up adds more than 0 credits, not {credits!r}")
+        return self.sandbox.update_key(self._key(name), add_credits=credits)
 
     def reset(self, name: str) -> KeyInfo:
         """A fresh start: the student's tasks, uploads and clones forgotten, credits as granted."""
@@ -280,12 +343,17 @@ class Classroom:
 
     def limits(self, name: str, *, tasks: int | None = None, storage: int | None = None) -> KeyInfo:
         """Set the student's quotas: tasks running at once, uploaded bytes (0 lifts one)."""
+        _limit(tasks, "tasks")
+        _limit(storage, "storage")
         return self.sandbox.update_key(self._key(name), max_tasks=tasks, max_storage=storage)
 
     # -- what students get
-    def environment(self, name: str) -> dict[str, str]:
-        """What a student's server needs: ``DUBKIT_API_KEY`` and ``DUBKIT_BASE_URL``."""
-        return {"DUBKIT_API_KEY": self._key(name), "DUBKIT_BASE_URL": self.base_url}
+    def environment(self, name: str) -> StudentEnvironment:
+        """What a student's server needs: ``DUBKIT_API_KEY`` and ``DUBKIT_BASE_URL`` (shown
+        with the key masked)."""
+        return StudentEnvironment(
+            {"DUBKIT_API_KEY": self._key(name), "DUBKIT_BASE_URL": self.base_url}
+        )
 
     def client(self, name: str) -> Client:
         """A client with the student's key (what their notebooks use)."""
@@ -296,3 +364,22 @@ class Classroom:
         """Every student of the class as the sandbox sees them now."""
         seen = {r.name: r for r in self.sandbox.class_report().students}
         return ClassTable([seen[name] for name in self.students if name in seen])
+
+
+class StudentEnvironment(dict[str, str]):
+    """A student's environment: the key is a credential, so it is never shown."""
+
+    def __repr__(self) -> str:
+        return repr({k: mask_key(v) if k == "DUBKIT_API_KEY" else v for k, v in self.items()})
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
+def _limit(value: int | None, name: str) -> int | None:
+    """A quota as given: a whole number, 0 or more; 0 (and None) mean no limit."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError(name, f"a whole number, 0 or more (0: no limit), not {value!r}")
+    return value or None

@@ -62,9 +62,5 @@ def _row(student: StudentReport) -> dict[str, Any]:
         "stored_bytes": student.stored,
         "last_seen": iso_time(student.last_seen),
         "disabled": student.disabled,
-        "last_error": _error_text(student.errors[0].result) if student.errors else "",
+        "last_error": student.errors[0].error_message if student.errors else "",
     }
-
-
-def _error_text(result: dict[str, Any] | None) -> str:
-    return str((result or {}).get("errorMessage") or "")

@@ -5,6 +5,7 @@ before anything is made."""
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from ..errors import ValidationError
 
 # What JupyterHub and most authenticators accept as a user name, so a roster's names can be
 # the hub's users (the hub hook looks students up by the name the hub gives).
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
+NAME = re.compile(r"^[a-z0-9][a-z0-9._@+-]{0,63}$")
 COLUMNS = ("name", "email", "credits", "api_key")
 
 
@@ -31,7 +32,8 @@ class Student:
 
 
 def checked_name(name: str, where: str = "name") -> str:
-    name = name.strip()
+    """The name as the hub knows it: JupyterHub lowercases user names, so a roster does too."""
+    name = name.strip().lower()
     if not NAME.match(name):
         raise ValidationError(
             where,
@@ -58,7 +60,7 @@ def read_roster(path: str | Path) -> list[Student]:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ValidationError("roster", f"cannot read {path}: {exc.strerror}") from None
-    rows = csv.DictReader(text.splitlines())
+    rows = csv.DictReader(io.StringIO(text, newline=""))
     header = [h.strip().lower() for h in rows.fieldnames or []]
     if "name" not in header:
         raise ValidationError(
@@ -74,15 +76,21 @@ def read_roster(path: str | Path) -> list[Student]:
         )
     students: list[Student] = []
     seen: set[str] = set()
-    for line, raw in enumerate(rows, start=2):
+    for raw in rows:
+        where = f"roster {path.name} line {rows.line_num}"  # the file's line, blanks counted
+        if None in raw:  # DictReader keeps values past the header's columns under None
+            raise ValidationError(
+                where,
+                f"more values than the {len(header)} columns ({', '.join(header)}); a value "
+                'with a comma needs quotes: "Smith, Jo"',
+            )
         row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
         if not any(row.values()):
-            continue  # a blank line
-        where = f"roster {path.name} line {line}"
+            continue  # a line of empty cells
         name = checked_name(row.get("name", ""), f"{where}, name")
-        if name.lower() in seen:
+        if name in seen:
             raise ValidationError(f"{where}, name", f"{name!r} is listed twice")
-        seen.add(name.lower())
+        seen.add(name)
         students.append(
             Student(
                 name=name,

@@ -38,6 +38,7 @@ class ClassView(widgets.VBox):
         self.table = ClassTable()
         self._shown: tuple[str, tuple[str, ...]] | None = None  # whose results, which tasks
         self._lock = threading.Lock()
+        self._syncing = False
         self._stop = threading.Event()
         self._cell = CellContext()
 
@@ -57,7 +58,7 @@ class ClassView(widgets.VBox):
         self.topup_button.on_click(lambda _: self._lever("topup"))
         self.reset_button.on_click(lambda _: self._lever("reset"))
         self.disable_button.on_click(lambda _: self._lever("disable"))
-        self.pick.observe(lambda _: self.update(), names="value")
+        self.pick.observe(self._picked, names="value")
         levers = widgets.HBox(
             [self.pick, self.amount, self.topup_button, self.reset_button, self.disable_button]
         )
@@ -77,6 +78,7 @@ class ClassView(widgets.VBox):
         """Read the class again and redraw (the refresh thread calls this every few seconds)."""
         with self._lock:
             try:
+                self._reread_roster()
                 self.table = self.room.report()
             except DubkitError as exc:
                 self.note.value = f"<span style='color:#cf222e'>{html.escape(str(exc))}</span>"
@@ -93,6 +95,24 @@ class ClassView(widgets.VBox):
                 self.disable_button.description = "Enable" if selected.disabled else "Disable"
                 self._show_results(selected)
 
+    def _reread_roster(self) -> None:
+        """Students added or removed since (dubkit class add/remove) join or leave the view."""
+        if self.room.path.exists():
+            self.room.students = Classroom.open(self.room.path).students
+        names = list(self.room.students)
+        if list(self.pick.options) != names:
+            picked = self.pick.value
+            self._syncing = True  # setting the options is not the teacher picking
+            try:
+                self.pick.options = names
+                self.pick.value = picked if picked in names else (names[0] if names else None)
+            finally:
+                self._syncing = False
+
+    def _picked(self, _: object) -> None:
+        if not self._syncing:
+            self.update()
+
     def student(self) -> StudentReport | None:
         """The picked student's row, as last read."""
         return next((s for s in self.table if s.name == self.pick.value), None)
@@ -106,7 +126,7 @@ class ClassView(widgets.VBox):
         self.results.clear_output()
         errors = "".join(
             f"<li><code>{html.escape(t.task_type)}</code> {html.escape(t.updated_at)}: "
-            f"{html.escape(str((t.result or {}).get('errorMessage', '')))}</li>"
+            f"{html.escape(t.error_message)}</li>"
             for t in student.errors
         )
         heading = f"<h4>{html.escape(student.name)}'s latest results</h4>"
@@ -153,7 +173,13 @@ class ClassView(widgets.VBox):
     # -- refreshing itself
     def _refresh_forever(self) -> None:
         while not self._stop.wait(self.interval):
-            self._cell.run(self.update)
+            try:
+                self._cell.run(self.update)
+            except Exception as exc:  # shown, and the view keeps refreshing
+                self.note.value = (
+                    f"<span style='color:#cf222e'>refresh failed: "
+                    f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+                )
 
     def stop(self) -> None:
         """Stop refreshing (closing the widget does too)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 
 from .._util import voila_app
 from ..classroom import CLASS_FILE_ENV, Classroom, class_file_path
@@ -49,7 +50,10 @@ def size(text: str) -> int:
     number, unit = found.groups()
     unit = unit.lower().rstrip("b")
     scale = 1024 ** "kmgt".index(unit[0]) * 1024 if unit.endswith("i") else _UNITS[unit]
-    return int(float(number) * scale)
+    count = float(number) * scale
+    if 0 < count < 1:  # would round to 0, which lifts the limit
+        raise argparse.ArgumentTypeError(f"{text!r} is less than a byte")
+    return int(count)
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -187,6 +191,13 @@ def view_class(args: argparse.Namespace) -> int:
     room.report()  # a wrong file, an unreachable sandbox or a missing token: said here, in one line
     os.environ[CLASS_FILE_ENV] = str(room.path.resolve())  # the app's kernel reads it
     notebook = voila_app.app_notebook("class_view", APP_INTRO, APP_SOURCE)
+    # The view holds the teacher's levers: on a shared machine (a hub) every user reaches
+    # loopback ports, so only a browser with this token gets in.
     return voila_app.serve(
-        notebook, port=args.port, host=args.host, no_browser=args.no_browser, needs="studio"
+        notebook,
+        port=args.port,
+        host=args.host,
+        no_browser=args.no_browser,
+        needs="studio",
+        token=secrets.token_urlsafe(24),
     )

@@ -68,8 +68,8 @@ def class_table_html(
     for s in students:
         error = ""
         if s.errors:
-            said = (s.errors[0].result or {}).get("errorMessage") or ""
-            error = f"<span style='color:#cf222e'>{html.escape(str(said)[:120])}</span>"
+            said = s.errors[0].error_message[:120]
+            error = f"<span style='color:#cf222e'>{html.escape(said)}</span>"
         style = "background:#ddf4ff;" if s.name == selected else ""
         style += "color:#8c959f;" if s.disabled else ""
         state = " <b>(disabled)</b>" if s.disabled else ""
