@@ -53,8 +53,9 @@ def test_credits_refusal_says_spent_and_a_top_up_lets_the_same_call_through(sand
     assert client.translate.quote(long).credits > 2
     with pytest.raises(InsufficientCreditsError) as refused:
         client.translate.create(long, source="en-US", target="fr-FR")
-    assert "this key has 2 (1 spent); ask your teacher to raise it (dubkit class topup bea CREDITS)" in (
-        str(refused.value)
+    assert (
+        "this key has 2 (1 spent); ask your teacher to raise it (dubkit class topup bea CREDITS)"
+        in (str(refused.value))
     )
     assert sandbox.update_key(key, add_credits=100).credits == 102
     client.translate.create(long, source="en-US", target="fr-FR")
@@ -269,3 +270,28 @@ def test_a_removed_keys_events_are_skipped_not_retried_forever(sandbox):
 
     ended = wait_for(rows)
     assert [(r["state"], r["lastError"]) for r in ended] == [("skipped", "the key was removed")]
+
+
+def test_work_a_reset_forgot_gives_no_credits_back_after_it(sandbox, tmp_path):
+    """A reset sets the grant; a forgotten task that fails later refunds nothing on top."""
+    key = sandbox.create_key("oli", 1000, student=True)
+    client = dubkit.Client(key, sandbox.url, retry=NO_RETRY)
+    long = client.materials.upload(
+        samples.narrated_clip(
+            tmp_path / "long.mp4", [f"Line {i} of a longer talk." for i in range(6)]
+        ),
+        progress=False,
+    )
+    doomed = client.materials.upload(samples.noise_wav(tmp_path / "n.wav", 50_000), progress=False)
+    stored = sandbox.data_dir / "files" / doomed.address_url.split("/files/", 1)[1]
+    stored.write_bytes(b"not media any more")
+    # Two long dubs hold the key's share of the pipeline, so the doomed one waits its turn.
+    tasks = [client.dubbing.create(long, target=t) for t in ("fr-FR", "de-DE")]
+    tasks.append(client.dubbing.create(doomed, target="fr-FR"))
+    sandbox.reset_key(key, credits=100)
+
+    def ended() -> bool:  # each task's end queues its webhook row, forgotten or not
+        return all(sandbox.deliveries(task_id=t.task_id)["deliveries"] for t in tasks)
+
+    assert wait_for(ended)
+    assert sandbox.credits(key) == 100

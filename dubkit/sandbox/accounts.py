@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .backend import Backend, who_can_raise
+from .backend import Backend, now_iso, who_can_raise
 from .service_error import ServiceError
 
 LAST_SEEN_STEP = 5.0  # seconds between writes of a key's last activity
@@ -171,3 +171,4 @@ def forget_work(backend: Backend, api_key: str) -> None:
                 db.execute(f"UPDATE {table} SET deleted = 1 WHERE api_key = ?", (api_key,))
             elif table in ("material_uploads", "idempotency"):
                 db.execute(f"DELETE FROM {table} WHERE api_key = ?", (api_key,))
+        db.execute("UPDATE keys SET reset_at = ? WHERE api_key = ?", (now_iso(), api_key))

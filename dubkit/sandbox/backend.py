@@ -214,7 +214,13 @@ class Backend:
     def refund(self, api_key: str, amount: float) -> None:
         task_id = _working_on.get()
         with self.db.transaction() as db:
-            db.execute("UPDATE keys SET credits = credits + ? WHERE api_key = ?", (amount, api_key))
+            # Work a reset forgot gives nothing back: the key started again with its grant.
+            db.execute(
+                "UPDATE keys SET credits = credits + ? WHERE api_key = ? AND NOT EXISTS ("
+                "SELECT 1 FROM tasks t WHERE t.task_id = ? AND t.deleted = 1 "
+                "AND t.created_at < COALESCE(keys.reset_at, ''))",
+                (amount, api_key, task_id),
+            )
             if task_id is not None:
                 db.execute(
                     "UPDATE tasks SET refunded = refunded + ? WHERE task_id = ?", (amount, task_id)

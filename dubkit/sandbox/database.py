@@ -89,6 +89,7 @@ _KEY_COLUMNS = {  # a key as a class's account (see dubkit.sandbox.accounts)
     "max_tasks": "INTEGER",  # tasks running at once; NULL: no limit
     "max_storage": "INTEGER",  # uploaded bytes kept; NULL: no limit
     "last_seen": "REAL",
+    "reset_at": "TEXT",  # when the teacher last reset the key (its older tasks are forgotten)
 }
 
 
