@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
 from ..schema.products import product_of_task_type
-from ..schema.sandbox_admin import StudentReport
 from .materials import human_bytes
+from .shapes import StudentShape
 
 _MARKS = (("finished", "✓", "#1a7f37"), ("running", "…", "#9a6700"), ("failed", "✗", "#cf222e"))
 
@@ -37,7 +37,7 @@ def iso_time(stamp: float | None) -> str:
     return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
 
 
-def tasks_by_product(tasks: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+def tasks_by_product(tasks: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
     """Task type -> status -> n, summed per product (``vt`` and ``at`` are both dubbing)."""
     summed: dict[str, dict[str, int]] = {}
     for task_type, by_status in tasks.items():
@@ -48,7 +48,7 @@ def tasks_by_product(tasks: dict[str, dict[str, int]]) -> dict[str, dict[str, in
     return summed
 
 
-def _tasks_cell(tasks: dict[str, dict[str, int]]) -> str:
+def _tasks_cell(tasks: Mapping[str, Mapping[str, int]]) -> str:
     parts = []
     for product, by_status in sorted(tasks_by_product(tasks).items()):
         marks = " ".join(
@@ -61,7 +61,7 @@ def _tasks_cell(tasks: dict[str, dict[str, int]]) -> str:
 
 
 def class_table_html(
-    students: Sequence[StudentReport], *, selected: str | None = None, now: float | None = None
+    students: Sequence[StudentShape], *, selected: str | None = None, now: float | None = None
 ) -> str:
     """The table; ``selected`` highlights one student's row."""
     rows = []
