@@ -260,6 +260,7 @@ def test_the_teacher_view_shows_the_class_and_its_levers_work(sandbox, make_clas
         student = view.student()
         assert student is not None and student.tasks == {} and student.credits == 100
         assert "No speech or dubs yet." in str(view.results.outputs)
+        assert "<audio" not in str(view.results.outputs)  # the old players went
     finally:
         view.close()
 

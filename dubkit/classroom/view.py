@@ -123,7 +123,9 @@ class ClassView(widgets.VBox):
         if shown == self._shown:
             return
         self._shown = shown
-        self.results.clear_output()
+        # Emptied in the kernel's state: clear_output() sends a message the browser applies
+        # later and syncs back, wiping the results appended meanwhile.
+        self.results.outputs = ()
         errors = "".join(
             f"<li><code>{html.escape(t.task_type)}</code> {html.escape(t.updated_at)}: "
             f"{html.escape(t.error_message)}</li>"

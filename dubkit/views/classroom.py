@@ -87,7 +87,10 @@ def class_table_html(
         for h in ("student", "credits left", "spent", "tasks", "uploads", "last seen", "last error")
     )
     body = "".join(rows) or "<tr><td colspan='7'>no students yet</td></tr>"
+    # Inside a widget no notebook stylesheet applies: the padding and rules come inline.
     return (
+        "<style>table.dubkit-class th, table.dubkit-class td {padding:3px 10px;"
+        "border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top}</style>"
         "<table class='dubkit-class' style='border-collapse:collapse'>"
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
