@@ -35,7 +35,15 @@ from pathlib import Path
 
 import requests
 from _waiting import PATIENCE, wait_for
-from jupyter_servers import LAB_SETTINGS, NOTEBOOKS, REPO, Server, free_port, wait_until_up
+from jupyter_servers import (
+    LAB_SETTINGS,
+    NOTEBOOKS,
+    REPO,
+    Server,
+    free_port,
+    wait_until_up,
+    write_kernel_spec,
+)
 
 CHP = REPO / ".ci" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 NODE = Path("/usr/bin/node")
@@ -305,17 +313,7 @@ def _home(home: Path, notebooks: dict[str, str | dict]) -> None:
         target = settings / relpath
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
-    spec = home / ".local" / "share" / "jupyter" / "kernels" / "python3"
-    spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3 (ipykernel)",
-                "language": "python",
-            }
-        )
-    )
+    write_kernel_spec(home / ".local" / "share" / "jupyter" / "kernels" / "python3")
     for filename, content in notebooks.items():
         target = home / filename
         if isinstance(content, str):

@@ -59,17 +59,7 @@ def private_jupyter_env(home: Path, sandbox_dir: Path) -> dict[str, str]:
         path.mkdir(parents=True, exist_ok=True)
         env[name] = str(path)
     # The data dir comes first in the kernel search path, so this spec is the one used.
-    spec_dir = home / "data" / "kernels" / "python3"
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    (spec_dir / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3 (ipykernel)",
-                "language": "python",
-            }
-        )
-    )
+    write_kernel_spec(home / "data" / "kernels" / "python3")
     env["DUBKIT_SANDBOX_DIR"] = str(sandbox_dir)
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -212,3 +202,17 @@ def _spawn(
             cwd=home,
         )
     return Server(name, url, token, process, log, home)
+
+
+def write_kernel_spec(folder: Path) -> None:
+    """A kernel spec in ``folder`` that runs this venv's Python (not a user's kernel)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+            }
+        )
+    )

@@ -72,6 +72,21 @@ WATCH_TASK_TABLES = """(scope) => {
 }"""
 
 
+# Run code in the notebook's kernel from the page; its printed text (errors as ERROR ...).
+RUN_IN_KERNEL = """async (code) => {
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    const future = kernel.requestExecute({code, silent: false, store_history: false});
+    let out = '';
+    future.onIOPub = (msg) => {
+        const kind = msg.header.msg_type;
+        if (kind === 'stream') out += msg.content.text;
+        if (kind === 'error') out += 'ERROR ' + msg.content.ename + ': ' + msg.content.evalue;
+    };
+    await future.done;
+    return out;
+}"""
+
+
 @dataclass
 class RunReport:
     seconds: float

@@ -45,7 +45,7 @@ from hub_server import (
     start_class_hub,
 )
 from jupyter_servers import SCREENSHOTS
-from lab_page import OUTPUTS, LabNotebook, RunReport
+from lab_page import OUTPUTS, RUN_IN_KERNEL, LabNotebook, RunReport
 from page_checks import (
     block_other_loopback_ports,
     load_media,
@@ -84,18 +84,6 @@ print(_json.dumps({
     "client_embedded_sandbox": getattr(_client, "sandbox", None) is not None,
 }))
 """
-RUN_IN_KERNEL = """async (code) => {
-    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-    const future = kernel.requestExecute({code, silent: false, store_history: false});
-    let out = '';
-    future.onIOPub = (msg) => {
-        const kind = msg.header.msg_type;
-        if (kind === 'stream') out += msg.content.text;
-        if (kind === 'error') out += 'ERROR ' + msg.content.ename + ': ' + msg.content.evalue;
-    };
-    await future.done;
-    return out;
-}"""
 # The teacher's table as the browser shows it: student -> cells' text.
 TABLE = f"""() => Object.fromEntries([...document.querySelectorAll(
     '{VIEW} table.dubkit-class tr.dubkit-student')].map(tr => [tr.dataset.student, {{

@@ -24,7 +24,7 @@ from pathlib import Path
 import _cassettes
 import pytest
 from jupyter_servers import NOTEBOOKS, Server, start_lab
-from lab_page import OUTPUTS, LabNotebook, RunReport
+from lab_page import OUTPUTS, RUN_IN_KERNEL, LabNotebook, RunReport
 from page_checks import (
     block_other_loopback_ports,
     load_media,
@@ -54,18 +54,6 @@ print(_json.dumps({
     "env": sorted(k for k in _os.environ if k.startswith("DUBKIT_")),
 }))
 """
-RUN_IN_KERNEL = """async (code) => {
-    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-    const future = kernel.requestExecute({code, silent: false, store_history: false});
-    let out = '';
-    future.onIOPub = (msg) => {
-        const kind = msg.header.msg_type;
-        if (kind === 'stream') out += msg.content.text;
-        if (kind === 'error') out += 'ERROR ' + msg.content.ename + ': ' + msg.content.evalue;
-    };
-    await future.done;
-    return out;
-}"""
 
 
 @pytest.fixture(scope="module")
