@@ -1,16 +1,20 @@
 """The Receiver's HTTP server when peers misbehave: an absurd ``X-Timestamp`` is a 401, never a
 500; idle, half-sent and dribbled connections are closed by the server instead of each holding
-a thread, and deliveries get through meanwhile."""
+a thread, and deliveries get through meanwhile; a delivery sent chunked (no Content-Length) is
+read whole, by the stdlib server and behind gunicorn."""
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+import requests
 from _receiving import SECRET, envelope, post, store  # noqa: F401  (store: a fixture)
 from _waiting import PATIENCE, wait_for
 
@@ -188,3 +192,93 @@ def test_a_client_dribbling_bytes_is_cut_off_at_the_request_deadline(store):
         sender.join(10)
         sock.close()
         receiver.stop()
+
+
+def _chunked(body: bytes, size: int = 7):
+    """``body`` as a generator: requests sends it with Transfer-Encoding: chunked."""
+    return (body[i : i + size] for i in range(0, len(body), size))
+
+
+def _signed_headers(body: bytes) -> dict[str, str]:
+    stamp = str(int(time.time() * 1000))
+    return {"X-Timestamp": stamp, "X-Signature": sign(SECRET, stamp, body)}
+
+
+def test_a_signed_delivery_sent_chunked_is_accepted_once(receiver):
+    """No Content-Length: the body is read whole from its chunks, then verified."""
+    body = envelope("t-chunked")
+    answer = requests.post(
+        receiver.url, data=_chunked(body), headers=_signed_headers(body), timeout=30
+    )
+    assert answer.request.headers.get("Transfer-Encoding") == "chunked"
+    assert "Content-Length" not in answer.request.headers
+    assert answer.status_code == 200, answer.text
+    assert wait_for(lambda: receiver.ran == ["t-chunked"])
+
+
+def test_a_chunked_delivery_over_the_size_limit_is_413(store):
+    made = Receiver(SECRET, store=store, max_body=1000)
+    made.serve()
+    try:
+        body = envelope("t-big") + b" " * 2000
+        answer = requests.post(
+            made.url, data=_chunked(body, 500), headers=_signed_headers(body), timeout=30
+        )
+        assert answer.status_code == 413
+    finally:
+        made.stop()
+
+
+GUNICORN_APP = """
+import os
+from pathlib import Path
+from dubkit.webhooks import Receiver
+
+receiver = Receiver(os.environ["SECRET"], store=os.environ["STORE"])
+receiver.on("openapi-translate", lambda e: Path(os.environ["RAN"]).open("a").write(e.task_id + "\\n"))
+app = receiver.wsgi_app
+"""
+
+
+def test_a_chunked_delivery_through_gunicorn_is_accepted_once(store, tmp_path):
+    """gunicorn decodes the chunks itself (wsgi.input_terminated): the bytes are read to EOF."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "receiver_app.py").write_text(GUNICORN_APP)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ran = tmp_path / "ran.txt"
+    server = subprocess.Popen(
+        [
+            shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or "gunicorn",
+            "-w",
+            "1",
+            "-b",
+            f"127.0.0.1:{port}",
+            "receiver_app:app",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "SECRET": SECRET, "STORE": str(store), "RAN": str(ran)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+
+        def up() -> bool:
+            try:
+                requests.get(url, timeout=5)
+                return True
+            except requests.ConnectionError:
+                return False
+
+        assert wait_for(up)
+        body = envelope("t-gunicorn")
+        answer = requests.post(url, data=_chunked(body), headers=_signed_headers(body), timeout=30)
+        assert answer.status_code == 200, answer.text
+        assert wait_for(lambda: ran.exists() and ran.read_text() == "t-gunicorn\n")
+    finally:
+        server.terminate()
+        server.wait(60)

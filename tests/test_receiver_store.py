@@ -17,6 +17,7 @@ import pytest
 from _receiving import SECRET, envelope, post, store  # noqa: F401  (store: a fixture)
 from _waiting import PATIENCE, wait_for
 
+from dubkit.errors import ValidationError
 from dubkit.webhooks import EventStore, Receiver, sign
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="kills with SIGKILL")
@@ -230,3 +231,24 @@ def test_reads_and_writes_from_many_threads_beside_another_writer_never_fail(tmp
     assert here.get("seed")["task_id"] == "t-seed"
     here.close()
     there.close()
+
+
+def test_the_store_file_is_owner_only(store):
+    """Its rows hold result file URLs that open without a key."""
+    import stat
+
+    Receiver(SECRET, store=store).stop()
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("given", ["postgresql://user@db/events", "redis://cache:6379/0"])
+def test_a_store_url_dubkit_cannot_use_is_refused_by_name(given, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValidationError, match=r"^store: .*:// URLs are not a store dubkit can use"):
+        Receiver(SECRET, store=given)
+    assert list(tmp_path.iterdir()) == []  # no file made under a name like 'postgresql:'
+
+
+def test_a_sqlite_url_names_its_file(tmp_path):
+    Receiver(SECRET, store=f"sqlite:///{tmp_path}/events.db").stop()
+    assert (tmp_path / "events.db").is_file()

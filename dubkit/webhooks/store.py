@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import socket
 import sqlite3
 import sys
@@ -29,6 +30,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from ..errors import ValidationError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS webhook_events (
@@ -113,12 +116,32 @@ def _windows_process_alive(pid: int) -> bool:
         return True
 
 
+def store_path(store: str | Path) -> Path:
+    """The SQLite file a ``store`` argument names: a path, or ``sqlite:///path``. Any other
+    URL is refused by name, not taken as a relative file called ``postgresql:`` or the like."""
+    text = str(store)
+    if isinstance(store, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
+        scheme = text.split("://", 1)[0].lower()
+        if scheme == "sqlite" and text.startswith("sqlite:///"):
+            return Path(text[len("sqlite://") :])
+        raise ValidationError(
+            "store",
+            f"{scheme}:// URLs are not a store dubkit can use; give a SQLite file path "
+            "(or sqlite:///path)",
+        )
+    return Path(store)
+
+
 class EventStore:
     """Dedupe keys, pending work and dead letters in one SQLite file (safe across processes)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else default_store_path()
+        self.path = store_path(path) if path is not None else default_store_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Owner-only from the first byte: rows hold result file URLs that open without a key
+        # (SQLite gives its -wal and -shm files the database's mode).
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(self.path, 0o600)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._pid = 0
