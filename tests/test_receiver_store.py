@@ -241,7 +241,7 @@ def test_the_store_file_is_owner_only(store):
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
 
 
-@pytest.mark.parametrize("given", ["postgresql://user@db/events", "redis://cache:6379/0"])
+@pytest.mark.parametrize("given", ["mysql://user@db/events", "redis://cache:6379/0"])
 def test_a_store_url_dubkit_cannot_use_is_refused_by_name(given, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValidationError, match=r"^store: .*:// URLs are not a store dubkit can use"):

@@ -28,11 +28,19 @@ host's boot and pid namespace. When that owner is a process of this host that no
 (crashed, killed), a running receiver on the store takes the work over within seconds, and one
 that starts after the crash takes it over at once. Work whose owner is in another host or
 container, or cannot be checked, is taken over when the lease runs out; nothing accepted is
-lost either way. Several hosts need a store they all see: SQLite on a network filesystem is
-not one. Give :class:`Receiver` an object with :class:`EventStore`'s methods over your database
-(``claim`` is ``INSERT ... ON CONFLICT DO NOTHING``), or route all deliveries to one host.
-Handlers may still run twice for one event if a process dies mid-handler (at-least-once): keep
-their side effects keyed by ``event.task_id``.
+lost either way.
+
+**Several hosts** need a store they all see (SQLite on a network filesystem is not one):
+``Receiver(secret, store="postgresql://user@db/app")`` (``pip install 'dubkit[postgres]'``,
+:mod:`dubkit.webhooks.postgres_store`). There PostgreSQL's row lock decides who runs an event:
+a handler runs in a transaction holding the event's row, and a receiver that dies frees it with
+its connection, so another takes the event over within seconds.
+
+**Exactly once.** A handler may run twice for one event if its process dies after the side
+effect and before the event is marked done (at-least-once): keep such side effects keyed by
+``event.task_id``. On PostgreSQL, ``receiver.on(event, handler, transaction=True)`` calls
+``handler(event, connection)`` in the transaction that marks the event done: writes made
+through ``connection`` commit with the mark or not at all.
 """
 
 import logging
@@ -51,6 +59,7 @@ from .events import (
     WebhookEvent,
     parse_event,
 )
+from .postgres_store import PostgresEventStore
 from .receiver import Answer, Receiver
 from .signature import TOLERANCE_SECONDS, verify
 from .store import EventStore, default_store_path
@@ -65,6 +74,7 @@ __all__ = [
     "parse_event",
     "Receiver",
     "EventStore",
+    "PostgresEventStore",
     "Answer",
     "Delivery",
     "WebhookEvent",

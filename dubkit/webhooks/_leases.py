@@ -12,13 +12,16 @@ import threading
 import time
 
 from ._queue import WorkQueue
+from .postgres_store import PostgresEventStore
 from .store import EventStore
 
 log = logging.getLogger("dubkit.webhooks")
 
 
 class Leases:
-    def __init__(self, store: EventStore, lease: float, retention: float) -> None:
+    def __init__(
+        self, store: EventStore | PostgresEventStore, lease: float, retention: float
+    ) -> None:
         self.store, self.lease, self.retention = store, lease, retention
         self._lock = threading.Lock()
         self._held: set[str] = set()

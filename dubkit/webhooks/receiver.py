@@ -31,12 +31,26 @@ from ._leases import Leases
 from ._queue import WorkQueue
 from .deliveries import Delivery, DeliveryLog
 from .events import WebhookEvent, parse_event
+from .postgres_store import PostgresEventStore, is_postgres_url
 from .signature import TOLERANCE_SECONDS, verify
-from .store import DEFAULT_RETENTION, EventStore
+from .store import DEFAULT_RETENTION, Attempt, EventStore
 
 log = logging.getLogger("dubkit.webhooks")
 Handler = Callable[[WebhookEvent], Any]
+STORE_RETRY = 1.0  # seconds before an event whose store failed mid-attempt is tried again
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # envelopes are small; the sandbox's own body limit
+
+
+def open_store(store: str | Path | None) -> EventStore | PostgresEventStore:
+    """The store a ``Receiver(store=…)`` names: a PostgreSQL URL, else a SQLite file."""
+    if is_postgres_url(store):
+        return PostgresEventStore(str(store))
+    return EventStore(store)
+
+
+class _Registered(NamedTuple):
+    fn: Callable[..., Any]
+    transaction: bool  # called as fn(event, connection) in the event's transaction
 
 
 class Answer(NamedTuple):
@@ -51,8 +65,10 @@ class Receiver:
     """Receives the service's webhooks; see the module docstring for the path of a delivery.
 
     ``secret`` is the webhook secret, or several during a rotation (see :meth:`rotate_secret`).
-    ``store`` is the SQLite file that remembers keys and pending work (default
-    :func:`~dubkit.webhooks.store.default_store_path`); share it between processes on one host.
+    ``store`` remembers keys and pending work: a SQLite file (default
+    :func:`~dubkit.webhooks.store.default_store_path`), shared by processes on one host, or a
+    ``postgresql://`` URL, shared by receivers on many hosts
+    (:mod:`dubkit.webhooks.postgres_store`).
     A handled key is kept ``retention`` seconds (7 days), far longer than any retry arrives.
     ``lease`` is how long a handler may run before another process may assume this one died.
     """
@@ -61,7 +77,7 @@ class Receiver:
         self,
         secret: str | Sequence[str],
         *,
-        store: str | Path | EventStore | None = None,
+        store: str | Path | EventStore | PostgresEventStore | None = None,
         tolerance: float = TOLERANCE_SECONDS,
         max_body: int = DEFAULT_MAX_BODY,
         workers: int = 2,
@@ -76,13 +92,15 @@ class Receiver:
         ]
         if not self._secrets:
             raise ValueError("secret: at least one webhook secret is required")
-        self.store = store if isinstance(store, EventStore) else EventStore(store)
+        self.store: EventStore | PostgresEventStore = (
+            store if isinstance(store, EventStore | PostgresEventStore) else open_store(store)
+        )
         self.tolerance, self.max_body = tolerance, max_body
         self.workers, self.max_attempts, self.retry_delay = workers, max_attempts, retry_delay
         self.lease, self.retention = lease, retention
         self.url: str | None = None
-        self._handlers: dict[str, Handler] = {}
-        self._default: Handler | None = None
+        self._handlers: dict[str, _Registered] = {}
+        self._default: _Registered | None = None
         self._log = DeliveryLog(log_size)
         self._lock = threading.Lock()
         # Keys this process has queued or is running: the sweeper renews their leases and
@@ -98,12 +116,27 @@ class Receiver:
         state = (
             f"serving at {self.url}" if self._http else ("running" if self.running else "stopped")
         )
-        return f"Receiver({state}, secrets=[{secrets}], store={str(self.store.path)!r})"
+        return f"Receiver({state}, secrets=[{secrets}], store={self.store.where!r})"
 
     # ------------------------------------------------------------------ configuration
 
-    def on(self, event: str, handler: Handler | None = None) -> Any:
-        """Register the handler for one ``event`` (usable as a decorator); one per event."""
+    def on(self, event: str, handler: Handler | None = None, *, transaction: bool = False) -> Any:
+        """Register the handler for one ``event`` (usable as a decorator); one per event.
+
+        ``transaction=True`` (a PostgreSQL store): the handler is called as
+        ``handler(event, connection)`` inside the transaction that marks the event done, so
+        its writes through ``connection`` and the mark commit together: exactly once. Any
+        other handler runs at least once (again, if its process dies before the mark)."""
+        if (
+            transaction
+            and getattr(self.store, "attempt", None) is None
+            or (transaction and isinstance(self.store, EventStore))
+        ):
+            raise ValidationError(
+                "transaction",
+                "a handler in the event's transaction needs a PostgreSQL store "
+                "(Receiver(secret, store='postgresql://…'))",
+            )
 
         def register(fn: Handler) -> Handler:
             if event in self._handlers:
@@ -111,14 +144,14 @@ class Receiver:
                     f"event: a handler for {event!r} is already registered; "
                     f"one handler per event keeps retries free of repeats"
                 )
-            self._handlers[event] = fn
+            self._handlers[event] = _Registered(fn, transaction)
             return fn
 
         return register(handler) if handler is not None else register
 
     def default(self, handler: Handler) -> Handler:
         """The handler for events without their own, including unknown ones (see ``problem``)."""
-        self._default = handler
+        self._default = _Registered(handler, False)
         return handler
 
     @property
@@ -251,58 +284,73 @@ class Receiver:
         while (key := queue.get()) is not None:
             try:
                 self._run_handler(key, queue)
-            except Exception:  # a bug here must not kill the worker
+            except Exception:  # the store went away (a database restart), or a bug
                 log.exception("webhook worker")
+                # The event is still pending in the store: try it again in a while (the
+                # attempt's transaction, if any, was rolled back with the connection).
+                queue.put(key, at=time.time() + STORE_RETRY)
             finally:
                 queue.done()
 
     def _run_handler(self, key: str, queue: WorkQueue) -> None:
-        row = self.store.get(key)
-        if row is None or row["state"] != "pending":
+        retry_at = None
+        with self.store.attempt(key, lease=self.lease) as attempt:
+            if attempt is None:  # handled already, or another receiver is running it
+                self._leases.let_go(key)
+                return
+            event = parse_event(attempt.row["body"])
+            push.publish(event)  # live task cells: idempotent, so every attempt may tell them
+            handler = self._handlers.get(event.event or "", self._default)
+            if handler is None:
+                attempt.finish()
+                self._log.set_handling(key, "no handler", event)
+            else:
+                retry_at = self._attempt(key, event, handler, attempt)
+        # After the attempt's outcome is committed: a retry must find the row free.
+        if retry_at is None:
             self._leases.let_go(key)
-            return
-        self.store.extend(key, self.lease)
-        event = parse_event(row["body"])
-        push.publish(event)  # live task cells: idempotent, so every attempt may tell them
-        handler = self._handlers.get(event.event or "", self._default)
-        if handler is None:
-            self.store.finish(key)
-            self._leases.let_go(key)
-            self._log.set_handling(key, "no handler", event)
-            return
+        else:
+            queue.put(key, at=retry_at)
+
+    def _attempt(
+        self, key: str, event: WebhookEvent, handler: _Registered, attempt: Attempt
+    ) -> float | None:
+        """Run the handler once and record how it went; when to try again, or None."""
         try:
-            handler(event)
+            with attempt.savepoint():  # a failed transactional handler's writes are undone
+                if handler.transaction:
+                    handler.fn(event, attempt.connection)
+                else:
+                    handler.fn(event)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            attempt = row["attempts"] + 1
-            if attempt >= self.max_attempts:
-                self.store.fail(key, error, None, lease=self.lease)
-                self._leases.let_go(key)
+            tried = int(attempt.row["attempts"]) + 1
+            if tried >= self.max_attempts:
+                attempt.fail(error, None)
                 log.error(
                     "webhook %s for task %s is a dead letter after %d attempts: %s",
                     event.event,
                     event.task_id,
-                    attempt,
+                    tried,
                     error,
                 )
                 self._log.set_handling(key, f"dead: {error}", event)
-                return
-            retry_at = time.time() + self.retry_delay * 2 ** (attempt - 1)
-            self.store.fail(key, error, retry_at, lease=self.lease)
+                return None
+            retry_at: float = time.time() + self.retry_delay * 2 ** (tried - 1)
+            attempt.fail(error, retry_at)
             log.warning(
                 "webhook handler failed (attempt %d/%d), retrying: %s",
-                attempt,
+                tried,
                 self.max_attempts,
                 error,
             )
             self._log.set_handling(
-                key, f"retrying ({attempt}/{self.max_attempts}): {error}", event, final=False
+                key, f"retrying ({tried}/{self.max_attempts}): {error}", event, final=False
             )
-            queue.put(key, at=retry_at)
-            return
-        self.store.finish(key)
-        self._leases.let_go(key)
+            return retry_at
+        attempt.finish()
         self._log.set_handling(key, "handled", event)
+        return None
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every queued handler run (retries included) is over; True if it was."""

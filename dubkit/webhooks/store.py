@@ -27,7 +27,9 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +118,19 @@ def _windows_process_alive(pid: int) -> bool:
         return True
 
 
+@dataclass
+class Attempt:
+    """One run of a pending event's handler, as its store holds it: ``finish`` or ``fail``
+    records the outcome. On PostgreSQL ``connection`` is the open transaction's (the handler's
+    writes commit with the outcome) and ``savepoint`` undoes a failed handler's writes."""
+
+    row: dict[str, Any]
+    finish: Callable[[], None]
+    fail: Callable[[str, float | None], int]  # (error, retry_at or None: dead) -> attempts
+    connection: Any = None
+    savepoint: Callable[[], AbstractContextManager[Any]] = nullcontext
+
+
 def store_path(store: str | Path) -> Path:
     """The SQLite file a ``store`` argument names: a path, or ``sqlite:///path``. Any other
     URL is refused by name, not taken as a relative file called ``postgresql:`` or the like."""
@@ -127,7 +142,7 @@ def store_path(store: str | Path) -> Path:
         raise ValidationError(
             "store",
             f"{scheme}:// URLs are not a store dubkit can use; give a SQLite file path "
-            "(or sqlite:///path)",
+            "(or sqlite:///path) or a postgresql:// URL",
         )
     return Path(store)
 
@@ -159,6 +174,10 @@ class EventStore:
 
     def __repr__(self) -> str:
         return f"EventStore({str(self.path)!r})"
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per process: a connection inherited through fork (gunicorn --preload)
@@ -208,6 +227,20 @@ class EventStore:
             (pipeline_key, event, task_id, body, now, now, now + lease, os.getpid(), host_id()),
         )
         return inserted == 1
+
+    @contextmanager
+    def attempt(self, pipeline_key: str, *, lease: float) -> Iterator[Attempt | None]:
+        """One attempt at a pending row this process holds (None if it is not pending)."""
+        row = self.get(pipeline_key)
+        if row is None or row["state"] != "pending":
+            yield None
+            return
+        self.extend(pipeline_key, lease)
+        yield Attempt(
+            row=row,
+            finish=lambda: self.finish(pipeline_key),
+            fail=lambda error, retry_at: self.fail(pipeline_key, error, retry_at, lease=lease),
+        )
 
     def extend(self, pipeline_key: str, lease: float) -> None:
         """Keep a row this process is handling from being taken over."""
