@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from _postgres import pg_url, postgres  # noqa: F401  (fixtures)
 from _receiving import SECRET, envelope, post, store  # noqa: F401  (store: a fixture)
-from _waiting import wait_for
+from _waiting import PATIENCE, wait_for
 
 from dubkit.errors import ValidationError
 from dubkit.webhooks import Receiver
@@ -176,3 +176,31 @@ def test_the_store_shows_no_password(pg_url):
     receiver.store.url = with_password  # what a deployment's URL looks like
     assert "s3cret" not in repr(receiver) and "s3cret" not in repr(receiver.store)
     receiver.stop()
+
+
+def test_a_retry_is_answered_while_the_first_copy_is_still_being_handled(pg_url):
+    """The running attempt only locks its row: a retry's claim finds the key and answers
+    "duplicate" at once, instead of waiting for the handler's transaction to end."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(event) -> None:
+        started.set()
+        release.wait(PATIENCE)
+
+    receiver = Receiver(SECRET, store=pg_url)
+    receiver.on("openapi-translate", slow)
+    url = receiver.serve()
+    answers: list = []
+    try:
+        assert post(url, envelope("t-slow")).status_code == 200
+        assert started.wait(PATIENCE)
+        retry = threading.Thread(target=lambda: answers.append(post(url, envelope("t-slow"))))
+        retry.start()
+        assert wait_for(lambda: answers or not retry.is_alive())  # while the handler is held
+        assert not release.is_set()
+        assert answers and answers[0].status_code == 200 and answers[0].json()["duplicate"]
+    finally:
+        release.set()
+        receiver.stop()

@@ -162,11 +162,10 @@ class PostgresEventStore:
             if found is None:
                 yield None
                 return
+            # Nothing is written to the row until the outcome: a row only locked (not yet
+            # updated) lets a retry's claim answer "duplicate" at once instead of waiting for
+            # this transaction to end.
             row = _row(dict(zip([c.name for c in cursor.description or ()], found)))
-            db.execute(
-                f"UPDATE {TABLE} SET owner_pid = %s, lease_until = %s WHERE pipeline_key = %s",
-                (os.getpid(), time.time() + lease, pipeline_key),
-            )
             yield Attempt(
                 row=row,
                 connection=db,
@@ -248,8 +247,8 @@ def _row(row: dict[str, Any]) -> dict[str, Any]:
 def _finish(db: Any, pipeline_key: str) -> None:
     db.execute(
         f"UPDATE {TABLE} SET state = 'done', attempts = attempts + 1, last_error = NULL, "
-        "finished_at = %s WHERE pipeline_key = %s",
-        (time.time(), pipeline_key),
+        "finished_at = %s, owner_pid = %s WHERE pipeline_key = %s",
+        (time.time(), os.getpid(), pipeline_key),
     )
 
 
@@ -258,14 +257,14 @@ def _fail(db: Any, pipeline_key: str, error: str, retry_at: float | None, lease:
     if retry_at is None:
         cursor = db.execute(
             f"UPDATE {TABLE} SET state = 'dead', attempts = attempts + 1, last_error = %s, "
-            "finished_at = %s WHERE pipeline_key = %s RETURNING attempts",
-            (error, time.time(), pipeline_key),
+            "finished_at = %s, owner_pid = %s WHERE pipeline_key = %s RETURNING attempts",
+            (error, time.time(), os.getpid(), pipeline_key),
         )
     else:
         cursor = db.execute(
             f"UPDATE {TABLE} SET attempts = attempts + 1, last_error = %s, next_at = %s, "
-            "lease_until = %s WHERE pipeline_key = %s RETURNING attempts",
-            (error, retry_at, retry_at + lease, pipeline_key),
+            "lease_until = %s, owner_pid = %s WHERE pipeline_key = %s RETURNING attempts",
+            (error, retry_at, retry_at + lease, os.getpid(), pipeline_key),
         )
     found = cursor.fetchone()
     return int(found[0]) if found else 0
