@@ -316,3 +316,24 @@ def test_three_receivers_through_a_kill_and_a_database_restart_run_each_event_on
         for server in fleet:
             server.stop()
         postgres.start()  # a no-op when it runs; it must, for the tests after this one
+
+
+def test_the_fleet_benchmark_runs_briefly():
+    """bench/bench_fleet.py runs in CI too (1 s a case, not 15): every case measured, each
+    delivery answered. Its figures are the benchmark's to print, not a test's to judge."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "bench_fleet.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--seconds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for case in ("sqlite-1 @200/s", "pg-1 @200/s", "pg-3 @200/s", "pg-3 flat out"):
+        assert case in done.stdout, done.stdout
+    assert "pg-3 / pg-1" in done.stdout
