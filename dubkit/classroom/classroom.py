@@ -18,6 +18,7 @@ real service, whose keys come from its account page, the roster's ``api_key`` co
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import secrets
@@ -251,8 +252,9 @@ class Classroom:
             os.close(fd)  # closing releases the lock
 
     # -- the sandbox
-    @property
+    @functools.cached_property
     def sandbox(self) -> SandboxHandle:
+        """The class sandbox's admin handle, made once (one session for every lever)."""
         if not self.is_sandbox:
             raise ValidationError(
                 "class",

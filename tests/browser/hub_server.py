@@ -41,6 +41,7 @@ from jupyter_servers import (
     REPO,
     Server,
     free_port,
+    spawn,
     wait_until_up,
     write_kernel_spec,
 )
@@ -291,20 +292,6 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _spawn(name: str, command: list[str], env: dict[str, str], log: Path, url: str, cwd: Path):
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            command,
-            env=env,
-            cwd=cwd,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    return Server(name, url, "", process, log, cwd)
-
-
 def _home(home: Path, notebooks: dict[str, str | dict]) -> None:
     """A user's home as their server finds it: Lab's deterministic settings, this venv's
     kernel as ``python3``, and their notebooks (a repo lesson's name, or a notebook dict)."""
@@ -358,7 +345,7 @@ def start_class_hub(base: Path, logs: Path, lessons: dict[str, str]) -> ClassHub
     base.mkdir(parents=True, exist_ok=True)
     data = base / "sandbox-data"
     sandbox_port = free_port()
-    sandbox = _spawn(
+    sandbox = spawn(
         "class sandbox",
         [
             sys.executable,
@@ -373,6 +360,7 @@ def start_class_hub(base: Path, logs: Path, lessons: dict[str, str]) -> ClassHub
         _clean_env(),
         logs / "hub-sandbox.log",
         f"http://127.0.0.1:{sandbox_port}",
+        "",
         base,
     )
     hub: Server | None = None
@@ -433,12 +421,13 @@ def start_class_hub(base: Path, logs: Path, lessons: dict[str, str]) -> ClassHub
         env = _clean_env()
         env[TOKEN_ENV] = admin_token  # a teacher's shell: env_keep must keep it from servers
         env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-        hub = _spawn(
+        hub = spawn(
             "JupyterHub",
             [sys.executable, "-m", "jupyterhub", "-f", str(config)],
             env,
             logs / "hub.log",
             f"http://127.0.0.1:{public}",
+            "",
             base,
         )
         wait_until_up(hub, "/hub/api/")  # through the proxy: both are up

@@ -161,7 +161,7 @@ def start_lab(root: Path, home: Path, log: Path, *, base_url: str = "/") -> Serv
         # window.jupyterapp: run commands and read kernel and cell state directly
         "--LabApp.expose_app_in_browser=True",
     ]
-    server = _spawn(
+    server = spawn(
         "JupyterLab",
         command,
         env,
@@ -183,14 +183,16 @@ def start_studio(home: Path, log: Path, *, service: tuple[str, str] | None = Non
     if service is not None:
         env["DUBKIT_BASE_URL"], env["DUBKIT_API_KEY"] = service
     command = [sys.executable, "-m", "dubkit.cli", "studio", "--port", str(port), "--no-browser"]
-    server = _spawn("dubkit studio", command, env, log, f"http://127.0.0.1:{port}", "", home)
+    server = spawn("dubkit studio", command, env, log, f"http://127.0.0.1:{port}", "", home)
     wait_until_up(server, None)  # a GET of / would start a kernel nobody watches
     return server
 
 
-def _spawn(
+def spawn(
     name: str, command: list[str], env: dict[str, str], log: Path, url: str, token: str, home: Path
 ) -> Server:
+    """Start ``command`` in ``home`` with its output in ``log``; the Server that will answer at
+    ``url`` (``token``: empty when it needs none)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as sink:
         process = subprocess.Popen(
