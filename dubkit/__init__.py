@@ -8,7 +8,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from . import webhooks
+from . import frontends, webhooks
 from ._transport import RetryPolicy, Timeout
 from ._version import __version__
 from .client import Client, connect
@@ -35,6 +35,7 @@ from .errors import (
     ValidationError,
     WebhookVerificationError,
 )
+from .frontends import configure
 from .results import (
     Audition,
     Clone,
@@ -50,6 +51,7 @@ from .sandbox_handle import SandboxHandle
 from .sandbox_handle import start as start_sandbox
 
 if TYPE_CHECKING:
+    from .cast import Cast
     from .widgets import (
         ClonePanel,
         DubbingView,
@@ -73,6 +75,10 @@ _WIDGETS = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "Cast":  # its sound check loads numpy: on first use, like the widgets
+        from .cast import Cast
+
+        return Cast
     if name in _WIDGETS:
         from . import widgets
 
@@ -83,11 +89,14 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "__version__",
     "connect",
+    "configure",
+    "frontends",
     "monitor",
     "compare",
     "start_sandbox",
     "webhooks",
     "Client",
+    "Cast",
     "SandboxHandle",
     "RetryPolicy",
     "Timeout",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from . import cassette
+from . import cassette, frontends
 from ._transport import Budget, RetryPolicy, Timeout, Transport, is_read
 from ._util.deprecation import warn_renamed
 from ._util.masking import mask_key
@@ -78,10 +78,11 @@ class Client:
             return (
                 f"Client(replaying {self.replaying.cassette.path.name!r}, recorded from "
                 f"{origin_of(self.base_url)}; calls it lacks: "
-                f"{'the sandbox on this machine' if self.replaying.strays == 'sandbox' else 'an error'})"
+                f"{'the sandbox on this machine' if self.replaying.strays == 'sandbox' else 'an error'}"
+                f"; players: {frontends.current().describe()})"
             )
         recording = f", recording to {self.recording.path.name!r}" if self.recording else ""
-        return self._where() + recording + ")"
+        return f"{self._where()}{recording}, players: {frontends.current().describe()})"
 
     def _where(self) -> str:
         # A sandbox on this machine is not named by its loopback address: a repr printed

@@ -28,7 +28,9 @@ from _waiting import PATIENCE, wait_for
 REPO = Path(__file__).resolve().parent.parent
 LESSONS = ("00_quickstart", "02_text_to_speech", "06_translate_and_dub")
 # A player's file, as a saved notebook shows it: through the Jupyter server's proxy.
-PROXIED_FILE = re.compile(r"/proxy/(\d+)/files/([^'\"\s<>?#]+)")
+# A file a player got from the sandbox: the live channel's route in the saved widget state (the
+# page itself names no file), through a server's proxy or, with no server, as it is.
+PROXIED_FILE = re.compile(r"(/proxy/\d+|https?://127\.0\.0\.1:\d+)/files/([^'\"\s<>?#]+)")
 DATA_URI = re.compile(r"data:(audio|video)/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+")
 _JUPYTER = str(Path(sys.executable).parent / "jupyter")
 
@@ -83,7 +85,7 @@ def execute(lesson: str, out: Path, env: dict[str, str], *, offline: bool = Fals
 
 
 def files_shown(notebook: nbformat.NotebookNode) -> set[str]:
-    """The /files paths the notebook's players and links point to."""
+    """The /files paths the notebook's players and links were routed to (its widget state)."""
     text = nbformat.writes(notebook)
     return {match.group(2) for match in PROXIED_FILE.finditer(text)}
 

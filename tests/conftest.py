@@ -27,19 +27,30 @@ from pathlib import Path
 
 import pytest
 
+# Tests run side by side in pytest-xdist workers (the README's command, ``--dist loadfile``: a
+# file's tests stay on one worker, so a notebook's cells run in order on one kernel and a
+# module's costly set-up is made once): each worker makes its own sandbox dir and contract log
+# below, rather than share the ones the controller made.
+
+
+def _own(name: str, make: str) -> None:
+    """``name`` set to ``make`` unless the caller set it (a value the session made, which a
+    worker inherits from the controller, is made again in each worker)."""
+    if name not in os.environ or os.environ.get(f"{name}_MADE_BY_TESTS"):
+        os.environ[name] = make
+        os.environ[f"{name}_MADE_BY_TESTS"] = "1"
+
+
 # Notebook kernels started by nbval inherit this, so their embedded sandbox never touches the
 # user's ~/.cache/dubkit.
-os.environ.setdefault("DUBKIT_SANDBOX_DIR", tempfile.mkdtemp(prefix="dubkit-nb-sandbox-"))
+_own("DUBKIT_SANDBOX_DIR", tempfile.mkdtemp(prefix="dubkit-nb-sandbox-"))
 os.environ.pop("DUBKIT_API_KEY", None)
 os.environ.pop("DUBKIT_BASE_URL", None)
 os.environ["DUBKIT_CONTRACT"] = "strict"
-# nbval's kernels play the sandbox's media through a Jupyter server's proxy, as the saved
-# notebooks do (the browser suite's Lab kernels find their server themselves).
-os.environ["DUBKIT_JUPYTER_PROXY"] = "1"
-os.environ.setdefault(
-    "DUBKIT_CONTRACT_LOG",
-    str(Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "mismatches.jsonl"),
-)
+# nbval's kernels run as the saved notebooks were run: no front end, no forced media path.
+for _forced in ("DUBKIT_JUPYTER_PROXY", "DUBKIT_FRONTEND", "DUBKIT_MEDIA"):
+    os.environ.pop(_forced, None)
+_own("DUBKIT_CONTRACT_LOG", str(Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "log.jsonl"))
 
 import dubkit  # noqa: E402
 from dubkit import SandboxHandle  # noqa: E402

@@ -23,13 +23,15 @@ from contextlib import redirect_stdout
 import pytest
 from _cassettes import LESSONS, data_uris, files_shown, record, replay, served_media
 from _waiting import PATIENCE, wait_for
-from test_notebooks import checked, comparable
+from test_notebooks import checked, comparable, first_difference
 
 import dubkit
 from dubkit.cassette import ANSWERED_BY, Cassette
 from dubkit.cassette import record as record_into
 from dubkit.cli import main as cli_main
 from dubkit.webhooks import Receiver, push
+
+pytestmark = pytest.mark.heavy  # a costly set-up: the quick loop leaves it out (README)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,13 @@ def test_a_replayed_lesson_shows_what_the_recording_showed(recording, replays, l
             continue
         compared += 1
         if comparable(before.outputs) != comparable(after.outputs):
-            differ.append(f"{before.source[:60]!r}: {comparable(after.outputs)}")
+            recorded_shown, replayed_shown = comparable(before.outputs), comparable(after.outputs)
+            differ += [
+                f"{before.source[:60]!r}, {kind}: "
+                f"{first_difference(recorded_shown.get(kind), replayed_shown.get(kind))}"
+                for kind in sorted(set(recorded_shown) | set(replayed_shown))
+                if recorded_shown.get(kind) != replayed_shown.get(kind)
+            ]
     assert compared >= 5
     assert differ == []
     text = json.dumps(replayed.dict())
@@ -289,7 +297,7 @@ def test_webhook_events_recorded_are_pushed_to_task_cells_in_replay(sandbox, tmp
             )
             assert wait_for(lambda: [e for e in got if e.task_id == task.task_id])
         recorded = [e.to_wire() for e in got if e.task_id == task.task_id]
-        assert Cassette.load(lesson).events(task.task_id)
+        assert wait_for(lambda: Cassette.load(lesson).events(task.task_id))  # its own listener
         got.clear()
         student = dubkit.connect(replay=lesson, quiet=True)
         again = student.translate.create_async(["The tide turns."], source="en-US", target="de-DE")

@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import pytest
 import requests
+from _actions import use
 from _html import plays_by_itself
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 from _waiting import PATIENCE
@@ -224,8 +225,7 @@ def test_a_local_file_works_as_timbre_reference_in_tts(api, speaker_files):
 
 
 def test_the_clone_panel_shows_a_b_players(api, speaker_files):
-    panel = ClonePanel(api, text=TEXT)
-    panel.name.value = "Panel voice"
+    panel = ClonePanel(api, text=TEXT).set(name="Panel voice")
     clone = panel.clone_from(speaker_files["low_slow_male"])
     shown = panel._repr_mimebundle_()["text/html"]
     assert "A: reference" in shown and "B: clone Panel voice" in shown
@@ -238,5 +238,6 @@ def test_the_clone_panel_shows_a_b_players(api, speaker_files):
 
 def test_the_clone_panel_says_what_is_missing(api):
     panel = ClonePanel(api)
-    panel.button.click()
-    assert "Pick a recording first" in panel.status.value and panel.clone is None
+    use(panel, "clone", clone_name="Mine")  # Clone pressed with no recording picked
+    assert "Pick a recording first" in panel.status and panel.clone is None
+    assert "Pick a recording first" in panel.value

@@ -40,6 +40,8 @@ from dubkit import APIError, DubkitError, SpeechLine, TaskTimeoutError, Unexpect
 from dubkit.results import DubbingResult
 from dubkit.webhooks import parse_event
 
+pytestmark = pytest.mark.heavy  # a costly set-up: the quick loop leaves it out (README)
+
 EXAMPLES = int(os.environ.get("DUBKIT_ANSWER_EXAMPLES", "40"))
 SLOW_EXAMPLES = int(os.environ.get("DUBKIT_SLOW_ANSWER_EXAMPLES", "400"))
 SEED = 20261126

@@ -40,6 +40,8 @@ from dubkit import contract  # noqa: E402
 from dubkit import start_sandbox as start  # noqa: E402
 from dubkit.schema import OPERATIONS  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # a costly set-up: the quick loop leaves it out (README)
+
 EXAMPLES = int(os.environ.get("DUBKIT_FUZZ_EXAMPLES", "50"))  # per operation, fuzzing phase
 KEY = "sk_fuzz_" + uuid.uuid4().hex  # made known to the sandbox by the fixture
 CONFIG = schemathesis.Config.from_dict(

@@ -48,9 +48,12 @@ def _prism() -> str | None:
 
 
 PRISM = _prism()
-pytestmark = pytest.mark.skipif(
-    PRISM is None and not REQUIRED, reason="Prism is not installed (.ci/run installs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        PRISM is None and not REQUIRED, reason="Prism is not installed (.ci/run installs it)"
+    ),
+    pytest.mark.heavy,  # a costly set-up: the quick loop leaves it out (README)
+]
 # A mock logs each violation; a proxy logs only that it refused the request (the violations
 # are in the 422 it answers, which fails the dubkit call that sent it).
 VIOLATION = re.compile(r"Violation: (request\S*) (.*)|(Request terminated with error): (.*)")

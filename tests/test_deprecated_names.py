@@ -119,7 +119,11 @@ def test_every_renamed_attribute_reads_its_new_name():
         Subtitles: {"language": "locale"},
         DubbingResult: {"source_language": "source_locale", "target_language": "target_locale"},
         Redub: {"source_language": "source_locale", "target_language": "target_locale"},
-        AuditionStudio: {"deliveries": "readings", "delivery_takes": "reading_takes"},
+        AuditionStudio: {
+            "deliveries": "readings",
+            "delivery_takes": "reading_takes",
+            "clone_panel": "clone_form",
+        },
         Take: {"delivery": "reading"},
         ClonePanel: {"language": "locale"},
     }
@@ -134,6 +138,18 @@ def test_every_renamed_attribute_reads_its_new_name():
             setattr(holder, new, f"{cls.__name__}.{new}")
             with warns_of(f"{cls.__name__}.{new}"):
                 assert alias.__get__(holder, Holder) == f"{cls.__name__}.{new}"
+
+
+def test_the_clone_panels_fields_still_take_a_value(client):
+    """ipywidgets' ``panel.name.value = ...`` (the panel was ipywidgets) fills the form."""
+    from dubkit.widgets.clone import ClonePanel
+
+    panel = ClonePanel(client)
+    with warns_of("ClonePanel.set(name=...)"):
+        panel.name.value = "From the panel"
+    assert panel.form.name == "From the panel" and "From the panel" in panel.value
+    with warns_of("ClonePanel.set(text=...)"):
+        assert panel.text.value == panel.form.text
 
 
 def test_every_renamed_keyword_still_works(client, sandbox, tmp_path):

@@ -61,6 +61,11 @@ MACHINE_BOUND = re.compile(
 
 ROOT = Path(__file__).resolve().parent.parent
 
+RUNNING = r"data-status=\\*'running'|>running<"  # a task row's status (old pictures: bare)
+KERNEL_ADDRESS = re.compile(
+    r"""(src|href|poster)=\\*['"](/[^'"]*proxy/\d+|https?://(127\.0\.0\.1|localhost|\[::1\]))"""
+)
+
 
 TOUR_NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -192,6 +197,7 @@ def test_notebook_06_explains_vt_before_showing_it_and_knows_its_clip_has_two_sp
     assert any("`vt`" in source and "video translation" in source for source in explained)
 
 
+@pytest.mark.heavy  # starts JupyterLab: the quick loop leaves it out (README)
 def test_the_readmes_lab_command_starts_lab_for_whoever_runs_it(tmp_path):
     """The command as written (its last step, with this environment's venv): Lab serves, also
     as root (containers, Codespaces, this CI), where plain ``jupyter lab`` refuses."""
@@ -253,6 +259,13 @@ def test_saved_notebook_was_run_and_has_no_errors(path):
     assert all(c.get("execution_count") for c in cells), f"{path.name} has unexecuted cells"
     errors = [o for c in cells for o in c["outputs"] if o["output_type"] == "error"]
     assert not errors, f"{path.name} saved an error: {errors[0].get('ename')}"
+    warned = [
+        "".join(o["text"])[:300]
+        for c in cells
+        for o in c["outputs"]
+        if o.get("name") == "stderr" and "Warning" in "".join(o["text"])
+    ]  # a library's warning in a lesson is noise a student cannot act on
+    assert not warned, f"{path.name} saved a warning: {warned[0]}"
 
 
 def test_every_notebook_is_listed_in_the_readme():
@@ -274,6 +287,22 @@ def test_saved_outputs_point_at_nothing_on_the_machine_that_ran_them(path):
     assert not found, f"{path.name} saved outputs naming this machine:\n" + "\n".join(found[:5])
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_saved_media_point_at_no_kernel_and_task_cells_show_their_last_state(path):
+    """A saved notebook stands on its own (GitHub, nbviewer, an HTML export): no player,
+    picture or link points at a kernel's loopback or a Jupyter server's ``/proxy/``, no task
+    cell's picture is stuck at "running", and no widget state is kept (its views need the
+    widget manager's script from a CDN; the HTML each widget output carries shows instead)."""
+    notebook = json.loads(path.read_text())
+    texts = [json.dumps(output) for cell in notebook["cells"] for output in cell.get("outputs", [])]
+    pointing = [m.group(0) for text in texts for m in KERNEL_ADDRESS.finditer(text)]
+    assert not pointing, f"{path.name}: {len(pointing)} media point at a kernel: {pointing[:3]}"
+    stale = [t for t in texts if "dubkit-tasks" in t and re.search(RUNNING, t)]
+    assert not stale, f"{path.name}: {len(stale)} task pictures say running"
+    assert "widgets" not in notebook["metadata"], f"{path.name} keeps widget state"
+
+
+@pytest.mark.heavy  # runs every notebook twice: the quick loop leaves it out (README)
 @pytest.mark.timeout(1800)  # twice every notebook; each cell still has CELL_TIMEOUT
 def test_every_notebook_runs_twice_on_one_data_dir_with_the_same_outputs():
     data_dir = Path(tempfile.mkdtemp(prefix="dubkit-rerun-"))

@@ -42,17 +42,78 @@ def clips(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "lines, credits", [(["x"], 2), (["x" * 200], 2), (["x" * 201], 4), (["x" * 150, "y" * 250], 6)]
+    "lines, credits",
+    [
+        (["abc"] * 50, 2),  # 150 characters in 50 lines: the guide's 2, not 2 a line
+        (["x"], 2),
+        (["x" * 200], 2),
+        (["x" * 201], 4),
+        (["x" * 400], 4),
+        (["x" * 401], 6),
+        (["x" * 100] * 2, 2),  # 200 in two lines
+        (["x" * 100, "y" * 101], 4),  # 201 in two
+        (["x" * 100] * 4, 4),  # 400 in four
+        (["x" * 100] * 4 + ["z"], 6),  # 401 in five
+        (["x" * 150, "y" * 250], 4),
+    ],
 )
-def test_speech_costs_2_credits_per_started_200_characters_of_each_line(
+def test_speech_costs_2_credits_per_started_200_characters_of_the_whole_request(
     sandbox, new_key, client_for, lines, credits
 ):
     c = client_for(new_key)
-    assert c.tts.quote(lines).credits == credits and c.tts.quote(lines).estimate
+    quote = c.tts.quote(lines)
+    assert quote.credits == credits and quote.estimate
     cost, speech = spent(
         sandbox, new_key, lambda: c.tts.create(lines, voice=VOICE, output_format="wav")
     )
-    assert cost == credits and not speech.errors
+    assert cost == credits == quote.credits and not speech.errors
+
+
+def test_a_failed_line_gives_back_its_share_and_never_more(sandbox, new_key, client_for):
+    """401 characters in four lines cost 6; the failed one (100 of the 401) gives back its
+    share, 1.496 rounded to 1 (largest remainders: the shares 2, 1, 2, 1 add up to 6)."""
+    c = client_for(new_key)
+    lines = ["x" * 100, {"text": "y" * 100, "duration": 0.2}, "z" * 150, "w" * 51]
+    assert prices.speech_shares(["x" * 100, "y" * 100, "z" * 150, "w" * 51]) == [2, 1, 2, 1]
+    cost, speech = spent(
+        sandbox, new_key, lambda: c.tts.create(lines, voice=VOICE, output_format="wav")
+    )
+    assert [line.ok for line in speech] == [True, False, True, True]
+    assert cost == 6 - 1
+
+
+def test_a_request_whose_every_line_failed_costs_nothing(sandbox, new_key, client_for):
+    c = client_for(new_key)
+    lines = [{"text": "x" * 150, "duration": 0.2}, {"text": "y" * 120, "duration": 0.2}]
+    cost, speech = spent(
+        sandbox, new_key, lambda: c.tts.create(lines, voice=VOICE, output_format="wav")
+    )
+    assert len(speech.errors) == 2 and cost == 0
+
+
+@pytest.mark.parametrize(
+    "sizes", [[3] * 50, [1], [200, 1], [100, 100, 150, 51], [7, 7, 7], [1] * 401, [199, 199, 3]]
+)
+def test_speech_shares_add_up_to_the_charge_in_proportion(sizes):
+    texts = ["x" * n for n in sizes]
+    shares = prices.speech_shares(texts)
+    total = prices.speech_credits(texts)
+    assert sum(shares) == total and all(s >= 0 for s in shares)
+    for share, n in zip(shares, sizes):  # each within one credit of its exact proportion
+        assert abs(share - total * n / sum(sizes)) < 1
+
+
+def test_a_batch_quote_counts_each_chunk_of_50_lines_as_a_request(sandbox, new_key, client_for):
+    c = client_for(new_key)
+    lines = ["abc"] * 60  # 150 characters, then 30: 2 + 2 credits
+    quote = c.tts.quote(lines)
+    assert quote.credits == 4 and "in 2 requests" in quote.basis
+    cost, speech = spent(
+        sandbox,
+        new_key,
+        lambda: c.tts.batch(lines, voice=VOICE, output_format="wav", progress=False),
+    )
+    assert cost == quote.credits and not speech.errors
 
 
 @pytest.mark.parametrize(

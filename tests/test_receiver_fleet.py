@@ -78,6 +78,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+import pytest
 from _fleet import Gunicorn, free_port, gate_closed, held
 from _postgres import pg_url, postgres  # noqa: F401  (fixtures)
 from _receiving import SECRET, envelope
@@ -86,6 +87,8 @@ from _waiting import wait_for
 from dubkit.sandbox.delivery import Schedule, delay_after
 from dubkit.webhooks import sign
 from dubkit.webhooks.postgres_store import TABLE
+
+pytestmark = pytest.mark.heavy  # a costly set-up: the quick loop leaves it out (README)
 
 N = 2000  # distinct events
 COPIES = 10  # concurrent copies of each, spread over the three receivers

@@ -20,6 +20,8 @@ from _waiting import PATIENCE, wait_for
 from dubkit.errors import ValidationError
 from dubkit.webhooks import Receiver
 
+pytestmark = pytest.mark.heavy  # a costly set-up: the quick loop leaves it out (README)
+
 PAYMENTS = "CREATE TABLE IF NOT EXISTS saved (task_id TEXT NOT NULL)"
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import requests
+from _actions import use
 from _waiting import PATIENCE
 
 import dubkit
 from dubkit import samples
+from dubkit.cast import Cast
 from dubkit.media import audio, av, mixing
 from dubkit.results import DubbingResult
 
@@ -151,13 +153,13 @@ def test_the_script_editor_re_dubs_what_was_changed_in_its_grid(made):
     client, dub = fresh(made)
     editor = dubkit.ScriptEditor(client, dub)
     assert [row.line.id for row in editor.rows] == ["1", "2", "3"]
-    assert editor.redub_changes() is None and "Nothing changed" in editor.status.value
-    editor.rows[2].translation.value = "Merci et au revoir."
-    presets = [v for label, v in editor.rows[1].voice.options if v.startswith("sv_")]
-    editor.rows[1].voice.value = presets[0]
-    editor.button.click()  # what the button does
+    assert editor.redub_changes() is None and "Nothing changed" in editor.status
+    presets = [v for label, v in editor.rows[1].options if v.startswith("sv_")]
+    # the button pressed with a line retyped and another re-voiced, as the page sends them
+    use(editor, "redub", translation_3="Merci et au revoir.", voice_2=presets[0])
     assert editor.redub is not None and editor.redub.redubbed == ["2", "3"]
-    assert "spoken anew" in editor.status.value
+    assert "spoken anew" in editor.status
+    assert "aria-label='translation of line 3'" in editor.value  # each field says which
     shown = editor._repr_mimebundle_()["text/html"]
     assert "Merci et au revoir." in shown and "re-dubbed here" in shown
     assert "127.0.0.1" not in editor._repr_mimebundle_()["text/html"].split("<video")[0]
@@ -167,7 +169,29 @@ def test_a_bad_edit_in_the_grid_is_said_in_its_status_line(made, sandbox):
     key, _, _ = made
     client, dub = fresh(made)
     editor = dubkit.ScriptEditor(client, dub)
-    editor.rows[0].translation.value = "   "
+    editor.rows[0].translation = "   "
     before = sandbox.credits(key)
     assert editor.redub_changes() is None
-    assert "script[0].translation" in editor.status.value and sandbox.credits(key) == before
+    assert "script[0].translation" in editor.status and sandbox.credits(key) == before
+
+
+def test_a_line_is_re_voiced_by_its_role_in_code_and_in_the_editor(made):
+    client, dub = fresh(made)
+    cast = Cast(default_locale="en-US")
+    cast.assign("Alice", "sv_s3_en_us_story_f")
+    cast.assign("Alice", "sv_s3_fr_fr_story_f", locale="fr-FR")
+    line = dub.edit("2", role="Alice", cast=cast)
+    assert line.voice_id == "sv_s3_fr_fr_story_f"  # the role's voice in the dub's locale
+    with pytest.raises(dubkit.ValidationError) as caught:
+        dub.edit("3", role="Bob", cast=cast)
+    assert caught.value.field == "role" and "'Bob' is not in the cast" in caught.value.problem
+    with pytest.raises(dubkit.ValidationError, match="needs cast="):
+        dub.edit("3", role="Alice")
+    client, dub = fresh(made)
+    editor = dubkit.ScriptEditor(client, dub, cast=cast)
+    assert editor.rows[0].options[0] == (
+        "Alice (role) · sv_s3_fr_fr_story_f",
+        "sv_s3_fr_fr_story_f",
+    )
+    use(editor, "redub", voice_2="sv_s3_fr_fr_story_f")  # "Alice (role)" chosen for line 2
+    assert editor.redub is not None and editor.redub.redubbed == ["2"]

@@ -9,6 +9,8 @@ import json
 import select
 import socket
 import stat
+import subprocess
+import sys
 import threading
 import typing
 import uuid
@@ -456,3 +458,33 @@ def test_a_spare_worker_starts_another_keys_job_at_once():
     finally:
         jobs.all_done.set()
         pool.shutdown()
+
+
+def test_admin_routes_answer_without_a_warning():
+    """The admin routes' body models are built when defined: FastAPI wraps each in an adapter of
+    its own, and a deferred one built at the first request warned (and was a 500 under -W error).
+    An embedded sandbox runs in the user's kernel, where that warning would show in a cell."""
+    probe = (
+        "import warnings\n"
+        "from pydantic.warnings import UnsupportedFieldAttributeWarning\n"
+        "warnings.simplefilter('error', UnsupportedFieldAttributeWarning)\n"
+        "import dubkit\n"
+        "box = dubkit.start_sandbox()\n"
+        "try:\n"
+        "    key = box.create_key(name='probe', credits=5)\n"
+        "    box.update_key(key, credits=7)\n"
+        "    box.set_credits(9)\n"
+        "    box.set_timing('immediate')\n"
+        "    box.set_throttle(rate=0, concurrency=0)\n"
+        "    box.set_limits()\n"
+        "    box.set_faults()\n"
+        "    box.set_delivery()\n"
+        "    box.reset_key(key)\n"
+        "    box.remove_key(key)\n"
+        "finally:\n"
+        "    box.stop()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import soundfile as sf
+from _actions import use
 from _waiting import PATIENCE
 
 from dubkit import samples
+from dubkit.cast import Cast
 from dubkit.media import loudness
 from dubkit.studio import APP_INTRO, AuditionStudio, Shortlist, running_in_voila
 from dubkit.views.buttons import download_button_html
@@ -51,11 +53,6 @@ def wav_file(tmp_path: Path, name: str, samples_: np.ndarray, rate: int) -> Path
     path = tmp_path / f"{name}.wav"
     sf.write(path, samples_, rate, subtype="FLOAT")
     return path
-
-
-def contains(box, widget) -> bool:
-    """Whether ``widget`` is shown in ``box`` (at any depth)."""
-    return any(child is widget or contains(child, widget) for child in getattr(box, "children", ()))
 
 
 def tone(seconds: float, rate: int, peak_dbfs: float) -> np.ndarray:
@@ -127,19 +124,19 @@ def test_takes_are_labelled_and_show_the_level_ffmpeg_reads_in_the_service_file(
     voices = client.voices.presets(locale="en-GB", gender="female", limit=3)
     assert [t.voice.voice_id for t in studio.takes] == voices.ids
     for take, voice, card in zip(studio.takes, voices, studio.cards):
-        header = card.header.value
+        shown = card.html("t", studio.shortlist)
         for fact in (voice.display_name, voice.locale, voice.gender, voice.provider):
-            assert fact in header
-        assert f"<code style='user-select:all'>{voice.voice_id}</code>" in header
+            assert fact in shown
+        assert f"<code style='user-select:all'>{voice.voice_id}</code>" in shown
         original = ffmpeg_loudness(take.line.save(tmp_path, voice.voice_id))
         assert take.matched.original == pytest.approx(original, abs=0.15)
-        assert f"{take.matched.original:.1f} LUFS → -23" in card.level.value
-        assert take.src.startswith("data:audio/wav;base64,") and take.src in card.player.value
+        assert f"{take.matched.original:.1f} LUFS → -23" in shown
+        assert take.src.startswith("data:audio/wav;base64,") and take.src in shown
         played = tmp_path / f"{voice.voice_id}-played.wav"
         played.write_bytes(base64.b64decode(take.src.split(",", 1)[1]))
         assert ffmpeg_loudness(played) == pytest.approx(-23.0, abs=0.2)
-        assert "class='dubkit-download'" in card.download.value
-        assert f"download='{take.filename()}'" in card.download.value
+        assert "class='dubkit-download'" in shown
+        assert f"download='{take.filename()}'" in shown
     assert sandbox.api_key not in studio.static_html() + repr(studio)
 
 
@@ -148,15 +145,16 @@ def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_
     studio = AuditionStudio(client, locale="fr-FR", voices=3, in_app=False)
     studio.hear("Bonsoir et bienvenue.")
     first, _, third = studio.cards
-    third.note.value = "chaleureuse"  # a note first, then the star (as in the app)
-    third.star.value = True
-    first.star.value = True
-    first.note.value = "claire, un peu rapide"
+    use(studio, "note", third.take.key, "chaleureuse")  # a note first, then the star
+    use(studio, "star", third.take.key)
+    use(studio, "star", first.take.key)
+    use(studio, "note", first.take.key, "claire, un peu rapide")
     assert [e.voice_id for e in studio.shortlist] == [
         third.take.voice.voice_id,
         first.take.voice.voice_id,
     ]
-    assert "★" in first.star.description and first.star.button_style == "warning"
+    starred = first.html("t", studio.shortlist)
+    assert "★ Shortlisted" in starred and "aria-pressed='true'" in starred
 
     frame = studio.shortlist.to_frame()
     assert list(
@@ -173,7 +171,7 @@ def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_
     )
     loaded = Shortlist.load(json_path)
     assert loaded.to_records() == studio.shortlist.to_records()
-    exports = studio.shortlist_view.exports.value
+    exports = studio.shortlist_view.html("t")
     assert "download='shortlist.csv'" in exports and "download='shortlist.json'" in exports
 
     selected = loaded.to_voices()
@@ -189,11 +187,12 @@ def test_shortlist_exports_csv_json_and_hands_its_voices_to_a_dub(dialogue, tmp_
         ("Speaker 2", selected[1]["voiceId"]),
     }
 
-    first.star.value = False  # unstar: gone from the list and the table
+    use(studio, "star", first.take.key)  # unstar: gone from the list and the table
     assert studio.shortlist.voice_ids() == [third.take.voice.voice_id]
-    assert first.take.voice.name not in studio.shortlist_view.table.value
-    studio.shortlist_view.clear.click()
-    assert len(studio.shortlist) == 0 and third.star.value is False
+    assert first.take.voice.name not in studio.shortlist_view.html("t")
+    use(studio, "clear-shortlist")
+    assert len(studio.shortlist) == 0
+    assert "aria-pressed='false'" in third.html("t", studio.shortlist)
 
 
 def test_one_voice_across_readings_then_a_tts_batch_from_the_shortlist(client):
@@ -207,16 +206,17 @@ def test_one_voice_across_readings_then_a_tts_batch_from_the_shortlist(client):
         ("sad", 1.0),
         ("sad", 1.25),
     ]
-    assert [c.header.value.count("dubkit-take-name") for c in studio.cards[-4:]] == [1] * 4
-    assert "neutral · 1.25x" in studio.cards[-3].header.value
+    shown = [c.html("t", studio.shortlist) for c in studio.cards[-4:]]
+    assert [card.count("dubkit-take-name") for card in shown] == [1] * 4
+    assert "neutral · 1.25x" in shown[1]
     durations = [t.line.duration for t in takes]
     assert durations[1] == pytest.approx(durations[0] / 1.25, abs=0.02)
     assert durations[3] == pytest.approx(durations[2] / 1.25, abs=0.02)
     assert [t.line.extra.get("emotion") for t in takes] == [None, None, "sad x0.60", "sad x0.60"]
     assert all(t.matched is not None and not t.matched.limited for t in takes)
 
-    studio.cards[-1].star.value = True  # sad at 1.25x
-    studio.cards[1].star.value = True  # the second voice, neutral
+    use(studio, "star", studio.cards[-1].take.key)  # sad at 1.25x
+    use(studio, "star", studio.cards[1].take.key)  # the second voice, neutral
     (sad,) = [e for e in studio.shortlist if e.emotion == "sad"]
     assert (sad.voice_id, sad.speed) == (voice, 1.25)
     lines = studio.shortlist.tts_lines(["One more line.", "And the last."])
@@ -235,23 +235,22 @@ def test_blind_round_hides_the_voices_until_a_pick_then_reveals_and_records_it(c
         t.voice.voice_id for t in studio.takes
     }
     for card in studio.cards:
-        shown = card.header.value + card.level.value
+        shown = re.sub(r"data:audio/[^']+", "", card.html("t", studio.shortlist))
         for take in studio.takes:
             assert take.voice.name not in shown and take.voice.voice_id not in shown
-        assert not contains(card, card.star) and contains(card, card.pick_button)
-        assert "LUFS →" not in card.level.value  # its own level could give it away
-    studio.cards[1].pick_button.click()  # "Pick B"
+        assert "dubkit-star" not in shown and "dubkit-pick-button" in shown
+        assert "LUFS →" not in shown  # its own level could give it away
+        assert f"aria-label='Take {card.letter}'" in shown  # its player's name neither
+    use(studio, "pick", "B")  # "Pick B"
     (pick,) = studio.picks
     assert (pick.letter, pick.voice_id) == ("B", lineup["B"].voice.voice_id)
     assert pick.lineup == {k: t.voice.voice_id for k, t in lineup.items()}
-    for card in studio.cards:
-        assert card.take.voice.name in card.header.value and contains(card, card.star)
-        assert not contains(card, card.pick_button)
-        assert "LUFS → -23" in card.level.value
-    assert ("✓ your pick" in studio.cards[1].header.value) and "✓ your pick" not in studio.cards[
-        0
-    ].header.value
-    assert f"you picked <b>B</b>, {pick.name}" in studio._picks.value
+    shown = [card.html("t", studio.shortlist) for card in studio.cards]
+    for card, page in zip(studio.cards, shown):
+        assert card.take.voice.name in page and "dubkit-star" in page
+        assert "dubkit-pick-button" not in page and "LUFS → -23" in page
+    assert "✓ your pick" in shown[1] and "✓ your pick" not in shown[0]
+    assert f"you picked <b>B</b>, {pick.name}" in studio.picks_html()
     assert studio.pick("A") == pick and len(studio.picks) == 1  # one pick a round
     assert studio.picks_frame()[["round", "letter", "voice_id"]].values.tolist() == [
         [1, "B", pick.voice_id]
@@ -266,9 +265,9 @@ def test_app_text_fits_where_it_is_shown(client):
     assert not running_in_voila()  # this is a plain Python process
     in_app = AuditionStudio(client, in_app=True)
     in_notebook = AuditionStudio(client, in_app=False)
-    assert "studio.shortlist" not in in_app.shortlist_view.hint.value
-    assert "Shortlist.load(" in in_app.shortlist_view.hint.value
-    assert "studio.shortlist.to_voices()" in in_notebook.shortlist_view.hint.value
+    assert "studio.shortlist" not in in_app.shortlist_view.hint
+    assert "Shortlist.load(" in in_app.shortlist_view.hint
+    assert "studio.shortlist.to_voices()" in in_notebook.shortlist_view.hint
     for studio in (in_app, in_notebook):
         assert ":8866" not in studio.static_html()
 
@@ -282,10 +281,39 @@ def test_download_button_is_an_escaped_link_drawn_as_a_button():
     )
     assert re.match(
         r"^<a class='dubkit-download' href='https://cdn\.example/a&#x27;b\.m4a\?x=1"
-        r"&amp;y=2' download='Zoë&#x27;s take\.m4a' role='button' style='[^']*"
+        r"&amp;y=2' data-dubkit-media='[0-9a-f]{20}' download='Zoë&#x27;s take\.m4a' "
+        r"style='[^']*"
         r"border:1px solid [^']*border-radius:6px",
         button,
     ), button
     assert "take &lt;1&gt;</a>" in button
     plain = download_button_html("https://cdn.example/x.srt", "subtitles .srt")
-    assert " download role='button'" in plain  # no filename: the browser names the file
+    # no filename: the URL's own name (a blob: URL from the live channel would have none)
+    assert " download='x.srt' style=" in plain
+    assert "role=" not in plain  # a link, which Enter follows (the live channel adds Space)
+
+
+def test_takes_cast_from_a_card_and_the_shortlist_make_a_cast_heard_saved_and_reopened(
+    client, tmp_path
+):
+    studio = AuditionStudio(client, locale="en-US", voices=2, in_app=True)
+    studio.hear(LINE)
+    first, second = studio.takes
+    use(studio, "cast", first.key, "Narrator")  # typed in the first card's "cast as"
+    assert studio.cast.voice("Narrator", "en-US").voice_id == first.voice.voice_id
+    assert f"Cast {first.voice.name} as Narrator (en-US)." in studio.status
+    use(studio, "star", second.key)
+    use(studio, "cast-entry", second.key, "Alice")  # typed beside the shortlisted voice
+    assert studio.cast.voice("Alice").voice_id == second.voice.voice_id
+    page = studio.value
+    assert "cast as" in page and "Cast JSON" in page and "Narrator" in page
+    use(studio, "hear-cast")
+    heard = studio.cast_panel.audition
+    assert heard is not None and set(heard.lines) == {("Narrator", "en-US"), ("Alice", "en-US")}
+    assert all(line.ok for line in heard.lines.values())
+    assert "aria-label='Narrator, en-US: " in studio.value  # the cast's players are named
+    path = studio.cast.save(tmp_path / "cast.json")
+    reopened = AuditionStudio(client, in_app=True, cast=Cast.load(path))
+    assert reopened.cast == studio.cast and "Narrator" in reopened.value
+    use(studio, "cast", first.key, "Nar:rator")  # a role name the cast refuses
+    assert "Error:" in studio.status and "Nar:rator" not in studio.cast

@@ -226,8 +226,21 @@ def test_task_monitor_refreshes_itself_until_the_task_ends(client, sandbox):
     assert "running" in monitor._repr_mimebundle_()["text/html"]
     assert monitor.join(timeout=PATIENCE)
     html = monitor._repr_mimebundle_()["text/html"]
-    assert html.count("finished") == 2 and "running" not in html
+    assert html.count("data-status='finished'") == 2 and "running" not in html
     assert all(t.done for t in tasks)
+
+
+def test_a_task_cell_learns_the_end_from_a_wait_in_a_later_cell_at_once(client, sandbox):
+    """``task.wait()`` elsewhere ends the cell's row then and there, not at its next poll (a
+    minute away here): the cell that waited carries the final picture into the saved file."""
+    sandbox.set_timing("seconds", 1)
+    task = client.translate.create_async(["watch me"], source="en-US", target="fr-FR")
+    monitor = TaskMonitor(task, poll_interval=60, max_interval=60)
+    assert "running" in monitor.value
+    task.wait(PATIENCE)
+    assert monitor.done and "data-status='finished'" in monitor.value and ">poll<" in monitor.value
+    monitor.stop()
+    assert monitor.join(timeout=PATIENCE)
 
 
 def test_batch_reports_a_failed_chunk_per_segment_and_keeps_the_others(

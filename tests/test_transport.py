@@ -624,6 +624,8 @@ def test_a_success_without_data_where_a_record_is_due_is_an_unexpected_answer():
         base64.urlsafe_b64encode(zlib.compress(b"[1, 2]")).decode(),  # JSON, not an overlay
         base64.urlsafe_b64encode(zlib.compress(b"[" * 100_000)).decode(),  # too deep to read
         base64.urlsafe_b64encode(zlib.compress(b" " * (16 << 20), 9)).decode(),  # a zlib bomb
+        base64.urlsafe_b64encode(b'{"data": [1, 2').decode(),  # short, sent plain, but cut
+        base64.urlsafe_b64encode(b'{"a":' * 8_000).decode(),  # plain and too deep to read
     ],
 )
 def test_an_extras_header_that_is_not_an_overlay_never_breaks_the_answer(header):
@@ -634,3 +636,14 @@ def test_an_extras_header_that_is_not_an_overlay_never_breaks_the_answer(header)
     with local_http(respond) as url, dubkit.Client("sk_x_00000000000", url) as c:
         assert c.request("GET", "/tasks/list") == {"total": 0, "records": []}
         assert not c.transport.talks_to_sandbox
+
+
+@pytest.mark.parametrize("size", [10, 10_000])
+def test_an_extras_overlay_reads_back_as_it_was_sent_short_or_long(size):
+    """A short overlay travels as plain JSON (read on every call, so read fast), a long one
+    compressed; either reads back whole."""
+    overlay = {"data": {"engine": "sandbox-pseudo-translation", "notes": ["n" * size]}}
+    header = extras_header.encode(overlay)
+    assert header is not None and extras_header.decode(header) == overlay
+    compressed = base64.urlsafe_b64decode(header)[:1] != b"{"
+    assert compressed == (size > extras_header.PLAIN_UP_TO)

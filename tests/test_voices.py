@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import requests
 import soundfile as sf
+from _actions import use
 from _double import answer_double, fixed
 from _html import plays_by_itself
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
@@ -349,7 +350,32 @@ def test_browser_filters_ticks_and_auditions_side_by_side(client):
 def test_browser_reports_an_empty_audition_instead_of_failing(client):
     browser = VoiceBrowser(client, locale="sv-SE")
     assert browser.audition("Hej!") is None
-    assert "tick" in browser._result.value
+    assert "tick" in browser.result
+
+
+def test_browser_controls_do_what_their_labels_say(client):
+    """The controls as the browser sends them (the widget's comm): a filter chosen, a page
+    turned, two voices ticked, the line heard, with the fields' values as they were."""
+    browser = VoiceBrowser(client, locale="en-US", page_size=3)
+
+    def act(action: str, key: str = "", value: object = None, **fields: object) -> None:
+        shown = {"locale": "en-US", "gender": "any", "age": "any", "quality": "any"}
+        use(browser, action, key, value, **{**shown, "search": "", **fields})
+
+    act("filter", gender="female")
+    assert browser.voices and all(v.gender == "female" for v in browser.voices)
+    first = browser.voice_ids
+    act("next", gender="female")
+    assert browser.page == 2 and browser.voice_ids != first
+    act("tick", first[0], True)
+    act("tick", browser.voice_ids[0], True)
+    assert browser.ticked == [first[0], browser.voice_ids[0]]
+    assert f"data-dubkit-key='{browser.voice_ids[0]}' aria-label" in browser.value
+    assert browser.value.count(" checked>") == 1  # this page shows one of the two
+    act("hear", gender="female", text="Two voices, one line.")
+    assert browser.text == "Two voices, one line." and browser.last_audition is not None
+    assert len(browser.last_audition.speech) == 2
+    assert browser.value.count("<audio") >= 2 + len(browser.voices)
 
 
 def test_a_listing_names_previews_and_the_first_fetch_makes_them(client, sandbox):

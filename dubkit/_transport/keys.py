@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
+import os
+import random
 from typing import Any
 
 import requests
@@ -10,9 +11,22 @@ import requests
 from ..errors import ValidationError
 from ..schema import MAX_IDEMPOTENCY_KEY
 
+# Request ids and idempotency keys need to be unique, not secret: 128 bits from a generator of
+# dubkit's own, seeded from the OS and seeded afresh in a forked child (which would otherwise
+# repeat its parent's keys), rather than a uuid4's system call per id, twice a call. Its own,
+# because a notebook's ``random.seed(0)`` must never make a rerun repeat a key the service
+# already took (it would answer the first run's task instead of starting one).
+_ids = random.Random()
+os.register_at_fork(after_in_child=_ids.seed)
+
+
+def new_id() -> str:
+    """32 hex digits, unique across calls, processes and machines (a ``uuid4().hex``'s shape)."""
+    return f"{_ids.getrandbits(128):032x}"
+
 
 def new_idempotency_key() -> str:
-    return f"dk-{uuid.uuid4().hex}"
+    return f"dk-{new_id()}"
 
 
 def check_idempotency_key(key: str) -> str:

@@ -7,7 +7,6 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -40,7 +39,7 @@ from ..schema import (
 )
 from .budget import Budget
 from .exchange import Exchange, never_connected, redirect_refused
-from .keys import SecretHeader, check_api_key
+from .keys import SecretHeader, check_api_key, new_id
 from .policy import REPEATABLE, Outcome, RetryPolicy, Timeout, is_read, retry_after
 
 log = logging.getLogger("dubkit")
@@ -227,7 +226,7 @@ class Transport:
     ) -> Exchange:
         method = method.upper()
         url = self.url(path)
-        req_id = req_id or uuid.uuid4().hex
+        req_id = req_id or new_id()
         query = {k: v for k, v in (params or {}).items() if v is not None}
         query["req_id"] = req_id
         return Exchange.api(
@@ -365,7 +364,6 @@ class Transport:
             if read <= 0:
                 expired = APITimeoutError("the call's deadline passed", **context)
                 return None, expired, Outcome("not_sent"), ""
-        origin = origin_of(exchange.url)
         try:
             # Redirects are not followed: see exchange.redirect_refused.
             response = self.session.request(
@@ -379,7 +377,9 @@ class Transport:
                 allow_redirects=False,
             )
         except requests.exceptions.ConnectTimeout:
-            message = f"could not connect to {origin} within {self.timeout.connect}s"
+            message = (
+                f"could not connect to {origin_of(exchange.url)} within {self.timeout.connect}s"
+            )
             return None, APITimeoutError(message, **context), Outcome("not_sent"), ""
         except requests.exceptions.ReadTimeout:
             return (
@@ -391,18 +391,22 @@ class Transport:
         except requests.exceptions.ChunkedEncodingError:
             return (
                 None,
-                APIConnectionError(f"the connection to {origin} dropped mid-answer", **context),
+                APIConnectionError(
+                    f"the connection to {origin_of(exchange.url)} dropped mid-answer", **context
+                ),
                 Outcome("no_answer"),
                 "an attempt's connection dropped mid-answer",
             )
         except requests.exceptions.ConnectionError as exc:
             if never_connected(exc):
+                origin = origin_of(exchange.url)
                 refused = APIConnectionError(f"could not connect to {origin}", **context)
                 return None, refused, Outcome("not_sent"), ""
             return (
                 None,
                 APIConnectionError(
-                    f"the connection to {origin} dropped before the answer arrived", **context
+                    f"the connection to {origin_of(exchange.url)} dropped before the answer arrived",
+                    **context,
                 ),
                 Outcome("no_answer"),
                 "an attempt's connection dropped before the answer arrived",

@@ -4,7 +4,9 @@ The sandbox answers and delivers only documented fields; its labelled extras (th
 applied, a pseudo-translation's engine, a dub's notices...) travel beside the body in
 ``X-Dubkit-Sandbox-Extras``: the fields :func:`dubkit.contract.split` cut, as compact JSON,
 zlib-compressed and base64url-encoded (a long dub's overlay is a few kilobytes this way, well
-under a header line's limit). Code written against the sandbox therefore reads the same wire as
+under a header line's limit). A short overlay (a pseudo-translation's engine) is sent without
+compression: read on every call, it is read faster so, and JSON's ``{`` never starts a zlib
+stream, so the reader tells the two apart. Code written against the sandbox therefore reads the same wire as
 the service's; dubkit's client puts the extras back into the results it builds.
 """
 
@@ -18,13 +20,15 @@ from typing import Any
 HEADER = "X-Dubkit-Sandbox-Extras"
 MAX_HEADER = 60_000  # characters; http.client refuses header lines over 65536
 MAX_INFLATED = 8 * 1024 * 1024  # bytes a header may inflate to (a zlib bomb stops here)
+PLAIN_UP_TO = 256  # bytes of JSON sent as they are; longer ones are compressed
 
 
 def encode(overlay: Any) -> str | None:
     """The header value of ``overlay``, or None when it is empty or too long to send."""
     if overlay is None:
         return None
-    packed = zlib.compress(json.dumps(overlay, separators=(",", ":")).encode(), 6)
+    plain = json.dumps(overlay, separators=(",", ":")).encode()
+    packed = plain if len(plain) <= PLAIN_UP_TO else zlib.compress(plain, 6)
     text = base64.urlsafe_b64encode(packed).decode()
     return text if len(text) <= MAX_HEADER else None
 
@@ -35,11 +39,15 @@ def decode(value: str | None) -> dict[str, Any] | None:
     if not value:
         return None
     try:
-        inflate = zlib.decompressobj()
-        text = inflate.decompress(base64.urlsafe_b64decode(value.encode()), MAX_INFLATED)
-        if inflate.unconsumed_tail:  # more than any overlay the sandbox sends: not one of its
-            return None
-        overlay = json.loads(text)
+        packed = base64.urlsafe_b64decode(value)
+        if packed[:1] == b"{":  # a short overlay, sent as it is
+            text = packed
+        else:
+            inflate = zlib.decompressobj()
+            text = inflate.decompress(packed, MAX_INFLATED)
+            if inflate.unconsumed_tail:  # more than any overlay the sandbox sends: not its own
+                return None
+        overlay = json.loads(text.decode())  # a str parses faster than bytes (no detection)
     except (ValueError, zlib.error, RecursionError):
         return None
     return overlay if isinstance(overlay, dict) else None

@@ -6,6 +6,7 @@
     dubkit clone me.wav --name Me --language en-US
     dubkit dub talk.mp4 --to fr-FR,de-DE --out-dir dubs
     dubkit tasks [list | show ID | wait ID | delete ID]
+    dubkit cast check cast.json               # a cast's voices: here, and sounding the same?
     dubkit cassette show lesson.dubkit        # what a recorded lesson holds
     dubkit class create roster.csv            # a class: keys, quotas, the teacher's view
     dubkit sandbox --port 8765 · dubkit studio · dubkit --version
@@ -24,7 +25,7 @@ import traceback
 from typing import NoReturn
 
 from .._version import __version__
-from . import cassettes, classes, dub, host, speech, tasks, voices
+from . import cassettes, casts, classes, dub, host, speech, tasks, voices
 from ._output import UsageError
 
 # Plain text: argparse prints it as is, so no reST markup here.
@@ -54,10 +55,10 @@ def parser() -> argparse.ArgumentParser:
     main_parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = main_parser.add_subparsers(
         dest="command",
-        metavar="{voices,tts,translate,clone,dub,tasks,cassette,class,sandbox,studio}",
+        metavar="{voices,tts,translate,clone,dub,tasks,cast,cassette,class,sandbox,studio}",
         parser_class=_Parser,
     )
-    for module in (voices, speech, dub, tasks, cassettes, classes, host):
+    for module in (voices, speech, dub, tasks, casts, cassettes, classes, host):
         module.add(commands)
     return main_parser
 

@@ -11,6 +11,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from ..errors import ValidationError
+from . import casts
 from ._output import UsageError, client, existing_file, print_json
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dub.add_argument("--from", dest="source", default="auto", help="source locale (auto)")
     dub.add_argument("--voices", help="voice ids for speakers 1, 2, ..., comma-separated")
     dub.add_argument("--speakers", type=int, help="how many speakers (default: detected)")
+    dub.add_argument("--cast", help="a cast file whose roles give the speakers' voices (--roles)")
+    dub.add_argument("--roles", help="speakers mapped to the cast's roles: 1=Alice,2=Bob")
     dub.add_argument("--burn-subtitles", action="store_true", help="subtitles in the picture")
     dub.add_argument("--out-dir", default=".", help="where the results go (default: here)")
     dub.add_argument("--timeout", type=float, default=3600, help="seconds to wait (3600)")
@@ -44,6 +48,16 @@ def dub_media(args: argparse.Namespace) -> int:
     if not targets:
         raise UsageError("--to: at least one locale, e.g. --to fr-FR")
     voices = [v.strip() for v in (args.voices or "").split(",") if v.strip()] or None
+    if (args.cast is None) != (args.roles is None):
+        raise UsageError("--cast FILE and --roles 1=Alice,2=Bob go together")
+    cast_of = casts.read(args.cast) if args.cast else None
+    speakers = casts.speakers_of(args.roles) if args.roles else None
+    if cast_of is not None and speakers is not None:
+        for target in targets:  # every target's voices are found before the upload
+            try:
+                cast_of.speaker_voices(speakers, target)
+            except ValidationError as exc:
+                raise UsageError(f"{args.cast}: {exc}") from None
     with client() as api:
         material = api.materials.upload(path)
         tasks: dict[str, Task] = {}
@@ -54,6 +68,8 @@ def dub_media(args: argparse.Namespace) -> int:
                     target=target,
                     source=args.source,
                     voices=voices,
+                    cast=cast_of,
+                    speakers=speakers,
                     speaker_num=args.speakers,
                     text={"burn": True} if args.burn_subtitles else None,
                 )

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 from typing import cast, get_args
 
+from ..errors import ValidationError
 from ..schema import TTSFormat
+from . import casts
 from ._output import UsageError, client, lines_of, print_json, table
 
 FORMATS = get_args(TTSFormat)
@@ -22,7 +24,12 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     tts.add_argument("text", nargs="?", help="the text to speak")
     tts.add_argument("--file", help="a text file: each non-blank line is spoken")
-    tts.add_argument("--voice", required=True, help="a voice id (dubkit voices lists them)")
+    tts.add_argument("--voice", help="a voice id (dubkit voices lists them)")
+    tts.add_argument(
+        "--cast",
+        help='a cast file: each line names its role ("ALICE: Hello"), which gives the voice',
+    )
+    tts.add_argument("--locale", help="the locale to speak (with --cast: the roles' voices in it)")
     tts.add_argument("-o", "--output", help="where the one text's audio goes")
     tts.add_argument("--out-dir", help="where a file's lines go (default: here)")
     tts.add_argument("--format", choices=FORMATS, help="audio format (default: -o's, else m4a)")
@@ -64,9 +71,22 @@ def speak(args: argparse.Namespace) -> int:
     fmt = args.format or (target.suffix.lstrip(".").lower() if target else "") or "m4a"
     if fmt not in FORMATS:
         raise UsageError(f"-o: {target} is not one of {', '.join(FORMATS)}; or give --format")
+    if (args.voice is None) == (args.cast is None):
+        raise UsageError("--voice ID, or --cast FILE whose roles the lines name (one of the two)")
+    cast_of = casts.read(args.cast) if args.cast else None
+    if cast_of is not None:
+        try:  # every line's role is checked before anything is sent
+            cast_of.lines_for(texts, args.locale)
+        except ValidationError as exc:
+            raise UsageError(f"{args.file or 'text'}: {exc}") from None
     with client() as api:
         speech = api.tts.batch(
-            texts, voice=args.voice, output_format=cast(TTSFormat, fmt), progress=len(texts) > 1
+            texts,
+            voice=args.voice,
+            cast=cast_of,
+            locale=args.locale,
+            output_format=cast(TTSFormat, fmt),
+            progress=len(texts) > 1,
         )
         if target is not None:
             directory, name = target.parent, target.stem

@@ -280,7 +280,10 @@ def merge(value: Any, overlay: Any) -> Any:
     if overlay is None:
         return value
     if isinstance(value, dict) and isinstance(overlay, dict):
-        return {**value, **{k: merge(value.get(k), v) for k, v in overlay.items()}}
+        merged = value.copy()  # once a call on the sandbox's answers: one copy, not two
+        for key, put in overlay.items():
+            merged[key] = merge(value.get(key), put)
+        return merged
     if isinstance(value, list) and isinstance(overlay, list):
         return [merge(v, o) for v, o in zip(value, overlay)] + value[len(overlay) :]
     return overlay if value is None else value

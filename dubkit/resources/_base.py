@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tqdm.auto import tqdm
 
 from .._transport import Transport
 from .._wire import checked
-from ..errors import DubkitError, IdempotencyConflictError
+from ..errors import DubkitError, IdempotencyConflictError, ValidationError
+from ..frontends import in_voila
 from ..results import Task
 from ..schema import Page, TaskContext, Wire, product_of_operation
 
@@ -100,6 +101,29 @@ class Resource:
             current += 1
 
 
+class CastLike(Protocol):
+    """What a cast (:class:`dubkit.Cast`) gives the calls that ask for voices."""
+
+    def lines_for(self, lines: Sequence[Any], locale: str | None = None) -> list[dict[str, Any]]:
+        """TTS lines, each line's role replaced by its voice in ``locale``."""
+        ...
+
+    def speaker_voices(self, speakers: Mapping[int, str], locale: str) -> list[str]:
+        """The voice ids of speakers 1, 2, ... mapped to roles."""
+        ...
+
+
+def cast_lines(lines: Any, cast: CastLike | None, voice: Any, locale: str | None) -> Any:
+    """``lines`` as they are, or, with a ``cast``, each role-named line given its voice."""
+    if cast is None:
+        return lines
+    if voice is not None:
+        raise ValidationError("voice", "is given by the cast: pass cast= or voice=, not both")
+    if isinstance(lines, Mapping):
+        raise ValidationError("lines", "a script spoken by a cast is a list of lines, not a body")
+    return cast.lines_for(as_list(lines), locale)
+
+
 def as_list(items: Any) -> list[Any]:
     """A plain string is one item (one segment, one line), never a sequence of characters."""
     return [items] if isinstance(items, str) else list(items)
@@ -148,7 +172,9 @@ def run_chunks(
     results: list[R] = [None] * len(chunks)  # type: ignore[list-item]
     total = sum(weight(c) for c in chunks)
     with (
-        tqdm(total=total, desc=description, disable=not progress, leave=False) as bar,
+        # Voila shows a cell's outputs after it ran: a bar closed by then reads "model not
+        # found" there, so it stays (full) instead.
+        tqdm(total=total, desc=description, disable=not progress, leave=in_voila()) as bar,
         ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
     ):
 

@@ -23,12 +23,11 @@ from .._transport import Transport
 from .._util.deprecation import renamed, renamed_keywords
 from .._wire import checked, python_names
 from ..errors import ValidationError
-from ..media.av import probe
 from ..results import DubbingResult, Material, Redub, Task
 from ..results.voices import VoiceLike, voice_id_of
 from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest, prices
 from ..schema.prices import Quote
-from ._base import Resource
+from ._base import CastLike, Resource
 from .materials import MaterialsResource
 from .redub import redub
 from .tts import TTSResource
@@ -95,6 +94,8 @@ class DubbingResource(Resource):
         speaker_num: int | Literal["auto"] | None = None,
         timbre_method: Literal["clone", "smart"] | None = None,
         voices: Sequence[VoiceLike | Mapping[str, Any]] | None = None,
+        cast: CastLike | None = None,
+        speakers: Mapping[int, str] | None = None,
         separation_mode: str | None = None,
         dynamic_video_length: bool | None = None,
         lipsync: bool | None = None,
@@ -111,7 +112,9 @@ class DubbingResource(Resource):
         ``material`` is a registered :class:`~dubkit.resources.materials.Material`, its id,
         or a local file, which is uploaded first. ``task_type`` defaults to the material's
         category (``vt`` for video, ``at`` for audio). ``voices`` are the voices of speakers
-        1, 2, ...: ids, voice records, or ``{"voiceId", "provider"}``; ``text`` is ``options.text``, whose content the interface
+        1, 2, ...: ids, voice records, or ``{"voiceId", "provider"}``; or, with a ``cast``,
+        ``speakers`` maps them to roles (``{1: "Alice", 2: "Bob"}``), each spoken by its role's
+        voice in ``target``: episode 2 is dubbed with episode 1's voices; ``text`` is ``options.text``, whose content the interface
         leaves to the product (the sandbox reads ``burn``, ``soft`` and ``style``, e.g.
         ``{"burn": True, "style": {"size": 28, "position": "top"}}``).
         Everything is checked before the request is sent, and before a local file is
@@ -126,6 +129,9 @@ class DubbingResource(Resource):
             raise ValidationError(
                 "language.target", "is required: the locale to dub into, e.g. 'fr-FR'"
             )
+        voices = _cast_voices(voices, cast, speakers, target)
+        if speakers and speaker_num is None:  # the roles say how many speak
+            speaker_num = len(speakers)
         wire_options = _merge(
             _options(
                 clone_mode=clone_mode,
@@ -187,6 +193,8 @@ class DubbingResource(Resource):
         A material whose length the service has not given cannot be priced: a ValidationError
         says so rather than a quote that could hide most of the cost."""
         if _is_local_file(material):
+            from ..media.av import probe  # numpy and ffmpeg load on the first local file
+
             info = probe(material)  # type: ignore[arg-type]
             return info.duration, info.has_video
         chosen = material if isinstance(material, Material) else self._materials._known(material)  # type: ignore[arg-type]
@@ -299,6 +307,19 @@ def _chooses_voices(options: Mapping[str, Any] | None) -> bool:
 
 def _present(**fields: Any) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value is not None}
+
+
+def _cast_voices(
+    voices: Any, cast: CastLike | None, speakers: Mapping[int, str] | None, target: str
+) -> Any:
+    """``voices`` as given, or those of the roles ``speakers`` are mapped to in ``cast``."""
+    if cast is None and speakers is None:
+        return voices
+    if cast is None or speakers is None:
+        raise ValidationError("speakers", "a dub cast by roles needs both cast= and speakers=")
+    if voices is not None:
+        raise ValidationError("voices", "are given by the cast: pass voices= or cast=, not both")
+    return cast.speaker_voices(speakers, target)
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,8 +21,6 @@ from tqdm import tqdm
 
 from .._transport import Transport
 from ..errors import DubkitError, ValidationError
-from ..media import av, mixing, mp4
-from ..media.audio import decode
 from ..media.mime import format_of
 from ..media.subtitles import Cue, to_srt, to_vtt
 from ..results import DubbingResult, ScriptLine
@@ -163,6 +161,9 @@ def _render(
     audio_format: str,
 ) -> dict[str, Path]:
     """Mix the lines over the no-speech stem; write the audio and the subtitles."""
+    from ..media import av, mixing  # numpy, soundfile and ffmpeg load on the first remix
+    from ..media.audio import decode
+
     stem_url = result.no_speech_url or ""
     bed, rate = decode(transport.download(stem_url), format_of(stem_url))
     channels = 1 if bed.ndim == 1 else bed.shape[1]
@@ -189,6 +190,8 @@ def _picture(
     transport: Transport, result: DubbingResult, files: dict[str, Path], out: Path
 ) -> Path:
     """The original picture with the new audio and the new subtitles as a soft track."""
+    from ..media import mp4
+
     original = result.original
     assert original is not None
     source = out / f"original{Path(original.url.split('?')[0]).suffix or '.mp4'}"

@@ -35,7 +35,16 @@ from ..schema import (
     prices,
 )
 from ..schema.prices import Quote
-from ._base import Resource, as_list, chunk_failure, chunked, run_chunks, texts_of
+from ._base import (
+    CastLike,
+    Resource,
+    as_list,
+    cast_lines,
+    chunk_failure,
+    chunked,
+    run_chunks,
+    texts_of,
+)
 from .materials import MaterialsResource
 from .voices import VoicesResource
 
@@ -59,6 +68,7 @@ class TTSResource(Resource):
         lines: Lines | Mapping[str, Any],
         *,
         voice: VoiceLike | None = None,
+        cast: CastLike | None = None,
         locale: str | None = None,
         output_format: str | None = None,
         trim: bool | None = None,
@@ -68,22 +78,33 @@ class TTSResource(Resource):
         """Speak up to 50 lines of one provider and wait for the audio.
 
         ``voice`` is every line's voice unless it names its own (an id or a voice record);
+        with ``cast`` (a :class:`dubkit.Cast`), each line names a role instead (``"ALICE: Hi!"``
+        or ``{"role": "Alice", "text": "Hi!"}``) and speaks with that role's voice in ``locale``;
         ``locale`` the locale to speak (``language.target``);
         ``output_format`` wav, mp3 or m4a (the service's default); ``trim`` strips silence.
         A raw wire body dict (with ``data``) is accepted as the first argument.
         """
+        lines = cast_lines(lines, cast, voice, locale)
         body = self._request(TTSRequest, lines, voice, locale, output_format, trim, line_options)
         data = self._transport.call("tts.create", body, idempotency_key=idempotency_key)
         return Speech.from_task(self._transport, data, SpeechContext.of(body))
 
-    def quote(self, lines: Lines | Mapping[str, Any]) -> Quote:
+    def quote(
+        self,
+        lines: Lines | Mapping[str, Any],
+        *,
+        cast: CastLike | None = None,
+        locale: str | None = None,
+    ) -> Quote:
         """What speaking ``lines`` (any number, as :meth:`create` or :meth:`batch` take them)
-        will cost, from the published prices; nothing is sent.
+        will cost, from the published prices; nothing is sent. A request is billed by all its
+        lines' characters together; past 50 lines, each chunk of 50 is a request of its own.
 
         >>> client.tts.quote(["Hello there.", "A second line."])
-        <Quote 4 credits (estimate): text to speech, 2 line(s), 26 characters: ...>
+        <Quote 2 credits (estimate): text to speech, 2 lines, 26 characters: ...>
         """
-        return prices.speech_quote(texts_of(lines, "data"))
+        lines = cast_lines(lines, cast, None, locale)  # "ROLE: text" is billed for its text
+        return prices.speech_quote(chunked(texts_of(lines, "data"), MAX_LINES))
 
     def speak(self, text: str, voice: VoiceLike, **options: Any) -> SpeechLine:
         """The one-liner: one text, one voice, one :class:`SpeechLine` (with a player).
@@ -103,6 +124,7 @@ class TTSResource(Resource):
         lines: Lines | Mapping[str, Any],
         *,
         voice: VoiceLike | None = None,
+        cast: CastLike | None = None,
         locale: str | None = None,
         output_format: str | None = None,
         trim: bool | None = None,
@@ -111,6 +133,7 @@ class TTSResource(Resource):
         **line_options: Any,
     ) -> Task:
         """Like :meth:`create` but returns a :class:`Task` at once (webhook ``openapi-tts``)."""
+        lines = cast_lines(lines, cast, voice, locale)
         body = self._request(
             TTSAsyncRequest, lines, voice, locale, output_format, trim, line_options
         )
@@ -124,6 +147,7 @@ class TTSResource(Resource):
         lines: Lines,
         *,
         voice: VoiceLike | None = None,
+        cast: CastLike | None = None,
         locale: str | None = None,
         output_format: str | None = None,
         trim: bool | None = None,
@@ -133,10 +157,15 @@ class TTSResource(Resource):
     ) -> Speech:
         """Speak any number of lines: split by provider, chunks of 50, sent concurrently.
 
+        Each chunk is a request, billed by its own characters (2 credits per started 200):
+        the chunks add up to a little more than one request of all the lines would cost, and
+        :meth:`quote` counts them so (in the lines' order, as when they share a provider).
+
         Results keep the input order. Every line is checked before the first request; a
         request that still fails (e.g. 402) marks its lines failed in ``errors`` instead of
         losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
+        lines = cast_lines(lines, cast, voice, locale)
         items = [self._line(line, voice, line_options, i) for i, line in enumerate(as_list(lines))]
         if not items:
             raise ValidationError("data", "at least one line is required")

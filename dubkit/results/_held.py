@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from .._transport import Transport
 from ..errors import DubkitError
-from ..views.sources import is_loopback
+from ..frontends.media import is_loopback
 
 PREFETCH = 20  # as many clips as a speech table shows
 

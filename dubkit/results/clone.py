@@ -8,10 +8,11 @@ from .._transport import Transport
 from .._util.deprecation import renamed
 from ..schema import CloneContext, CloneResult
 from ..views.clone import ab_html, clone_html
+from ._display import ShowsMedia
 from ._held import fetch_held
 
 
-class Clone:
+class Clone(ShowsMedia):
     """A new cloned voice: ``voice_id`` for TTS, and what it was cloned from."""
 
     def __init__(self, result: CloneResult, context: CloneContext | None = None) -> None:
@@ -42,7 +43,7 @@ class Clone:
         return clone_html(self)
 
 
-class ABPlayers:
+class ABPlayers(ShowsMedia):
     """The reference (A) and the clone saying ``text`` (B), side by side.
 
     The local sandbox's recordings are fetched when this is made, so the players embed them.

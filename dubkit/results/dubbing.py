@@ -7,27 +7,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .. import schema
 from .._transport import Transport
 from .._util.deprecation import renamed, renamed_keywords
 from .._util.words import count
 from ..errors import ValidationError
-from ..media.audio import decode
+from ..media import subtitles
 from ..media.mime import format_of
 from ..schema import DubbingContext
 from ..views.dubbing import dubbing_html
+from ._display import ShowsMedia
 from ._held import fetch_held
-from .voices import VoiceLike, voice_id_of
+from .voices import HasVoiceId, VoiceLike, voice_id_of
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd  # imported where a table is made: pandas is slow to import
+
+
+class RoleVoices(Protocol):
+    """A cast (:class:`dubkit.Cast`) as a dub's edits use it: a role's voice in a locale."""
+
+    def voice(self, role: str, locale: str | None = None) -> HasVoiceId: ...
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,8 @@ class ScriptLine:
         """
         if not self.audio_url or self._load is None:
             raise ValueError(f"line {self.id} has no dubbed audio")
+        from ..media.audio import decode  # numpy, soundfile and ffmpeg load on first decode
+
         return decode(self._load(self.audio_url), format_of(self.audio_url))
 
 
@@ -132,7 +140,7 @@ class Script(list[ScriptLine]):
         )
 
 
-class DubbingResult:
+class DubbingResult(ShowsMedia):
     """A finished media translation: dubbed video/audio, subtitles, script, voices.
 
     Parsed from the §3.6 answer models (:class:`dubkit.schema.MediaTranslationResult`); the
@@ -174,7 +182,8 @@ class DubbingResult:
         self.no_speech_url = (separation.mns_url if separation else None) or None
         self.label = "dubbed"  # how views title it beside others
         self._held = fetch_held(
-            transport, [self.poster_url, *(line.audio_url for line in self.script)]
+            transport,
+            [self.poster_url, self.subtitles.vtt, *(line.audio_url for line in self.script)],
         )
 
     @classmethod
@@ -227,14 +236,22 @@ class DubbingResult:
         *,
         translation: str | None = None,
         voice: VoiceLike | None = None,
+        role: str | None = None,
+        cast: RoleVoices | None = None,
         start: float | None = None,
         end: float | None = None,
     ) -> ScriptLine:
         """Change one line for a re-dub (``client.dubbing.redub``); checked when re-dubbed.
-        ``voice`` is a voice (its id, or a record with one); its provider follows it.
+        ``voice`` is a voice (its id, or a record with one); its provider follows it. Or
+        ``role``, a role of ``cast`` (a :class:`dubkit.Cast`): its voice in the dub's locale.
 
         >>> dub.edit("2", translation="Bonjour à tous !", voice="sv_s2_fr_fr_story_f")
+        >>> dub.edit("3", role="Alice", cast=cast)
         """
+        if role is not None:
+            if cast is None or voice is not None:
+                raise ValidationError("role", "needs cast= (the cast that names it), and no voice=")
+            voice = cast.voice(role, self.target_locale).voice_id
         line = self.line(line_id)
         for name, value in (
             ("translation", translation),
@@ -259,6 +276,13 @@ class DubbingResult:
             if any(getattr(line, k) != getattr(made, k) for k in keys)
         ]
 
+    def captions(self, side: Literal["dub", "source"] = "dub") -> str | None:
+        """WebVTT captions for a player: the dub's own subtitles (the file, when held, else
+        its script's translations and times), or ``"source"``: the original's words."""
+        if side == "dub" and (held := self.held(self.subtitles.vtt)) is not None:
+            return held.decode("utf-8", errors="replace")
+        return script_captions(self.script, side)
+
     def held(self, url: str | None) -> bytes | None:
         """The bytes of ``url`` if this result fetched them when it was made."""
         return self._held.get(url or "")
@@ -275,6 +299,17 @@ class DubbingResult:
 
     def _repr_html_(self) -> str:
         return dubbing_html(self)
+
+
+def script_captions(script: Sequence[ScriptLine], side: Literal["dub", "source"]) -> str | None:
+    """WebVTT of a script's lines (its translations, or ``"source"``: what was said), at
+    their times; ``None`` for a script without text."""
+    cues = [
+        subtitles.Cue(line.start, max(line.start, line.end), text)
+        for line in script
+        if (text := (line.translation if side == "dub" else line.source_text).strip())
+    ]
+    return subtitles.to_vtt(cues) if cues else None
 
 
 def _original(

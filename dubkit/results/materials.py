@@ -9,6 +9,7 @@ from pydantic import PrivateAttr
 from .. import schema
 from .._transport import Transport
 from ..views.materials import material_html
+from ._display import ShowsMedia
 from ._held import fetch_held
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ COLUMNS = [
 ]
 
 
-class Material(schema.Material):
+class Material(schema.Material, ShowsMedia):
     """A registered material (interface §3.1); in a notebook it shows a player."""
 
     _thumbnail: bytes | None = PrivateAttr(default=None)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .._util.deprecation import renamed
 from .._util.words import noun
+from ..frontends.media import data_uri
 from ..media.mime import format_of, known_mime_type
 from ..views.dubbing import dubbing_html
-from ..views.sources import data_uri
+from ._display import ShowsMedia
 from .dubbing import DubbingResult, MediaFile, ScriptLine
 
 LOCAL_EMBED_LIMIT = 8_000_000  # bytes
@@ -45,7 +46,7 @@ class LocalSubtitles:
         return (self.srt_path if fmt == "srt" else self.vtt_path).read_text(encoding="utf-8")
 
 
-class Redub:
+class Redub(ShowsMedia):
     """The re-dubbed audio (and video), subtitles and script, written under ``folder``."""
 
     def __init__(
@@ -91,6 +92,12 @@ class Redub:
             width=like.width if like else None,
             height=like.height if like else None,
         )
+
+    def captions(self, side: Literal["dub", "source"] = "dub") -> str | None:
+        """WebVTT captions: the re-dub's own subtitles file, or the original's words."""
+        if side == "dub" and "vtt" in self.files:
+            return self.files["vtt"].read_text(encoding="utf-8")
+        return self.made_from.captions(side)
 
     def held(self, url: str | None) -> bytes | None:
         """A new line's audio (a file of this re-dub), else what the original result held."""

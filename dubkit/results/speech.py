@@ -11,22 +11,21 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .._transport import Transport
 from ..errors import DubkitError
-from ..media import audio as audio_io
 from ..media.mime import format_of
 from ..schema import SpeechContext, TTSResult, TTSResultItem, extras
 from ..views.players import speech_table_html
+from ._display import ShowsMedia
 from ._held import fetch_held
 from ._lines import lined_up
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd  # imported where a table is made: pandas is slow to import
 
 
-class SpeechLine:
+class SpeechLine(ShowsMedia):
     """One spoken line: its text, voice, ``uri``, ``duration`` or ``error_message``.
 
     ``.data`` downloads the file once; ``.audio`` decodes it (float32, mono); ``.save(dir)``
@@ -88,7 +87,9 @@ class SpeechLine:
 
     def _decode(self) -> tuple[np.ndarray, int]:
         if self._decoded is None:
-            self._decoded = audio_io.decode(self.data, self.format)
+            from ..media.audio import decode  # numpy, soundfile and ffmpeg load on first decode
+
+            self._decoded = decode(self.data, self.format)
         return self._decoded
 
     def save(self, directory: str | Path, name: str | None = None) -> Path:
@@ -102,7 +103,7 @@ class SpeechLine:
         return speech_table_html([self])
 
 
-class Speech:
+class Speech(ShowsMedia):
     """Spoken lines in request order; per-line failures are in ``errors``."""
 
     def __init__(
@@ -183,6 +184,8 @@ class Speech:
             raise DubkitError(
                 f"lines have different sample rates {sorted(rates)}; use each line's .audio"
             )
+        import numpy as np
+
         return np.concatenate(
             [line.audio for line in self.lines if line.ok] or [np.zeros(0, "float32")]
         )

@@ -30,6 +30,7 @@ from ..schema import (
     product_of_task_type,
 )
 from ..views.tasks import task_table_html
+from ._display import ShowsMedia
 from .clone import Clone
 from .dubbing import DubbingResult
 from .speech import Speech
@@ -68,7 +69,7 @@ def result_of(
     return convert(transport, raw, context if isinstance(context, product.context) else None)
 
 
-class Task:
+class Task(ShowsMedia):
     """A task the service is (or was) running. Cheap to hold; :meth:`refresh` asks again."""
 
     def __init__(
@@ -94,6 +95,7 @@ class Task:
         self._result: Any = None
         self._started = _parse_time(created_at) or time.time()
         self._ended: float | None = None
+        self._watchers: list[Callable[[Task], object]] = []
 
     def __repr__(self) -> str:
         return f"Task({self.task_id!r}, type={self.task_type!r}, status={self.status!r})"
@@ -101,6 +103,15 @@ class Task:
     @property
     def done(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def subject(self) -> str:
+        """What the task makes, in a few words (``'fr-FR dub'``, ``'speech'``): what a task
+        cell says when it ends."""
+        product = product_of_task_type(self.task_type)
+        word = _SUBJECTS.get(product.name if product else "", self.task_type or "task")
+        target = getattr(self.context, "target", None)
+        return f"{target} {word}" if target else word
 
     @property
     def elapsed(self) -> float:
@@ -146,6 +157,13 @@ class Task:
         self.apply(detail.task_type, detail.status, detail.result)
         return self
 
+    def watch(self, seen_ended: Callable[[Task], object]) -> Callable[[], None]:
+        """Call ``seen_ended(task)`` in whichever thread first sees this task end (a wait, a
+        poll, a webhook); returns what stops it. A task cell watching the same task learns
+        the end from ``wait()`` at once, in the cell that waited."""
+        self._watchers.append(seen_ended)
+        return lambda: self._watchers.remove(seen_ended) if seen_ended in self._watchers else None
+
     def fresh(self) -> Task:
         """A new copy as the service sees the task now (this one is left as it is)."""
         return Task(
@@ -173,6 +191,7 @@ class Task:
         """
         if pushed and result is not None and self.raw_result is None:
             self._pushed = True
+        was_done = self.done
         self.task_type = task_type or self.task_type
         if not self.done:
             self.status = canonical_status(status) or self.status
@@ -180,6 +199,9 @@ class Task:
             self.raw_result = result
         if self.done and self._ended is None:
             self._ended = time.time()
+        if self.done and not was_done:
+            for seen_ended in list(self._watchers):
+                seen_ended(self)
 
     def wait(
         self, timeout: float = 600, *, poll_interval: float = 0.5, max_interval: float = 5.0
@@ -247,6 +269,12 @@ class TaskList(list[TaskSummary]):
 
 
 _unknown_seen: set[str] = set()
+_SUBJECTS = {
+    "tts": "speech",
+    "translation": "translation",
+    "clone": "voice clone",
+    "dubbing": "dub",
+}
 
 
 def canonical_status(status: str | None) -> str | None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from .._util.words import count
 from ..schema import ClonedVoice, PresetVoice
 from ..views.voices import audition_html, voice_table_html
+from ._display import ShowsMedia
 from .speech import Speech
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def voice_id_of(voice: Any) -> Any:
     return getattr(voice, "voice_id", voice)
 
 
-class VoiceList(list[V], Generic[V]):
+class VoiceList(list[V], Generic[V], ShowsMedia):
     """Voices from a listing; ``.to_frame()`` for a table, a play control a voice in notebooks.
 
     ``total`` is what the service counted for the query (may exceed ``len`` with ``limit``).
@@ -85,7 +86,7 @@ class VoiceList(list[V], Generic[V]):
         return voice_table_html(self)
 
 
-class Audition:
+class Audition(ShowsMedia):
     """One text said by several voices, shown side by side."""
 
     def __init__(self, text: str, voice_ids: Sequence[str], speech: Speech) -> None:

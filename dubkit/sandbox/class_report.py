@@ -10,6 +10,7 @@ calling the service with the student's key).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .._util.masking import mask_key
@@ -66,6 +67,7 @@ def _latest(
             **detail_of(dict(r)).model_dump(),
             created_at=r["created_at"],
             updated_at=r["updated_at"],
+            request=json.loads(r["request"]) if r["request"] else None,
         )
         for r in rows
     ]

@@ -167,6 +167,7 @@ class PresetVoice(Wire):
     age: str | None = sandbox_extra("young, adult or senior: what the list's age filter matches")
     category: str | None = sandbox_extra("what the list's category filter matches")
     supports_emotion_prompt: bool | None = sandbox_extra("whether emoPrompt changes its delivery")
+    preview_text: str | None = sandbox_extra("what its preview says (shown beside the player)")
 
 
 class ClonedVoice(Wire):

@@ -6,9 +6,10 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, NoReturn, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticError
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -27,6 +28,7 @@ class Wire(BaseModel):
         extra="allow",
         protected_namespaces=(),
         allow_inf_nan=False,  # NaN and Infinity are not JSON, even from a string like "nan"
+        defer_build=True,  # validators are built on first use, not at import (issue 36)
     )
 
     def to_wire(self) -> dict[str, Any]:
@@ -188,36 +190,43 @@ def validated(model: type[W], payload: Any) -> W:
 
     Raises :class:`WireError` naming the first bad field by its wire name.
     """
-    from pydantic import ValidationError as PydanticError
-
     if isinstance(payload, model):
         return payload
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_none=True)
-    elif isinstance(payload, Mapping):
-        payload = renamed(model, payload, wire=True)  # so errors name wire fields
     try:  # the C encoder finds NaN/Infinity fast; the walk only says where
         json.dumps(payload, allow_nan=False)
     except (ValueError, TypeError):
-        _check_finite(payload, "")
-    try:
+        _check_finite(_wire_named(model, payload), "")
+    try:  # Python names are accepted as they are (populate_by_name): no renaming when it fits
         return model.model_validate(payload)
+    except PydanticError:
+        pass
+    try:  # told again under wire names, so that the error names the wire field
+        return model.model_validate(_wire_named(model, payload))
     except PydanticError as exc:
-        first = exc.errors(include_url=False)[0]
-        problem = first["msg"].removeprefix("Value error, ")
-        value = first.get("input")
-        if first["type"] == "missing":
-            problem = "is required"
-        elif first["type"] == "too_long":
-            problem = (
-                f"at most {first['ctx']['max_length']} items per request, "
-                f"got {first['ctx']['actual_length']}"
-            )
-        elif not isinstance(value, (dict, list)):
-            problem += f" (got {_short(value)})"
-        raise WireError(
-            field_path(tuple(first["loc"])), problem, rule=first["type"] == RULE
-        ) from None
+        _raise_wire_error(exc)
+
+
+def _wire_named(model: type[Wire], payload: Any) -> Any:
+    return renamed(model, payload, wire=True) if isinstance(payload, Mapping) else payload
+
+
+def _raise_wire_error(exc: PydanticError) -> NoReturn:
+    """The first of pydantic's errors as a :class:`WireError` naming its field."""
+    first = exc.errors(include_url=False)[0]
+    problem = first["msg"].removeprefix("Value error, ")
+    value = first.get("input")
+    if first["type"] == "missing":
+        problem = "is required"
+    elif first["type"] == "too_long":
+        problem = (
+            f"at most {first['ctx']['max_length']} items per request, "
+            f"got {first['ctx']['actual_length']}"
+        )
+    elif not isinstance(value, (dict, list)):
+        problem += f" (got {_short(value)})"
+    raise WireError(field_path(tuple(first["loc"])), problem, rule=first["type"] == RULE) from None
 
 
 def _check_finite(value: Any, path: str) -> None:

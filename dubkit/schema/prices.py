@@ -14,8 +14,10 @@ restated in issue 24 of this project, read 2026-11-26:
 
 Where the guide is not exact, the rule below is dubkit's reading, and a quote made from it is
 labelled an estimate: minutes past the first are billed per started minute (the guide's "under
-a minute billed as a full minute", applied to every minute); text to speech is billed per line,
-2 credits per started 200 characters of each line (so a failed line's share can be given back).
+a minute billed as a full minute", applied to every minute). Text to speech is billed as the
+guide reads, per request: 2 credits per started 200 characters of all its lines' text together
+(the guide's "~2 credits per 200 characters", totals that "scale with character count"); a line
+that fails gives back its share of that charge, in proportion to its characters.
 """
 
 from __future__ import annotations
@@ -46,7 +48,14 @@ class Price:
 PRICES: tuple[Price, ...] = (
     Price("dubbing", DUB_PER_MINUTE, "minute of source", "a clip under a minute is a full minute"),
     Price("lip sync", LIPSYNC_PER_MINUTE, "minute of source", "on top of dubbing, video only"),
-    Price("text to speech", SPEECH_CREDITS, f"{SPEECH_CHARACTERS} characters", "about; per line"),
+    # Pricing guide: "~2 credits per 200 characters", totals "scale with character count":
+    # the request's characters together, not each line's rounded up on its own.
+    Price(
+        "text to speech",
+        SPEECH_CREDITS,
+        f"{SPEECH_CHARACTERS} characters",
+        "about; all lines of a request together, rounded up",
+    ),
     Price(
         "text translation",
         TRANSLATION_CREDITS,
@@ -58,9 +67,27 @@ PRICES: tuple[Price, ...] = (
 )
 
 
-def speech_credits(text: str) -> int:
-    """One TTS line: 2 credits per started 200 characters."""
-    return SPEECH_CREDITS * math.ceil(len(text) / SPEECH_CHARACTERS)
+def speech_credits(texts: Iterable[str]) -> int:
+    """A TTS request: 2 credits per started 200 characters of all its lines' text together."""
+    return SPEECH_CREDITS * math.ceil(sum(len(t) for t in texts) / SPEECH_CHARACTERS)
+
+
+def speech_shares(texts: Iterable[str]) -> list[int]:
+    """Each line's share of its request's :func:`speech_credits`, in proportion to its
+    characters, in whole credits that add up to the charge exactly (largest remainders, ties to
+    the earlier line): a failed line gives back its share, so a request nets at most its charge
+    and one whose every line failed nets 0."""
+    texts = list(texts)
+    sizes = [len(t) for t in texts]
+    total, characters = speech_credits(texts), sum(sizes)
+    if not characters:
+        return [0] * len(sizes)
+    shares = [total * size // characters for size in sizes]  # whole credits, exactly
+    remainders = [total * size % characters for size in sizes]
+    by_remainder = sorted(range(len(sizes)), key=lambda i: (-remainders[i], i))
+    for i in by_remainder[: total - sum(shares)]:
+        shares[i] += 1
+    return shares
 
 
 def translation_credits(texts: Iterable[str]) -> int:
@@ -120,14 +147,17 @@ def _count(n: float, thing: str) -> str:
     return f"{n:g} {thing}{'' if n == 1 else 's'}"
 
 
-def speech_quote(texts: Iterable[str]) -> Quote:
-    texts = list(texts)
-    characters = sum(len(t) for t in texts)
+def speech_quote(requests: Iterable[Iterable[str]]) -> Quote:
+    """``requests``: each request's line texts (each request is rounded up on its own: a
+    :meth:`~dubkit.resources.tts.TTSResource.batch` sends one a chunk of 50 lines)."""
+    batches = [list(texts) for texts in requests]
+    characters = sum(len(t) for texts in batches for t in texts)
+    per = f" in {len(batches)} requests" if len(batches) > 1 else ""
     return Quote(
-        sum(speech_credits(t) for t in texts),
+        sum(speech_credits(texts) for texts in batches),
         "text to speech",
-        f"{_count(len(texts), 'line')}, {_count(characters, 'character')}: "
-        f"{SPEECH_CREDITS} credits per started {SPEECH_CHARACTERS} characters of each line",
+        f"{_count(sum(map(len, batches)), 'line')}{per}, {_count(characters, 'character')}: "
+        f"{SPEECH_CREDITS} credits per started {SPEECH_CHARACTERS} characters of a request",
         estimate=True,
     )
 
@@ -169,7 +199,7 @@ def quote_request(
     """The quote of one create request of ``product`` (None: that product is not priced
     here). A dub needs its material's ``seconds`` and whether it is a ``video``."""
     if product == "tts":
-        return speech_quote(line.text for line in body.data)
+        return speech_quote([[line.text for line in body.data]])
     if product == "translation":
         return translation_quote([[segment.text for segment in body.segments]])
     if product == "clone":
@@ -197,6 +227,7 @@ __all__ = [
     "DUB_PER_MINUTE",
     "LIPSYNC_PER_MINUTE",
     "speech_credits",
+    "speech_shares",
     "translation_credits",
     "dub_minutes",
     "dub_credits",

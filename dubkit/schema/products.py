@@ -240,6 +240,21 @@ def product_of_task_type(task_type: str | None) -> Product | None:
     return _BY_TASK_TYPE.get(task_type or "")
 
 
+def context_of(task_type: str | None, request: dict[str, Any] | None) -> TaskContext | None:
+    """The context a create's ``request`` (its wire body) gives a task of ``task_type``: what a
+    view of a task found later (a class report's) needs to line its result up (texts,
+    voices, locales). ``None`` when the type or the request is unknown or does not parse."""
+    product = product_of_task_type(task_type)
+    if product is None or not request:
+        return None
+    for body in reversed(product.requests):  # the asynchronous create's model first
+        try:
+            return product.context.of(body.model_validate(request))
+        except ValueError:
+            continue
+    return None
+
+
 def product_of_operation(name: str) -> Product | None:
     """The product a create operation (``tts.create_async``) makes tasks of."""
     return _BY_OPERATION.get(name)

@@ -7,12 +7,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from .base import MIN_PART_SIZE, Wire
 
 
-class NewKey(Wire):
+class RouteBody(Wire):
+    """A sandbox admin route's request body, built when defined rather than on first use: the
+    sandbox's FastAPI wraps it in an adapter of its own as a route is declared, and that adapter,
+    left deferred, would build at the first request and warn there about its ``body`` alias."""
+
+    model_config = ConfigDict(defer_build=False)
+
+
+class NewKey(RouteBody):
     name: str = "extra"
     credits: float = Field(default=1_000_000, ge=0)
     api_key: str | None = Field(default=None, pattern=r"^sk_[A-Za-z0-9_]{16,100}$")
@@ -21,7 +29,7 @@ class NewKey(Wire):
     max_storage: int | None = Field(default=None, ge=1)
 
 
-class KeyUpdate(Wire):
+class KeyUpdate(RouteBody):
     """A key's credits and quotas (only the fields sent change; ``0`` lifts a limit)."""
 
     api_key: str
@@ -38,14 +46,14 @@ class KeyUpdate(Wire):
         return self
 
 
-class KeyReset(Wire):
+class KeyReset(RouteBody):
     """A fresh start for one key: its work forgotten, its credits set to ``credits``."""
 
     api_key: str
     credits: float | None = Field(default=None, ge=0)
 
 
-class KeyRef(Wire):
+class KeyRef(RouteBody):
     api_key: str
 
 
@@ -76,6 +84,7 @@ class TaskSeen(Wire):
     created_at: str
     updated_at: str
     result: dict[str, Any] | None = None
+    request: dict[str, Any] | None = None  # the create as sent (its texts, voices, locales)
 
     @property
     def error_message(self) -> str:
@@ -114,12 +123,12 @@ class SandboxInfo(Wire):
     faults: dict[str, Any] | None = None
 
 
-class Credits(Wire):
+class Credits(RouteBody):
     api_key: str | None = None
     credits: float = Field(ge=0)
 
 
-class WebhookSettings(Wire):
+class WebhookSettings(RouteBody):
     api_key: str | None = None
     url: str | None = None
     rotate_secret: bool = False
@@ -132,12 +141,12 @@ class WebhookSecrets(Wire):
     previous_secret: str | None = None  # during a rotation's overlap
 
 
-class Timing(Wire):
+class Timing(RouteBody):
     mode: Literal["immediate", "seconds", "polls"]
     value: float = 0
 
 
-class Faults(Wire):
+class Faults(RouteBody):
     """Rates 0..1 of each fault on the matching ``paths`` (all API paths without them)."""
 
     drop_after_commit: float = Field(default=0, ge=0, le=1)
@@ -153,7 +162,7 @@ class Faults(Wire):
     seed: int | None = None
 
 
-class ThrottleLimits(Wire):
+class ThrottleLimits(RouteBody):
     """Per-key limits (see :mod:`dubkit.sandbox.throttle`); ``0`` turns one off."""
 
     rate: float | None = Field(default=None, ge=0)
@@ -161,19 +170,19 @@ class ThrottleLimits(Wire):
     concurrency: int | None = Field(default=None, ge=0)
 
 
-class Limits(Wire):
+class Limits(RouteBody):
     body_limit: int | None = Field(default=None, ge=1)
     idempotency_window: float | None = Field(default=None, gt=0)
     upload_limit: int | None = Field(default=None, ge=1)
 
 
-class FetchPolicy(Wire):
+class FetchPolicy(RouteBody):
     remote: bool | None = None
     schemes: list[Literal["http", "https"]] | None = None
     allow: list[str] | None = None  # hosts, host:port or networks that may be non-public
 
 
-class DeliverySchedule(Wire):
+class DeliverySchedule(RouteBody):
     base_delay: float | None = Field(default=None, gt=0)
     max_delay: float | None = Field(default=None, gt=0)
     max_attempts: int | None = Field(default=None, ge=1)
@@ -181,7 +190,7 @@ class DeliverySchedule(Wire):
     jitter: float | None = Field(default=None, ge=0, lt=1)
 
 
-class Redeliver(Wire):
+class Redeliver(RouteBody):
     task_id: str | None = None
     ids: list[int] | None = None
 
@@ -221,7 +230,7 @@ class OutboxRow(Wire):
     log: list[DeliveryAttempt] = Field(default_factory=list)
 
 
-class StorageSettings(Wire):
+class StorageSettings(RouteBody):
     presign_ttl: float | None = Field(default=None, gt=0)
     recommended_part_size: int | None = Field(default=None, ge=MIN_PART_SIZE)
     put_latency_ms: float | None = Field(default=None, ge=0)

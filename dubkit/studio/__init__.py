@@ -23,7 +23,8 @@ speeds, and its panel), ``voices`` (labels), ``command`` (the CLI).
 """
 
 from .._util.deprecation import module_renames
-from .app import DEFAULT_TEXT, MAX_VOICES, AuditionStudio, running_in_voila
+from ..frontends import in_voila as running_in_voila
+from .app import DEFAULT_TEXT, MAX_VOICES, AuditionStudio
 from .blind import BlindRound, Pick
 from .command import APP_INTRO, APP_SOURCE, app_notebook, main
 from .readings import EMOTIONS, SPEEDS, speak_readings

@@ -1,131 +1,108 @@
-"""The studio's live pieces: a card a take (star, note, pick) and the shortlist panel.
+"""The studio's cards (a take: star, note, pick) and its shortlist panel, as HTML the live
+channel draws; each control says what it does (``data-dubkit-action``) and the studio does it.
 
->>> card = TakeCard(take, shortlist)                 # name, level, player, ☆, note, download
->>> card.star.value = True                           # what clicking the star does
->>> ShortlistView(shortlist, in_app=True)            # table, CSV/JSON buttons, clear
+>>> card = TakeCard(take)                             # name, level, player, ☆, note, download
+>>> card.html("ab12cd34", shortlist)                  # what the studio draws for it
+>>> ShortlistView(shortlist, in_app=True).html("ab12cd34")   # table, CSV/JSON, clear
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-
-import ipywidgets as widgets
 
 from ..views.buttons import download_button_html, download_row_html
-from ..views.sources import data_uri
+from ..views.palette import MUTED, muted
+from .casting import cast_input_html
 from .shortlist import Shortlist
 from .takes import Take
 
 STAR_OFF, STAR_ON = "☆ Shortlist", "★ Shortlisted"
+# A pressed toggle: a mark in its text and a frame, never colour alone.
+PRESSED = " style='background:#ddf4ff;border:2px solid #0969da;color:#1f2328'"
+CARD_STYLE = "border:1px solid #d0d7de;border-radius:6px;padding:6px;margin:0 8px 8px 0;width:274px"
+PICKED_STYLE = CARD_STYLE.replace("1px solid #d0d7de", "2px solid #1f6feb")
 
 
-class TakeCard(widgets.VBox):
+class TakeCard:
     """One take: who (or a letter while blind), its level, the player, and what to do with it."""
 
-    def __init__(
-        self,
-        take: Take,
-        shortlist: Shortlist,
-        *,
-        letter: str | None = None,
-        hidden: bool = False,
-        on_pick: Callable[[str], object] | None = None,
-    ) -> None:
+    def __init__(self, take: Take, *, letter: str | None = None, hidden: bool = False) -> None:
         self.take, self.letter, self.hidden = take, letter, hidden
-        self._shortlist = shortlist
-        self.header = widgets.HTML(take.header_html(letter=letter, hidden=hidden))
-        self.level = widgets.HTML(take.level_html(hidden=hidden))
-        self.player = widgets.HTML(take.player_html())  # never redrawn: a redraw stops it
-        starred = take.key in shortlist
-        self.star = widgets.ToggleButton(
-            value=starred,
-            description=STAR_ON if starred else STAR_OFF,
-            tooltip="add this take to the shortlist",
-            layout=widgets.Layout(width="auto"),
-        )
-        self.note = widgets.Text(
-            value=shortlist[take.key].note if starred else "",
-            placeholder="note",
-            continuous_update=False,
-            layout=widgets.Layout(width="96%"),
-        )
-        self.download = widgets.HTML(take.download_html())
-        self.pick_button = widgets.Button(
-            description=f"Pick {letter}", button_style="info", layout=widgets.Layout(width="auto")
-        )
-        self.star.button_style = "warning" if starred else ""
-        self.star.add_class("dubkit-star")
-        self.note.add_class("dubkit-note")
-        self.pick_button.add_class("dubkit-pick-button")
-        self.star.observe(self._on_star, names="value")
-        self.note.observe(self._on_note, names="value")
-        if on_pick is not None and letter is not None:
-            self.pick_button.on_click(lambda _: on_pick(letter))
-        super().__init__(
-            layout=widgets.Layout(
-                border="1px solid #d0d7de", padding="6px", margin="0 8px 8px 0", width="286px"
-            )
-        )
-        self.add_class("dubkit-take")
-        self._arrange()
+        self.picked = False
+
+    @property
+    def id(self) -> str:
+        """Unique in the studio: the take's key, or its letter in a blind round."""
+        safe = "".join(c if c.isalnum() else "-" for c in (self.letter or self.take.key))
+        return f"{'blind' if self.letter else 'take'}-{safe}"
 
     def reveal(self, *, picked: bool = False) -> None:
         """Show who this take was (after a blind pick) and let it be shortlisted."""
+        self.hidden, self.picked = False, picked
+
+    def html(self, me: str, shortlist: Shortlist) -> str:
+        take, ident = self.take, f"{me}-{self.id}"
+        badge = (
+            "<div class='dubkit-your-pick' style='font-weight:600'>✓ your pick</div>"
+            if self.picked
+            else ""
+        )
+        said = muted(f"“{html.escape(take.text)}”", tag="div", size="85%")
+        parts = [
+            take.header_html(letter=self.letter, hidden=self.hidden, badge=badge),
+            said.replace("<div ", "<div class='dubkit-take-text' ", 1),
+            take.level_html(hidden=self.hidden),
+            take.player_html(label=self.label()),
+        ]
         if self.hidden:
-            self.hidden = False
-            mark = (
-                (
-                    "<div class='dubkit-your-pick' style='color:#1f6feb;font-weight:600'>"
-                    "✓ your pick</div>"
-                )
-                if picked
-                else ""
+            parts.append(
+                f"<button type='button' id='{ident}-pick' class='dubkit-pick-button' "
+                f"data-dubkit-action='pick' data-dubkit-key='{html.escape(self.letter or '')}'>"
+                f"Pick {html.escape(self.letter or '')}</button>"
             )
-            self.header.value = self.take.header_html(letter=self.letter, badge=mark)
-            self.level.value = self.take.level_html()
-            if picked:
-                self.layout.border = "2px solid #1f6feb"
-            self._arrange()
+        elif take.ok:
+            parts.append(self._actions_html(ident, shortlist))
+        style = PICKED_STYLE if self.picked else CARD_STYLE
+        return (
+            f"<div class='dubkit-take' data-dubkit-part='{html.escape(self.id)}' "
+            f"style='{style}'>{''.join(parts)}</div>"
+        )
 
-    def sync(self) -> None:
-        """Follow the shortlist (a take starred elsewhere, a cleared list)."""
-        starred = self.take.key in self._shortlist
-        if self.star.value != starred:
-            self.star.value = starred
-
-    def _arrange(self) -> None:
+    def label(self) -> str:
+        """The player's name, which must not give a blind take away."""
         if self.hidden:
-            self.children = [self.header, self.level, self.player, self.pick_button]
-        elif self.take.ok:
-            self.children = [
-                self.header,
-                self.level,
-                self.player,
-                widgets.HBox([self.star, self.download]),
-                self.note,
-            ]
-        else:
-            self.children = [self.header, self.level, self.player]
+            return f"Take {self.letter}"
+        voice, reading = self.take.voice, self.take.reading()
+        who = f"{voice.name} ({voice.tier})" if voice.tier else voice.name
+        return f"{who}{', ' + reading if reading else ''}: {self.take.text}"
 
-    def _on_star(self, change: dict) -> None:
-        self.star.description = STAR_ON if change["new"] else STAR_OFF
-        self.star.button_style = "warning" if change["new"] else ""
-        if change["new"] and self.take.key not in self._shortlist:
-            self._shortlist.add(self.take, self.note.value.strip())
-        elif not change["new"]:
-            self._shortlist.remove(self.take.key)
-
-    def _on_note(self, change: dict) -> None:
-        # Kept on the card until the take is starred; the star carries it into the list.
-        self._shortlist.set_note(self.take.key, change["new"].strip())
+    def _actions_html(self, ident: str, shortlist: Shortlist) -> str:
+        key = html.escape(self.take.key)
+        starred = self.take.key in shortlist
+        note = shortlist[self.take.key].note if starred else ""
+        star = (
+            f"<button type='button' id='{ident}-star' class='dubkit-star' "
+            f"data-dubkit-action='star' data-dubkit-key='{key}' "
+            f"aria-pressed='{'true' if starred else 'false'}'{PRESSED if starred else ''} "
+            f"aria-label='{STAR_ON if starred else STAR_OFF} {html.escape(self.label())}'>"
+            f"{STAR_ON if starred else STAR_OFF}</button>"
+        )
+        return (
+            f"<div data-dubkit-part='{html.escape(self.id)}-actions' style='display:flex;"
+            f"gap:6px;align-items:center;margin:4px 0'>{star}{self.take.download_html()}</div>"
+            f"<div class='dubkit-note'><label for='{ident}-note' style='font-size:90%'>note "
+            f"</label><input id='{ident}-note' class='dubkit-note-input' "
+            f"data-dubkit-action='note' data-dubkit-key='{key}' "
+            f"value='{html.escape(note)}' style='width:80%'></div>"
+            + cast_input_html(ident, "cast", self.take.key, self.label())
+        )
 
 
 def shortlist_table_html(shortlist: Shortlist) -> str:
     """The starred takes as a table (also what a saved notebook shows)."""
     if not len(shortlist):
         return (
-            "<p class='dubkit-shortlist-empty' style='color:#57606a'>No takes starred yet: "
+            f"<p class='dubkit-shortlist-empty' style='color:{MUTED}'>No takes starred yet: "
             "press ☆ Shortlist on a take you like.</p>"
         )
     rows = []
@@ -158,14 +135,16 @@ def exports_html(shortlist: Shortlist) -> str:
     return download_row_html(
         [
             download_button_html(
-                data_uri(shortlist.to_csv().encode(), "text/csv"),
+                None,
                 "CSV",
+                data=shortlist.to_csv().encode(),
                 filename="shortlist.csv",
                 mime="text/csv",
             ),
             download_button_html(
-                data_uri(shortlist.to_json().encode(), "application/json"),
+                None,
                 "JSON",
+                data=shortlist.to_json().encode(),
                 filename="shortlist.json",
                 mime="application/json",
             ),
@@ -174,7 +153,7 @@ def exports_html(shortlist: Shortlist) -> str:
     )
 
 
-class ShortlistView(widgets.VBox):
+class ShortlistView:
     """The shortlist panel: the table, export buttons, a way to start over, and a hint for code.
 
     ``in_app``: served as an app (Voila), where no code cell exists to use the hint in.
@@ -182,33 +161,30 @@ class ShortlistView(widgets.VBox):
 
     def __init__(self, shortlist: Shortlist, *, in_app: bool, name: str = "studio") -> None:
         self._shortlist = shortlist
-        self.table = widgets.HTML()
-        self.exports = widgets.HTML()
-        self.clear = widgets.Button(
-            description="Clear shortlist",
-            layout=widgets.Layout(width="auto", align_self="flex-start"),
-        )
-        self.clear.on_click(lambda _: self._shortlist.clear())
         if in_app:
-            hint = (
-                "<small style='color:#57606a'>The JSON export loads in Python for a dub or "
+            self.hint = (
+                f"<small style='color:{MUTED}'>The JSON export loads in Python for a dub or "
                 "a batch: <code>Shortlist.load('shortlist.json').to_voices()</code>"
                 "</small>"
             )
         else:
-            hint = (
-                f"<small style='color:#57606a'>In code: <code>{name}.shortlist.to_frame()"
+            self.hint = (
+                f"<small style='color:{MUTED}'>In code: <code>{name}.shortlist.to_frame()"
                 f"</code>, <code>client.dubbing.create(..., voices={name}."
                 f"shortlist.to_voices())</code>, <code>client.tts.batch({name}."
                 f"shortlist.tts_lines(texts))</code></small>"
             )
-        self.hint = widgets.HTML(hint)
-        shortlist.observe(lambda _: self.refresh())
-        super().__init__([self.table, self.exports, self.clear, self.hint])
-        self.add_class("dubkit-shortlist-panel")
-        self.refresh()
 
-    def refresh(self) -> None:
-        self.table.value = shortlist_table_html(self._shortlist)
-        self.exports.value = exports_html(self._shortlist)
-        self.clear.layout.display = "" if len(self._shortlist) else "none"
+    def html(self, me: str) -> str:
+        casting = "".join(
+            cast_input_html(f"{me}-entry-{i}", "cast-entry", e.key, f"{e.name}, {e.emotion}")
+            for i, e in enumerate(self._shortlist)
+        )
+        return (
+            "<div class='dubkit-shortlist-panel' data-dubkit-part='shortlist'>"
+            f"<div>{shortlist_table_html(self._shortlist)}</div>"
+            + (f"<div class='dubkit-shortlist-cast'>{casting}</div>" if casting else "")
+            + f"<div>{exports_html(self._shortlist)}</div>"
+            f"<button type='button' id='{me}-clear' data-dubkit-action='clear-shortlist' "
+            f"style='margin:4px 0'>Clear shortlist</button><div>{self.hint}</div></div>"
+        )

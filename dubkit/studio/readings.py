@@ -10,9 +10,9 @@ See dubkit/sandbox/products/tts.py for what the sandbox does with ``emoPrompt`` 
 ...                        locale="en-GB")            # four takes, emotion-major
 
 The panel: a voice picker fed by the last round, emotion and speed toggles, the "Hear
-readings" button and the row of reading cards. The studio places these widgets, wires the
-button and does the speaking (:meth:`~dubkit.studio.app.AuditionStudio.readings`); the panel
-reads what is ticked, says what is missing and shows the takes.
+readings" button and the row of reading cards, drawn as part of the studio's page. The studio
+does the speaking (:meth:`~dubkit.studio.app.AuditionStudio.readings`); the panel keeps what is
+pressed, says what is missing and shows the takes.
 """
 
 from __future__ import annotations
@@ -21,10 +21,8 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets as widgets
-
 from .._util.deprecation import renamed_keywords
-from .cards import TakeCard
+from .cards import PRESSED, TakeCard
 from .takes import NEUTRAL, Take, make_takes
 from .voices import VoiceInfo
 
@@ -89,74 +87,36 @@ def speak_readings(
 # --------------------------------------------------------------------------- the panel
 
 
-def takes_box() -> widgets.Box:
-    """A row of take cards that wraps onto more lines."""
-    return widgets.Box(layout=widgets.Layout(display="flex", flex_flow="row wrap"))
-
-
-def _mark_when_on(toggle: widgets.ToggleButton) -> None:
-    """Colour a ticked toggle: ipywidgets' own pressed shade is too faint to read at a glance."""
-
-    def paint(_: Any = None) -> None:
-        toggle.button_style = "info" if toggle.value else ""
-
-    toggle.observe(paint, names="value")
-    paint()
-
-
 class ReadingsPanel:
-    """The widgets of the readings section: ``controls``, ``status`` and ``box`` (the cards)
-    for the studio to place, ``button`` for it to wire."""
+    """The readings section's state and HTML: a voice picker fed by the last round, emotion
+    and speed toggles (buttons that say whether they are pressed), the status line and the
+    reading cards. The studio does the speaking (:meth:`AuditionStudio.readings`)."""
 
-    def __init__(self, shortlist: Shortlist) -> None:
-        self._shortlist = shortlist
-        self.voice = widgets.Dropdown(
-            options=[("hear some voices first", "")], value="", description="voice"
-        )
-        self.emotions = {
-            e: widgets.ToggleButton(
-                value=e in EMOTIONS[:4], description=e, layout=widgets.Layout(width="auto")
-            )
-            for e in EMOTIONS
-        }
-        self.speeds = {
-            s: widgets.ToggleButton(
-                value=s == 1.0, description=f"{s:g}x", layout=widgets.Layout(width="auto")
-            )
-            for s in SPEEDS
-        }
-        for kind, toggles in (("emotion", self.emotions), ("speed", self.speeds)):
-            for toggle in toggles.values():
-                toggle.add_class(f"dubkit-{kind}")
-                _mark_when_on(toggle)
-        self.button = widgets.Button(description="Hear readings", button_style="primary")
-        row = widgets.Layout(flex_flow="row wrap", align_items="center")
-        self.controls = widgets.VBox(
-            [
-                self.voice,
-                widgets.HBox([widgets.Label("emotion"), *self.emotions.values()], layout=row),
-                widgets.HBox(
-                    [widgets.Label("speed"), *self.speeds.values(), self.button], layout=row
-                ),
-            ]
-        )
-        self.status = widgets.HTML()
-        self.box = takes_box()
-        self.box.add_class("dubkit-readings")
-
-    @property
-    def cards(self) -> list[TakeCard]:
-        """The reading cards shown."""
-        return [c for c in self.box.children if isinstance(c, TakeCard)]
+    def __init__(self) -> None:
+        self.options: list[tuple[str, str]] = []  # (label, voice id) of the last round
+        self.voice = ""
+        self.emotions = {e: e in EMOTIONS[:4] for e in EMOTIONS}
+        self.speeds = {s: s == 1.0 for s in SPEEDS}
+        self.status = ""
+        self.cards: list[TakeCard] = []
+        self.busy = False
 
     def offer(self, takes: list[Take]) -> None:
         """The voices just heard become the choices for readings."""
         options = [(f"{t.voice.name} ({t.voice.tier})", t.voice.voice_id) for t in takes if t.ok]
         if options:
-            current = self.voice.value
-            self.voice.options = options
+            self.options = options
             ids = [value for _, value in options]
-            self.voice.value = current if current in ids else ids[0]
+            self.voice = self.voice if self.voice in ids else ids[0]
+
+    def toggle(self, kind: str, key: str) -> None:
+        """An emotion or speed toggle pressed."""
+        if kind == "emotion" and key in self.emotions:
+            self.emotions[key] = not self.emotions[key]
+        elif kind == "speed":
+            speed = next((s for s in self.speeds if f"{s:g}" == key), None)
+            if speed is not None:
+                self.speeds[speed] = not self.speeds[speed]
 
     def ask(
         self,
@@ -167,9 +127,9 @@ class ReadingsPanel:
     ) -> tuple[str, list[str], list[float]] | None:
         """The voice, emotions and speeds to hear (what is chosen here unless given), or None
         with the reason in the status line when something is missing or too much."""
-        voice_id = voice_id or self.voice.value
-        emotions = list(emotions or [e for e, t in self.emotions.items() if t.value])
-        speeds = sorted(set(speeds or [s for s, t in self.speeds.items() if t.value]))
+        voice_id = voice_id or self.voice
+        emotions = list(emotions or [e for e, on in self.emotions.items() if on])
+        speeds = sorted(set(speeds or [s for s, on in self.speeds.items() if on]))
         problem = (
             "choose a voice (hear some voices first)"
             if not voice_id
@@ -182,16 +142,52 @@ class ReadingsPanel:
             else ""
         )
         if problem:
-            self.status.value = f"<i>{html.escape(problem)}</i>"
+            self.status = f"<i>{html.escape(problem)}</i>"
             return None
         return voice_id, emotions, speeds
 
     def show(self, takes: list[Take], info: VoiceInfo, emotions: list[str]) -> None:
         """Cards for the takes, and a warning when the voice is known to ignore emotions."""
-        self.box.children = [TakeCard(t, self._shortlist) for t in takes]
-        self.status.value = (
+        self.cards = [TakeCard(t) for t in takes]
+        self.status = (
             f"<small>The catalogue says {html.escape(info.name)} does not follow emotion "
             "prompts: on the service its emotions may sound alike.</small>"
             if info.follows_emotion is False and set(emotions) - {NEUTRAL}
             else ""
+        )
+
+    def html(self, me: str, shortlist: Shortlist) -> str:
+        choices = (
+            "".join(
+                f"<option value='{html.escape(v)}'{' selected' if v == self.voice else ''}>"
+                f"{html.escape(label)}</option>"
+                for label, v in self.options
+            )
+            or "<option value=''>hear some voices first</option>"
+        )
+
+        def toggles(kind: str, states: dict[Any, bool], name: Any) -> str:
+            return "".join(
+                f"<button type='button' id='{me}-{kind}-{name(k)}' class='dubkit-{kind}' "
+                f"data-dubkit-action='{kind}' data-dubkit-key='{name(k)}' "
+                f"aria-pressed='{'true' if on else 'false'}'{PRESSED if on else ''}>"
+                f"{'✓ ' if on else ''}"
+                f"{html.escape(name(k) + ('x' if kind == 'speed' else ''))}</button> "
+                for k, on in states.items()
+            )
+
+        cards = "".join(card.html(me, shortlist) for card in self.cards)
+        return (
+            "<div class='dubkit-readings-panel' data-dubkit-part='readings'>"
+            f"<div><label for='{me}-reading-voice'>voice </label><select "
+            f"id='{me}-reading-voice' name='reading-voice'>{choices}</select></div>"
+            f"<div role='group' aria-label='emotions' style='margin:4px 0'>emotion "
+            f"{toggles('emotion', self.emotions, str)}</div>"
+            f"<div role='group' aria-label='speeds' style='margin:4px 0'>speed "
+            f"{toggles('speed', self.speeds, lambda s: f'{s:g}')}"
+            f"<button type='button' id='{me}-readings' data-dubkit-action='readings'"
+            f"{' disabled' if self.busy else ''}>Hear readings</button></div>"
+            f"<div role='status' class='dubkit-readings-status' data-dubkit-part='readings-status'>{self.status}</div>"
+            "<div class='dubkit-readings' data-dubkit-part='reading-cards' "
+            f"style='display:flex;flex-wrap:wrap'>{cards}</div></div>"
         )

@@ -23,14 +23,14 @@ from ..media import loudness
 from ..media.audio import waveform_svg
 from ..media.mime import mime_type
 from ..views.buttons import download_button_html
-from ..views.players import line_source, player_html
+from ..views.palette import MUTED, error_html
+from ..views.players import player_html
 from .voices import VoiceInfo
 
 if TYPE_CHECKING:
     from ..results import SpeechLine
 
 NEUTRAL = "neutral"
-_ERROR = "<span class='dubkit-error' style='color:#cf222e'>{}</span>"
 
 
 @dataclass(eq=False)
@@ -82,9 +82,9 @@ class Take:
         return self
 
     @cached_property
-    def src(self) -> str:
+    def src(self) -> str | None:
         """What the player plays: the matched WAV, else the take as it came."""
-        return self.matched.data_uri() if self.matched is not None else line_source(self.line)
+        return self.matched.data_uri() if self.matched is not None else self.line.uri
 
     # ----------------------------------------------------------------- the card's pieces
 
@@ -109,12 +109,14 @@ class Take:
             f"louder' style='font-size:90%'>{html.escape(self.matched.label())}</div>"
         )
 
-    def player_html(self) -> str:
+    def player_html(self, label: str = "") -> str:
         if not self.ok:
-            return _ERROR.format(html.escape(self.line.error_message or "no audio"))
+            return error_html(self.line.error_message or "no audio")
         wave = waveform_svg(self.matched.samples) if self.matched is not None else ""
         mime = "audio/wav" if self.matched is not None else mime_type(self.line.format)
-        return f"<div>{wave}</div><div>{player_html(self.src, mime)}</div>"
+        held = None if self.matched is not None else self.line.data_if_loaded()
+        player = player_html(self.src, mime, data=held, label=label)
+        return f"<div>{wave}</div><div>{player}</div>"
 
     def filename(self) -> str:
         """``<voice name>[-<reading>].<format>``, safe on every file system."""
@@ -126,8 +128,9 @@ class Take:
         if not self.ok:
             return ""
         return download_button_html(
-            line_source(self.line),
+            self.line.uri,
             f"{self.line.format or 'audio'}",
+            data=self.line.data_if_loaded(),
             filename=self.filename(),
             mime=mime_type(self.line.format),
             title="the take as the service made it (not loudness-matched)",
@@ -151,7 +154,7 @@ class Take:
         if hidden:
             return (
                 f"<div class='dubkit-take-name' style='font-weight:600'>Take "
-                f"{html.escape(letter or '?')}</div><div style='color:#57606a;"
+                f"{html.escape(letter or '?')}</div><div style='color:{MUTED};"
                 "font-size:90%'>voice hidden until you pick</div>"
             )
         if self.compared:  # the voice is the section's; the reading tells cards apart

@@ -11,6 +11,8 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..views.palette import MUTED
+
 if TYPE_CHECKING:
     from ..results import Clone
     from ..schema import ClonedVoice, PresetVoice
@@ -86,9 +88,9 @@ class VoiceInfo:
         return (
             f"<div style='display:flex;gap:10px'><div class='dubkit-take-name' "
             f"style='font-weight:600'>{heading}</div>{badge}</div>"
-            f"<div class='dubkit-take-facts' style='color:#57606a;font-size:90%'>{facts}</div>"
+            f"<div class='dubkit-take-facts' style='color:{MUTED};font-size:90%'>{facts}</div>"
             f"<details class='dubkit-voice-id' style='font-size:85%'><summary "
-            f"style='cursor:pointer;color:#57606a'>voice id</summary><code "
+            f"style='cursor:pointer;color:{MUTED}'>voice id</summary><code "
             f"style='user-select:all'>{html.escape(self.voice_id)}</code></details>"
         )
 

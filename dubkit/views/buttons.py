@@ -5,12 +5,18 @@ their style inline (no stylesheet to load), so they look the same in JupyterLab,
 app, in a saved notebook on nbviewer, and in a widget's HTML.
 
 >>> download_button_html("https://cdn/x/take.m4a", "Download", filename="Ava.m4a")
->>> download_button_html(sources.data_uri(b"a,b\\n", "text/csv"), "CSV", filename="shortlist.csv")
+>>> download_button_html(None, "CSV", data=b"a,b\\n", mime="text/csv", filename="shortlist.csv")
+
+A file on the local sandbox gets its address from the live channel, like a player
+(:mod:`dubkit.frontends.media`); a saved notebook keeps the button without a link.
 """
 
 from __future__ import annotations
 
 import html
+
+from ..frontends.media import element_source
+from ..media.mime import file_name as format_name
 
 BUTTON_STYLE = (
     "display:inline-block;padding:2px 10px;margin:2px 6px 2px 0;"
@@ -21,9 +27,10 @@ BUTTON_STYLE = (
 
 
 def download_button_html(
-    href: str,
+    url: str | None,
     label: str,
     *,
+    data: bytes | None = None,
     filename: str | None = None,
     mime: str | None = None,
     css_class: str = "dubkit-download",
@@ -33,11 +40,12 @@ def download_button_html(
 
     >>> download_button_html(url, "subtitles .srt")      # saved under the URL's own name
     """
+    source = element_source(url, mime or "application/octet-stream", data=data, kind="file")
+    filename = filename or (format_name(url) if url and not url.startswith("data:") else None)
     attributes = [
         f"class='{html.escape(css_class)}'",
-        f"href='{html.escape(href)}'",
+        source.attributes("href"),
         f"download='{html.escape(filename)}'" if filename else "download",
-        "role='button'",
         f"style='{BUTTON_STYLE}'",
     ]
     if mime:

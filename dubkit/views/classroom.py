@@ -1,7 +1,7 @@
 """The teacher's table: one row per student of a class sandbox (see :mod:`dubkit.classroom`).
 
 Tasks are summed per product with their statuses, credits read as left and spent, the last
-activity as a time ago, and the latest error's message; a disabled student's row is greyed.
+activity as a time ago, and the latest error's message; a disabled student's row says so.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from datetime import datetime, timezone
 
 from ..schema.products import product_of_task_type
 from .materials import human_bytes
+from .palette import MARKS, error_html
 from .shapes import StudentShape
 
-_MARKS = (("finished", "✓", "#1a7f37"), ("running", "…", "#9a6700"), ("failed", "✗", "#cf222e"))
+_SHOWN = ("finished", "running", "failed")
 
 
 def ago(stamp: float | None, now: float | None = None) -> str:
@@ -52,12 +53,29 @@ def _tasks_cell(tasks: Mapping[str, Mapping[str, int]]) -> str:
     parts = []
     for product, by_status in sorted(tasks_by_product(tasks).items()):
         marks = " ".join(
-            f"<span style='color:{colour}'>{by_status[status]}{mark}</span>"
-            for status, mark, colour in _MARKS
+            f"<span title='{by_status[status]} {status}' aria-label='{by_status[status]} "
+            f"{status}'>{by_status[status]}{MARKS[status]}</span>"
+            for status in _SHOWN
             if by_status.get(status)
         )
         parts.append(f"{html.escape(product)} {marks}")
     return "<br>".join(parts) or "—"
+
+
+def class_changes(before: Sequence[StudentShape], after: Sequence[StudentShape]) -> str:
+    """What ended since the last reading, in words (``'bob: 1 dubbing finished'``); empty
+    when nothing did. The teacher's view says it once, in a polite status line, instead of
+    having a screen reader read the whole table at every refresh."""
+    was = {s.name: tasks_by_product(s.tasks) for s in before}
+    said = []
+    for student in after:
+        old = was.get(student.name, {})
+        for product, by_status in sorted(tasks_by_product(student.tasks).items()):
+            for status in ("finished", "failed"):
+                more = by_status.get(status, 0) - old.get(product, {}).get(status, 0)
+                if more > 0:
+                    said.append(f"{student.name}: {more} {product} {status}")
+    return "; ".join(said)
 
 
 def class_table_html(
@@ -69,13 +87,14 @@ def class_table_html(
         error = ""
         if s.errors:
             said = s.errors[0].error_message[:120]
-            error = f"<span style='color:#cf222e'>{html.escape(said)}</span>"
-        style = "background:#ddf4ff;" if s.name == selected else ""
-        style += "color:#8c959f;" if s.disabled else ""
+            error = error_html(said)
+        # The picked row is framed and marked (not only tinted); a disabled one says so.
+        style = "outline:2px solid #0969da;outline-offset:-2px;" if s.name == selected else ""
+        picked = " <span class='dubkit-picked'>(picked)</span>" if s.name == selected else ""
         state = " <b>(disabled)</b>" if s.disabled else ""
         rows.append(
             f"<tr class='dubkit-student' data-student='{html.escape(s.name)}' style='{style}'>"
-            f"<td><b>{html.escape(s.name)}</b>{state}</td>"
+            f"<td><b>{html.escape(s.name)}</b>{state}{picked}</td>"
             f"<td style='text-align:right'>{s.credits:g}</td>"
             f"<td style='text-align:right'>{s.spent:g}</td>"
             f"<td>{_tasks_cell(s.tasks)}</td>"

@@ -8,7 +8,6 @@ from typing import Any
 from ..media.mime import format_of, mime_type
 from .players import player_html
 from .shapes import ABPlayersShape, CloneShape
-from .sources import embedded
 
 
 def clone_html(clone: CloneShape) -> str:
@@ -27,7 +26,11 @@ def clone_html(clone: CloneShape) -> str:
         if v
     )
     player = (
-        player_html(clone.ref_audio, mime_type(format_of(clone.ref_audio)))
+        player_html(
+            clone.ref_audio,
+            mime_type(format_of(clone.ref_audio)),
+            label=f"reference recording of {clone.name or clone.voice_id}",
+        )
         if clone.ref_audio
         else ""
     )
@@ -40,7 +43,7 @@ def clone_html(clone: CloneShape) -> str:
 def ab_html(players: ABPlayersShape) -> str:
     def cell(title: str, url: str | None, data: bytes | None) -> str:
         mime = mime_type(format_of(url or ""))
-        player = player_html(embedded(data, mime, url), mime) if url else "<i>none</i>"
+        player = player_html(url, mime, data=data, label=title) if url else "<i>none</i>"
         return f"<td style='padding:4px 12px'><b>{html.escape(title)}</b><br>{player}</td>"
 
     clone = players.clone

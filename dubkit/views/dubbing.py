@@ -1,10 +1,10 @@
 """A dub: original and dubs side by side, downloads, the script with a player per line, and
 what the service could not do as asked.
 
-Players never autoplay or loop. Dubbed video streams from a URL the browser can reach (through
-the Jupyter server for the local sandbox) and shows an embedded poster frame, so a saved
-notebook still shows the picture and its facts; each dubbed line's audio is embedded when the
-result holds it (:mod:`dubkit.views.sources`).
+Players never autoplay or loop. Dubbed video streams from where the front end reaches it (the
+live channel gives the local sandbox's files their source) and shows an embedded poster frame,
+so a saved notebook still shows the picture and its facts; each dubbed line's audio is
+embedded when the result holds it (:mod:`dubkit.frontends.media`).
 """
 
 from __future__ import annotations
@@ -15,43 +15,47 @@ from collections.abc import Sequence
 from .._util.words import count
 from ..media.mime import format_of, mime_type
 from .buttons import download_button_html, download_row_html
-from .players import player_html
+from .palette import MUTED, muted
+from .players import picture_src, player_html
 from .shapes import DubbingShape, MediaFileShape, ScriptLineShape
-from .sources import browser_url, embedded
 from .translation import PSEUDO_NOTE
-
-_VIDEO_WIDTH = 320
 
 
 def media_player_html(
-    file: MediaFileShape | None, *, video: bool, poster: str | None = None
+    file: MediaFileShape | None,
+    *,
+    video: bool,
+    poster: str | None = None,
+    label: str = "",
+    captions: tuple[str | None, str | None] = (None, None),
 ) -> str:
     """A ``<video>`` (or ``<audio>``) element for a result file; controls on, no autoplay/loop.
 
-    ``poster`` is the picture's src (embedded, so the frame survives a saved notebook).
+    ``poster`` is the picture's src (embedded, so the frame survives a saved notebook);
+    ``captions`` the (WebVTT, locale) of what is said, a track a viewer can turn on (for
+    sound alone, the transcript is the script's table below it).
     """
     if file is None or not file.url:
         return "<em>not available</em>"
     if not video:
-        return player_html(file.url, mime_type(format_of(file.url)))
-    src = html.escape(browser_url(file.url))
-    frame = f" poster='{html.escape(poster)}'" if poster else ""
-    return (
-        f"<video controls preload='metadata' width='{_VIDEO_WIDTH}'{frame}>"
-        f"<source src='{src}' type='video/mp4'><a href='{src}'>video</a></video>"
+        return player_html(file.url, mime_type(format_of(file.url)), label=label)
+    vtt, locale = captions
+    tracks = [(vtt, locale or "und", f"captions ({locale or 'as said'})")] if vtt else []
+    return player_html(
+        file.url, "video/mp4", kind="video", poster=poster, label=label, captions=tracks
     )
 
 
 def _poster(result: DubbingShape) -> str | None:
     """The dub's picture (the service's build image); the original shows the same frame."""
     url = result.poster_url
-    return embedded(result.held(url), "image/jpeg", url) if url else None
+    return picture_src(url, result.held(url)) if url else None
 
 
 def _column(title: str, player: str, facts: str = "") -> str:
     return (
         f"<div style='flex:0 0 auto;margin-right:16px'><div><b>{html.escape(title)}</b>"
-        f"</div>{player}<div style='color:#57606a;font-size:85%'>{facts}</div></div>"
+        f"</div>{player}{muted(facts, tag='div', size='85%')}</div>"
     )
 
 
@@ -73,7 +77,13 @@ def side_by_side_html(results: Sequence[DubbingShape]) -> str:
     columns = [
         _column(
             "original" + (f" ({first.source_locale})" if first.source_locale else ""),
-            media_player_html(first.original, video=video, poster=_poster(first)),
+            media_player_html(
+                first.original,
+                video=video,
+                poster=_poster(first),
+                label=f"original {first.source_locale or ''} of the {first.target_locale} dub",
+                captions=(first.captions("source"), first.source_locale),
+            ),
             _facts(first.original),
         )
     ]
@@ -82,7 +92,11 @@ def side_by_side_html(results: Sequence[DubbingShape]) -> str:
             _column(
                 f"{result.label} ({result.target_locale})",
                 media_player_html(
-                    result.video or result.audio, video=video, poster=_poster(result)
+                    result.video or result.audio,
+                    video=video,
+                    poster=_poster(result),
+                    label=f"{result.label}, {result.target_locale}",
+                    captions=(result.captions("dub"), result.target_locale),
                 ),
                 _facts(result.video or result.audio),
             )
@@ -93,7 +107,7 @@ def side_by_side_html(results: Sequence[DubbingShape]) -> str:
 def downloads_html(result: DubbingShape) -> str:
     """Buttons: subtitles (SRT, VTT), the dubbed audio, and the compressed variants."""
     buttons = [
-        download_button_html(browser_url(url), label)
+        download_button_html(url, label)
         for label, url in (
             ("subtitles .srt", result.subtitles.srt),
             ("subtitles .vtt", result.subtitles.vtt),
@@ -102,9 +116,7 @@ def downloads_html(result: DubbingShape) -> str:
         if url
     ]
     buttons += [
-        download_button_html(browser_url(f.url), name)
-        for name, f in result.compressed.items()
-        if f is not None
+        download_button_html(f.url, name) for name, f in result.compressed.items() if f is not None
     ]
     return download_row_html(buttons, "Downloads")
 
@@ -114,7 +126,13 @@ def line_player_html(result: DubbingShape, line: ScriptLineShape) -> str:
     if not line.audio_url:
         return ""
     mime = mime_type(format_of(line.audio_url))
-    return player_html(embedded(result.held(line.audio_url), mime, line.audio_url), mime)
+    text = line.translation if len(line.translation) <= 40 else line.translation[:39] + "…"
+    return player_html(
+        line.audio_url,
+        mime,
+        data=result.held(line.audio_url),
+        label=f"{result.target_locale} {result.label}, line {line.id}, {line.speaker}: {text}",
+    )
 
 
 def script_html(result: DubbingShape) -> str:
@@ -145,7 +163,7 @@ def notes_html(result: DubbingShape) -> str:
     if not notes:
         return ""
     return (
-        "<ul style='color:#57606a;font-size:90%'>"
+        f"<ul style='color:{MUTED};font-size:90%'>"
         + "".join(f"<li>{html.escape(n)}</li>" for n in notes)
         + "</ul>"
     )

@@ -5,9 +5,8 @@ from __future__ import annotations
 import html
 
 from ..media.mime import format_of, mime_type
-from .players import player_html
+from .players import picture_src, player_html
 from .shapes import MaterialShape, UploadProgressShape
-from .sources import browser_url, embedded
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -65,19 +64,21 @@ def material_html(material: MaterialShape) -> str:
     url = material.address_url or ""
     if material.category == "video" and url:
         # The frame embedded when the result holds it (it survives a saved notebook); the
-        # stream from a URL a remote browser reaches, loaded when played.
-        poster = (
-            f" poster='{html.escape(embedded(material.held_thumbnail(), 'image/jpeg', material.thumbnail_url))}'"
-            if material.thumbnail_url
-            else ""
-        )
-        media = (
-            f"<video controls preload='none' width='320'{poster}><source "
-            f"src='{html.escape(browser_url(url))}' "
-            f"type='{html.escape(material.mime_type or '')}'></video>"
+        # stream from where the front end reaches it, loaded when played.
+        poster = picture_src(material.thumbnail_url, material.held_thumbnail())
+        media = player_html(
+            url,
+            material.mime_type or "video/mp4",
+            kind="video",
+            poster=poster,
+            label=f"material {material.name or material.material_id}",
         )
     elif url:
-        media = player_html(url, material.mime_type or mime_type(format_of(url)))
+        media = player_html(
+            url,
+            material.mime_type or mime_type(format_of(url)),
+            label=f"material {material.name or material.material_id}",
+        )
     else:
         media = ""
     facts = [

@@ -8,7 +8,7 @@ the result fits). dubkit's results fit these shapes; mypy checks it where they a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 
 class SpeechLineShape(Protocol):
@@ -44,6 +44,8 @@ class TaskShape(Protocol):
     def raw_result(self) -> dict[str, Any] | None: ...
     @property
     def elapsed(self) -> float: ...
+    @property
+    def subject(self) -> str: ...
     def result_if_made(self) -> Any: ...
 
 
@@ -118,6 +120,7 @@ class DubbingShape(Protocol):
     @property
     def poster_url(self) -> str | None: ...
     def held(self, url: str | None) -> bytes | None: ...
+    def captions(self, side: Literal["dub", "source"] = "dub") -> str | None: ...
 
 
 class MaterialShape(Protocol):

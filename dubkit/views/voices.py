@@ -1,7 +1,7 @@
 """Voice tables (a play control per voice) and audition cards (one text, several voices).
 
-Catalogue previews play from a URL the browser can reach, loaded only when pressed; takes are
-embedded when the result holds their bytes (:mod:`dubkit.views.players`).
+Catalogue previews play from where the front end reaches them, loaded only when pressed; takes
+are embedded when the result holds their bytes (:mod:`dubkit.views.players`).
 """
 
 from __future__ import annotations
@@ -11,30 +11,29 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..media.mime import format_of, mime_type
-from .players import lines_cells, player_html
+from .palette import muted
+from .players import lines_cells, picture_html, player_html
 from .shapes import SpeechLineShape
-from .sources import browser_url
 
 if TYPE_CHECKING:
     from ..schema import ClonedVoice, PresetVoice
 
 
-def _preview(url: str | None) -> str:
-    return player_html(url, mime_type(format_of(url))) if url else ""
+def _preview(url: str | None, label: str, said: str | None) -> str:
+    """The catalogue's preview, named for its voice, with what it says beside it."""
+    if not url:
+        return ""
+    words = f"<div>{muted(f'“{html.escape(said)}”', size='85%')}</div>" if said else ""
+    return player_html(url, mime_type(format_of(url)), label=label) + words
 
 
 def voice_row_html(voice: PresetVoice | ClonedVoice) -> str:
     """The cells of one voice: name, id, locale, who, tier, preview player."""
     record = voice.model_dump()
     name = str(record.get("display_name") or record.get("name") or voice.voice_id or "")
-    cover = (
-        (
-            f"<img src='{html.escape(browser_url(record['cover']))}' width='24' height='24' "
-            f"style='vertical-align:middle' alt=''> "
-        )
-        if record.get("cover")
-        else ""
-    )
+    cover = picture_html(record.get("cover"))
+    where = record.get("locale") or record.get("example_language") or ""
+    preview_label = f"{name} ({voice.voice_id or ''}), {where}, preview"
     who = " ".join(str(record[k]) for k in ("gender", "age", "style") if record.get(k))
     hd = " <b title='HD voice'>HD</b>" if record.get("is_hd") else ""
     return (
@@ -43,7 +42,7 @@ def voice_row_html(voice: PresetVoice | ClonedVoice) -> str:
         f"<td>{html.escape(record.get('locale') or record.get('example_language') or '')}</td>"
         f"<td>{html.escape(who)}</td>"
         f"<td>{html.escape(record.get('provider') or '')}{hd}</td>"
-        f"<td>{_preview(record.get('audio'))}</td>"
+        f"<td>{_preview(record.get('audio'), preview_label, record.get('preview_text'))}</td>"
     )
 
 

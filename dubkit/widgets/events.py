@@ -12,19 +12,14 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets as widgets
-
+from ..frontends.channel import LiveHTML
+from ..views.palette import muted
 from ._threads import start_cell_thread
 
 if TYPE_CHECKING:
     from ..webhooks import Delivery, Receiver
 
-_COLOURS = {
-    "verified": "#1a7f37",
-    "duplicate": "#57606a",
-    "rejected": "#cf222e",
-    "recovered": "#0969da",
-}
+_MARKS = {"verified": "✓", "duplicate": "=", "rejected": "✗", "recovered": "↻"}
 _OUTCOMES = ("verified", "duplicate", "rejected", "recovered")
 
 
@@ -34,21 +29,17 @@ def delivery_table_html(deliveries: list[Delivery], *, limit: int = 20) -> str:
     summary = " · ".join(f"{counts[o]} {o}" for o in _OUTCOMES if counts[o]) or "no deliveries yet"
     rows = []
     for d in reversed(deliveries[-limit:]):
-        colour = _COLOURS.get(d.outcome, "#57606a")
         stamp = time.strftime("%H:%M:%S", time.localtime(d.at)) + f".{int(d.at % 1 * 1000):03d}"
         what = "; ".join(x for x in (d.reason, d.handling) if x)
         rows.append(
             f"<tr><td>{d.number}</td><td>{stamp}</td>"
-            f"<td><b style='color:{colour}'>{d.outcome}</b></td><td>{d.http_status}</td>"
+            f"<td><b>{_MARKS.get(d.outcome, '')} {d.outcome}</b></td><td>{d.http_status}</td>"
             f"<td>{html.escape(d.event or '')}</td>"
             f"<td><code>{html.escape(d.task_id or '')}</code></td>"
             f"<td>{html.escape(what)}</td></tr>"
         )
     more = (
-        (
-            f"<div style='color:#57606a;font-size:90%'>showing the newest {limit} of "
-            f"{len(deliveries)}</div>"
-        )
+        muted(f"showing the newest {limit} of {len(deliveries)}", tag="div", size="90%")
         if len(deliveries) > limit
         else ""
     )
@@ -62,13 +53,12 @@ def delivery_table_html(deliveries: list[Delivery], *, limit: int = 20) -> str:
     )
 
 
-class EventLog(widgets.VBox):
+class EventLog(LiveHTML):
     """A widget over :attr:`Receiver.deliveries` that re-renders (at most 10 times a second)."""
 
     def __init__(self, receiver: Receiver, *, limit: int = 20, start: bool = True) -> None:
         self.receiver, self.limit = receiver, limit
-        self._view = widgets.HTML(self.html())
-        super().__init__([self._view])
+        super().__init__(self.html())
         self._dirty = threading.Event()
         self._stop = threading.Event()
         self._unwatch: Any = None
@@ -95,15 +85,13 @@ class EventLog(widgets.VBox):
         while not self._stop.is_set():
             self._dirty.wait()
             self._dirty.clear()
-            self._view.value = self.html()
+            self.value = self.html()
             self._stop.wait(0.1)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        self._view.value = self.html()  # the fallback shows the log as it is now
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = self._view.value
-        bundle["text/plain"] = (
-            f"EventLog({len(self.receiver.deliveries)} "
-            f"deliver{'y' if len(self.receiver.deliveries) == 1 else 'ies'})"
-        )
-        return bundle
+    def __repr__(self) -> str:
+        count = len(self.receiver.deliveries)
+        return f"EventLog({count} deliver{'y' if count == 1 else 'ies'})"
+
+    def fallback_html(self) -> str:
+        self.value = self.html()  # the fallback shows the log as it is now
+        return self.value

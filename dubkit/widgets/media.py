@@ -8,15 +8,13 @@ The page is :mod:`dubkit.views.dubbing`'s; saved notebooks show it as static HTM
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-import ipywidgets as widgets
-
+from ..frontends.channel import LiveHTML
 from ..views.dubbing import compare_html, dubbing_html
 from ..views.shapes import DubbingShape
 
 
-class DubbingView(widgets.VBox):
+class DubbingView(LiveHTML):
     """A widget showing one dub (full view) or several (side by side); static HTML fallback."""
 
     def __init__(self, results: Iterable[DubbingShape]) -> None:
@@ -26,16 +24,10 @@ class DubbingView(widgets.VBox):
         page = (
             dubbing_html(self.results[0]) if len(self.results) == 1 else compare_html(self.results)
         )
-        self._view = widgets.HTML(page)
-        super().__init__([self._view])
+        super().__init__(page)
 
     def __repr__(self) -> str:
         return f"DubbingView({', '.join(str(r.target_locale) for r in self.results)})"
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = self._view.value  # what a saved notebook shows
-        return bundle
 
 
 def compare(*results: DubbingShape) -> DubbingView:

@@ -12,18 +12,17 @@ voice...) is said in the status line; nothing was spoken. Saved notebooks keep t
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from typing import Any, Protocol
 
-import ipywidgets as widgets
-
 from ..errors import DubkitError
+from ..frontends.channel import Action, LiveHTML
 from ..resources.dubbing import DubbingResource
 from ..resources.voices import VoicesResource
 from ..results import DubbingResult, Redub, ScriptLine
 from ..views.dubbing import compare_html, line_player_html
-from .media import compare
+from ..views.palette import error_html, muted
 
-_ROW = widgets.Layout(align_items="center", grid_gap="6px")
 _SHOWN = ("start", "end", "speaker", "source_text", "translation", "voice_id", "provider")
 
 
@@ -34,90 +33,122 @@ class RedubbingClient(Protocol):
     voices: VoicesResource
 
 
-class _Row:
-    """One line's widgets."""
+class Row:
+    """One line's editable values: ``translation`` and ``voice`` (one of ``options``)."""
 
-    def __init__(self, line: ScriptLine, voices: list[tuple[str, str]], player: str) -> None:
-        self.line = line
-        self.translation = widgets.Text(
-            value=line.translation, layout=widgets.Layout(width="320px")
-        )
-        self.voice = widgets.Dropdown(
-            options=voices, value=line.voice_id, layout=widgets.Layout(width="220px")
-        )
-        self.box = widgets.HBox(
-            [
-                widgets.HTML(f"<code>{line.start:.2f}–{line.end:.2f}</code>"),
-                widgets.HTML(f"<b>{html.escape(line.speaker)}</b>"),
-                widgets.HTML(
-                    f"<span title='{html.escape(line.source_text)}'>"
-                    f"{html.escape(line.source_text[:48])}</span>",
-                    layout=widgets.Layout(width="260px"),
-                ),
-                self.translation,
-                self.voice,
-                widgets.HTML(player),
-            ],
-            layout=_ROW,
-        )
+    def __init__(self, line: ScriptLine, options: list[tuple[str, str]]) -> None:
+        self.line, self.options = line, options
+        self.translation, self.voice = line.translation, line.voice_id
 
     def apply(self, dub: DubbingResult) -> None:
         """Put this row's values into the dub's line (nothing is sent)."""
-        translation, voice = self.translation.value, self.voice.value
-        if translation != self.line.translation or voice != self.line.voice_id:
-            dub.edit(self.line.id, translation=translation, voice=voice)
+        if self.translation != self.line.translation or self.voice != self.line.voice_id:
+            dub.edit(self.line.id, translation=self.translation, voice=self.voice)
+
+    def html(self, me: str, player: str) -> str:
+        line, ident = self.line, f"{me}-line-{html.escape(self.line.id)}"
+        voices = "".join(
+            f"<option value='{html.escape(v)}'{' selected' if v == self.voice else ''}>"
+            f"{html.escape(label)}</option>"
+            for label, v in self.options
+        )
+        return (
+            f"<tr data-dubkit-part='{ident}'><td>{line.start:.2f}–{line.end:.2f}</td>"
+            f"<td><b>{html.escape(line.speaker)}</b></td>"
+            f"<td style='max-width:260px'>{html.escape(line.source_text)}</td>"
+            f"<td><input id='{ident}-translation' name='translation-{html.escape(line.id)}' "
+            f"aria-label='translation of line {html.escape(line.id)}' size='36' "
+            f"value='{html.escape(self.translation)}'></td>"
+            f"<td><select id='{ident}-voice' name='voice-{html.escape(line.id)}' "
+            f"aria-label='voice of line {html.escape(line.id)}'>{voices}</select></td>"
+            f"<td>{player}</td></tr>"
+        )
 
 
-class ScriptEditor(widgets.VBox):
+def _role_choices(cast: Any, locale: str | None) -> dict[str, str]:
+    """A cast's roles first in each line's voice menu: "Alice (role) · Story", its voice in
+    the dub's locale, so a line is re-voiced by role rather than by a raw id."""
+    found: dict[str, str] = {}
+    for role in cast:
+        voice = cast.voice(role.name, locale)
+        found.setdefault(voice.voice_id, f"{role.name} (role) · {voice.name or voice.voice_id}")
+    return found
+
+
+class ScriptEditor(LiveHTML):
     """Edit ``dub``'s lines, re-dub the changed ones, compare (see the module docstring)."""
 
-    def __init__(self, client: RedubbingClient, dub: DubbingResult, *, voices: int = 8) -> None:
+    def __init__(
+        self,
+        client: RedubbingClient,
+        dub: DubbingResult,
+        *,
+        voices: int = 8,
+        cast: Iterable[Any] | None = None,
+    ) -> None:
         self._client, self.dub = client, dub
         self.redub: Redub | None = None
         presets = client.voices.presets(locale=dub.target_locale or None, limit=voices)
-        choices = {line.voice_id: f"{line.voice_name} · {line.provider}" for line in dub.script}
+        choices = _role_choices(cast, dub.target_locale) if cast is not None else {}
+        for line in dub.script:
+            choices.setdefault(line.voice_id, f"{line.voice_name} · {line.provider}")
         for preset in presets:
             if preset.voice_id:
                 choices.setdefault(
                     preset.voice_id, f"{preset.display_name} · {preset.provider} (preset)"
                 )
         options = [(label, voice_id) for voice_id, label in choices.items()]
-        self.rows = [_Row(line, options, line_player_html(dub, line)) for line in dub.script]
-        self.button = widgets.Button(
-            description="Re-dub changed lines", button_style="primary", icon="refresh"
-        )
-        self.button.on_click(lambda _: self.redub_changes())
-        self.status = widgets.HTML("<small>Change a translation or a voice, then Re-dub.</small>")
-        self.result = widgets.Output()
-        super().__init__([*(row.box for row in self.rows), self.button, self.status, self.result])
+        self.rows = [Row(line, options) for line in dub.script]
+        self._players = {line.id: line_player_html(dub, line) for line in dub.script}
+        self.status = muted("Change a translation or a voice, then Re-dub.")
+        super().__init__()
+        self.on_action("redub", self._pressed)
+        self._draw()
 
     def redub_changes(self) -> Redub | None:
         """Apply the grid's edits to the dub and re-dub; what the button does."""
         for row in self.rows:
             row.apply(self.dub)
         if not self.dub.edited():
-            self.status.value = "<small>Nothing changed yet.</small>"
+            self._say(muted("Nothing changed yet."))
             return None
-        self.status.value = "<small>Re-dubbing…</small>"
+        self._say(muted("Re-dubbing…"))
         try:
             self.redub = self._client.dubbing.redub(self.dub, progress=False)
         except DubkitError as exc:
-            self.status.value = f"<small style='color:#cf222e'>{html.escape(str(exc))}</small>"
+            self._say(error_html(str(exc)))
             return None
-        self.status.value = f"<small>{html.escape(self.redub.notices[0])}</small>"
-        self.result.clear_output()
-        with self.result:
-            from IPython.display import display
-
-            display(compare(self.dub, self.redub))
+        self._say(muted(html.escape(self.redub.notices[0])))
         return self.redub
+
+    def _pressed(self, act: Action) -> None:
+        for row in self.rows:
+            row.translation = str(act.fields.get(f"translation-{row.line.id}", row.translation))
+            row.voice = str(act.fields.get(f"voice-{row.line.id}", row.voice))
+        self.redub_changes()
+
+    def _say(self, status: str) -> None:
+        self.status = status
+        self._draw()
+
+    def _draw(self) -> None:
+        me = self.model_id[:8]
+        rows = "".join(row.html(me, self._players[row.line.id]) for row in self.rows)
+        compared = compare_html([self.dub, self.redub]) if self.redub is not None else ""
+        self.value = (
+            "<table class='dubkit-script-editor' data-dubkit-part='rows'><thead><tr>"
+            "<th>time (s)</th><th>speaker</th><th>source</th><th>translation</th>"
+            f"<th>voice</th><th>dub</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<button type='button' id='{me}-redub' data-dubkit-action='redub'>"
+            "Re-dub changed lines</button>"
+            f"<div role='status' class='dubkit-editor-status' data-dubkit-part='status'>{self.status}</div>"
+            f"<div class='dubkit-editor-result'>{compared}</div>"
+        )
 
     def __repr__(self) -> str:
         return f"ScriptEditor({len(self.rows)} lines, {self.dub.target_locale})"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
+    def fallback_html(self) -> str:
         shown = [self.redub] if self.redub is not None else []
         table = self.dub.script.to_frame()[list(_SHOWN)].to_html(index=False)
-        bundle["text/html"] = table + (compare_html([self.dub, *shown]) if shown else "")
-        return bundle
+        return table + (compare_html([self.dub, *shown]) if shown else "")

@@ -6,8 +6,12 @@
 A background thread polls with backoff (0.5 s growing to 5 s) and stops at a terminal state or
 after ``timeout``. While a :class:`dubkit.webhooks.Receiver` runs in this process, events it
 accepts update their row the instant they arrive and polling drops to a slow fallback
-(``push_interval``, 30 s), in case an event never comes. Saved notebooks, nbviewer and nbval see
-the static HTML table that travels in the same output (``text/html`` next to the widget view).
+(``push_interval``, 30 s), in case an event never comes.
+
+The cell is the live channel's widget (an anywidget: it refreshes in JupyterLab, Notebook 7,
+Voila, VS Code, Colab and marimo). Saved notebooks, nbviewer and nbval see the static HTML
+table that travels in the same output; when the watch ends it is written again, so a saved
+notebook shows the last state ("finished"), not the first.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets as widgets
-
+from .. import frontends
+from ..frontends.channel import LiveHTML
 from ..results import Task
 from ..views.tasks import task_table_html
 from ..webhooks import push
@@ -28,7 +32,10 @@ if TYPE_CHECKING:
     from ..webhooks import WebhookEvent
 
 
-class TaskMonitor(widgets.VBox):
+SETTLE_AFTER = 3.0  # seconds a screen reader gets to say a task ended before the redraw
+
+
+class TaskMonitor(LiveHTML):
     """A live table of tasks: pushed by a local webhook receiver when one runs, else polled."""
 
     def __init__(
@@ -45,8 +52,7 @@ class TaskMonitor(widgets.VBox):
         self._cell = CellContext()  # where renders from other threads are sent
         self._by_id = {t.task_id: t for t in self.tasks}
         self.via: dict[str, str] = {}  # task id -> how its end was learnt
-        self._view = widgets.HTML(self._table())
-        super().__init__([self._view])
+        super().__init__(self._table())
         self.poll_interval, self.max_interval = poll_interval, max_interval
         self.push_interval, self.timeout = push_interval, timeout
         self.last_error: str | None = None
@@ -55,6 +61,8 @@ class TaskMonitor(widgets.VBox):
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._applying: int | None = None  # the thread inside apply_event, if any
+        self._unwatch = [task.watch(self._seen_ended) for task in self.tasks]
         if start:
             self.start()
 
@@ -94,14 +102,31 @@ class TaskMonitor(widgets.VBox):
             return False
         with self._lock:
             if not task.done:  # an end already seen is final; a late copy changes nothing
-                task.apply(task_type, status, result, pushed=True)
+                self._applying = threading.get_ident()  # our own news: _seen_ended stays out
+                try:
+                    task.apply(task_type, status, result, pushed=True)
+                finally:
+                    self._applying = None
                 if task.done:
                     self.via[task_id] = via
         self._wake.set()  # the monitor's own thread renders (it owns the cell)
         if self._thread is None or not self._thread.is_alive():
             # Its thread has ended: render from this one (a webhook worker) as the cell.
             self._cell.run(self._render_ended)
+            self._settle_soon()
         return True
+
+    def _seen_ended(self, task: Task) -> None:
+        """A task ended, seen by someone else (``task.wait()`` in a later cell): show it now,
+        from that thread, so the running cell carries the final picture into the saved
+        notebook even if the notebook ends before the next poll."""
+        if self._applying == threading.get_ident():
+            return  # apply_event's own update: it renders and says how it learnt the end
+        self.via.setdefault(task.task_id, "poll")  # a wait is a poll, by someone else
+        self._wake.set()
+        if threading.current_thread() is not self._thread and self.done:
+            self._render_ended()
+            self._settle_soon()
 
     def _on_event(self, event: WebhookEvent) -> None:
         if event.task_id:
@@ -130,8 +155,22 @@ class TaskMonitor(widgets.VBox):
                 self._wake.clear()
         finally:
             unsubscribe()
+            for unwatch in self._unwatch:
+                unwatch()
             self._timed_out = not self.done and not self._stop.is_set()
             self._render_ended()
+            self._settle_soon()
+
+    def _settle_soon(self) -> None:
+        """Write the final picture into the saved output: at once where nobody watches
+        (nbclient, nbconvert), else after :data:`SETTLE_AFTER` seconds, once the live region
+        has been read out (writing the output draws the widget anew)."""
+        if frontends.current().name == "plain":
+            self.settle()
+            return
+        timer = threading.Timer(SETTLE_AFTER, lambda: self._cell.run(self.settle))
+        timer.daemon = True
+        timer.start()
 
     def _poll_once(self) -> None:
         for task in [t for t in self.tasks if not t.done]:
@@ -167,7 +206,7 @@ class TaskMonitor(widgets.VBox):
 
     def _render(self) -> None:
         with self._lock:
-            self._view.value = self._table(self._note())
+            self.value = self._table(self._note())
 
     def _render_ended(self) -> None:
         """Render, first making the results of tasks that finished (fetching what they embed
@@ -180,11 +219,9 @@ class TaskMonitor(widgets.VBox):
                     self.last_error = f"{type(exc).__name__}: {exc}"
         self._render()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+    def __repr__(self) -> str:
+        return f"TaskMonitor({len(self.tasks)} task{'' if len(self.tasks) == 1 else 's'})"
+
+    def fallback_html(self) -> str:
         self._render()  # the fallback a saved notebook shows: the table as it is now
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = self._view.value
-        bundle["text/plain"] = (
-            f"TaskMonitor({len(self.tasks)} task{'' if len(self.tasks) == 1 else 's'})"
-        )
-        return bundle
+        return self.value

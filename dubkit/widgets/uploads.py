@@ -3,76 +3,53 @@
 >>> bar = UploadProgressBar("talk.mp4").show()
 >>> client.materials.upload("talk.mp4", progress=bar)    # the bar, placed yourself
 
-The bar is updated from the thread that called ``upload`` (the uploader reports from there),
-so no background thread touches the widget. When the upload ends the output is refreshed
-once, so a saved notebook shows the final line (name, size, rate, parts, material id).
+The bar is the live channel's widget (an anywidget: it shows in JupyterLab, Notebook 7, Voila,
+VS Code, Colab and marimo), updated from the thread that called ``upload`` (the uploader
+reports from there), so no background thread touches it. When the upload ends its output is
+written again, so a saved notebook shows the final line (name, size, rate, parts, material id).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets as widgets
-
-from ..views.materials import fraction, progress_html, progress_text
+from ..frontends.channel import LiveHTML
+from ..frontends.display import show, shows_widgets
+from ..views.materials import progress_html
 
 if TYPE_CHECKING:
     from ..uploads import UploadProgress
 
 
-def in_notebook() -> bool:
-    """True inside a Jupyter kernel (where widgets can show)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        return False
-    shell = get_ipython()
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
-
-
-class UploadProgressBar(widgets.VBox):
+class UploadProgressBar(LiveHTML):
     """A progress bar for one upload; pass it as ``progress=`` or let ``upload`` make one."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.last: UploadProgress | None = None
-        self._bar = widgets.FloatProgress(
-            value=0.0, min=0.0, max=1.0, description="upload", layout=widgets.Layout(width="320px")
-        )
-        self._line = widgets.HTML(html.escape(name))
-        self._handle: Any = None
-        super().__init__([widgets.HBox([self._bar, self._line])])
+        super().__init__(progress_html(name, None))
+
+    def __repr__(self) -> str:
+        return f"UploadProgressBar({self.name!r})"
 
     def show(self) -> UploadProgressBar:
-        """Display in the current cell, remembering where, so the end can refresh it."""
-        from IPython.display import display
-
-        self._handle = display(self, display_id=True)
+        """Show it in the current cell (in any front end), remembering where, so the end can
+        refresh the saved output."""
+        show(self)
         return self
 
     def __call__(self, p: UploadProgress) -> None:
         self.last = p
-        self._bar.description = p.phase
-        self._bar.value = fraction(p)
-        self._line.value = f"<b>{html.escape(self.name)}</b> {html.escape(progress_text(p))}"
+        self.value = progress_html(self.name, p)
         if p.phase == "done":
-            self._bar.bar_style = "success"
-            if self._handle is not None:
-                self._handle.update(self)  # the saved notebook keeps the final line
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = progress_html(self.name, self.last)
-        bundle["text/plain"] = f"UploadProgressBar({self.name!r})"
-        return bundle
+            self.settle()  # the saved notebook keeps the final line
 
 
-def upload_progress(name: str) -> Callable[[UploadProgress], None]:
-    """What ``client.materials.upload(progress=True)`` shows: the widget in a notebook, a
-    terminal bar elsewhere."""
-    return UploadProgressBar(name).show() if in_notebook() else terminal_progress(name)
+def upload_progress(name: str) -> Callable[[UploadProgress], Any]:
+    """What ``client.materials.upload(progress=True)`` shows: the widget where a notebook shows
+    widgets, a terminal bar elsewhere."""
+    return UploadProgressBar(name).show() if shows_widgets() else terminal_progress(name)
 
 
 def terminal_progress(name: str) -> Callable[[UploadProgress], None]:

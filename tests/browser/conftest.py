@@ -66,7 +66,8 @@ def browser():
 
 @pytest.fixture(scope="session")
 def shots(artifacts: Path) -> Path:
-    folder = artifacts / "browser"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    folder = artifacts / "browser" / worker if worker else artifacts / "browser"
     if folder.exists():
         shutil.rmtree(folder)  # pictures of this run only
     folder.mkdir(parents=True)

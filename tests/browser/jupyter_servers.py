@@ -1,4 +1,4 @@
-"""Jupyter servers for the browser tests: JupyterLab and the Voila studio, on loopback.
+"""Jupyter servers for the browser tests: JupyterLab, Notebook 7 and Voila, on loopback.
 
 Each server runs in its own process with a private Jupyter home (config, data, runtime,
 settings, workspaces) under a temp dir, so nothing from the developer's own set-up (a saved
@@ -44,8 +44,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def private_jupyter_env(home: Path, sandbox_dir: Path) -> dict[str, str]:
-    """Environment for a server: private Jupyter dirs, a venv kernel, the offline sandbox."""
+def private_jupyter_env(
+    home: Path, sandbox_dir: Path, kernel: KernelSpec | None = None
+) -> dict[str, str]:
+    """Environment for a server: private Jupyter dirs, a kernel (this venv's Python unless
+    ``kernel`` says otherwise), the offline sandbox."""
     env = dict(os.environ)
     for name in ("DUBKIT_API_KEY", "DUBKIT_BASE_URL", "DUBKIT_JUPYTER_PROXY"):
         env.pop(name, None)  # the sandbox here; kernels find their server's proxy
@@ -58,8 +61,10 @@ def private_jupyter_env(home: Path, sandbox_dir: Path) -> dict[str, str]:
     for name, path in dirs.items():
         path.mkdir(parents=True, exist_ok=True)
         env[name] = str(path)
-    # The data dir comes first in the kernel search path, so this spec is the one used.
-    write_kernel_spec(home / "data" / "kernels" / "python3")
+    # The data dir comes first in the kernel search path, so this spec is the one used (in a
+    # venv jupyter_core puts the venv's own specs first unless told not to).
+    env["JUPYTER_PREFER_ENV_PATH"] = "0"
+    write_kernel_spec(home / "data" / "kernels" / "python3", kernel)
     env["DUBKIT_SANDBOX_DIR"] = str(sandbox_dir)
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -128,25 +133,53 @@ def wait_until_up(server: Server, path: str | None, *, timeout: float = PATIENCE
     )
 
 
-def start_lab(root: Path, home: Path, log: Path, *, base_url: str = "/") -> Server:
-    """JupyterLab serving ``root`` on a free loopback port, with a token and no browser.
+@dataclass(frozen=True)
+class KernelSpec:
+    """The ``python3`` kernel a server starts: a Python and a module that launches it, with
+    environment additions (a front end's marks, in the front-end tests)."""
+
+    python: str = sys.executable
+    module: str = "ipykernel_launcher"
+    env: tuple[tuple[str, str], ...] = ()
+
+
+APPS = {  # the server's module, and its app's name for the settings below
+    "lab": ("jupyterlab", "LabApp"),
+    "notebook": ("notebook", "JupyterNotebookApp"),
+}
+
+
+def start_lab(
+    root: Path,
+    home: Path,
+    log: Path,
+    *,
+    base_url: str = "/",
+    app: str = "lab",
+    kernel: KernelSpec | None = None,
+    extra: tuple[str, ...] = (),
+) -> Server:
+    """JupyterLab (or, ``app="notebook"``, Notebook 7) serving ``root`` on a free loopback
+    port, with a token and no browser.
 
     ``base_url`` other than ``/`` serves it below a prefix the way a hub does
     (``/user/<name>/``), and tells its kernels so through ``JUPYTERHUB_SERVICE_PREFIX``.
+    ``kernel`` replaces the ``python3`` kernel; ``extra`` adds server options.
     """
+    module, name = APPS[app]
     port, token = free_port(), secrets.token_hex(16)
     settings = home / "lab-settings"
     for relpath, values in LAB_SETTINGS.items():
         target = settings / relpath
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
-    env = private_jupyter_env(home, home / "sandbox")
+    env = private_jupyter_env(home, home / "sandbox", kernel)
     if base_url != "/":
         env["JUPYTERHUB_SERVICE_PREFIX"] = base_url
     command = [
         sys.executable,
         "-m",
-        "jupyterlab",
+        module,
         "--no-browser",
         "--ServerApp.open_browser=False",
         "--ServerApp.ip=127.0.0.1",
@@ -156,13 +189,14 @@ def start_lab(root: Path, home: Path, log: Path, *, base_url: str = "/") -> Serv
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
         f"--ServerApp.base_url={base_url}",
-        f"--LabApp.user_settings_dir={settings}",
-        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        f"--{name}.user_settings_dir={settings}",
+        f"--{name}.workspaces_dir={home / 'workspaces'}",
         # window.jupyterapp: run commands and read kernel and cell state directly
-        "--LabApp.expose_app_in_browser=True",
+        f"--{name}.expose_app_in_browser=True",
+        *extra,
     ]
     server = spawn(
-        "JupyterLab",
+        "JupyterLab" if app == "lab" else "Notebook 7",
         command,
         env,
         log,
@@ -206,15 +240,16 @@ def spawn(
     return Server(name, url, token, process, log, home)
 
 
-def write_kernel_spec(folder: Path) -> None:
-    """A kernel spec in ``folder`` that runs this venv's Python (not a user's kernel)."""
+def write_kernel_spec(folder: Path, kernel: KernelSpec | None = None) -> None:
+    """A kernel spec in ``folder`` that runs this venv's Python (not a user's kernel), or the
+    one ``kernel`` names."""
+    kernel = kernel or KernelSpec()
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3 (ipykernel)",
-                "language": "python",
-            }
-        )
-    )
+    spec = {
+        "argv": [kernel.python, "-m", kernel.module, "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    if kernel.env:
+        spec["env"] = dict(kernel.env)
+    (folder / "kernel.json").write_text(json.dumps(spec))

@@ -19,7 +19,7 @@ from jupyter_servers import Server
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
-UNDER_TEST = "dubkit-under-test"  # class put on the notebook panel being tested
+UNDER_TEST = "notebook-under-test"  # class put on the notebook panel being tested
 OUTPUTS = f".{UNDER_TEST} .jp-OutputArea"
 OPEN_TIMEOUT = PATIENCE  # seconds for Lab to show the notebook with an idle kernel (a hang)
 RUN_TIMEOUT = 240  # seconds for "run all" (notebooks are written to run in ~60 s)
@@ -50,16 +50,27 @@ CELLS = """() => {
 }"""
 
 # Records every state a live task table shows, with the cell's prompt at that moment, so a test
-# can tell "refreshed by itself" from "re-run": the prompt number stays the same.
+# can tell "refreshed by itself" from "re-run": the prompt number stays the same. And what each
+# task cell's live region said, by region (the same element, or one put in anew).
 WATCH_TASK_TABLES = """(scope) => {
     window.__dubkitTaskStates = [];
+    window.__dubkitAnnounced = [];
     const seen = new Set();
+    const ids = new WeakMap();  // a region's identity (an attribute would be redrawn away)
+    let regions = 0;
     const record = () => document.querySelectorAll(`.${scope} .jp-Cell`).forEach((cell, i) => {
+        cell.querySelectorAll('.dubkit-announce').forEach(region => {
+            if (!ids.has(region)) ids.set(region, String(++regions));
+            const said = [ids.get(region), region.getAttribute('role'),
+                          region.textContent.trim()];
+            const last = window.__dubkitAnnounced.filter(a => a[0] === said[0]).pop();
+            if (!last || last[2] !== said[2]) window.__dubkitAnnounced.push(said);
+        });
         const prompt = (cell.querySelector('.jp-InputPrompt') || {}).innerText || '';
         cell.querySelectorAll('table.dubkit-tasks').forEach(table => {
-            const statuses = [...table.querySelectorAll('tbody tr td:nth-child(3)')]
-                .map(td => td.innerText.trim());
-            const live = !!table.closest('.jupyter-widgets');
+            const statuses = [...table.querySelectorAll('tbody tr td[data-status]')]
+                .map(td => td.dataset.status);
+            const live = !!table.closest('.jupyter-widgets, .dubkit-live');
             const key = [i, statuses.join(','), prompt.trim(), live].join('|');
             if (!seen.has(key)) {
                 seen.add(key);
@@ -92,6 +103,7 @@ class RunReport:
     seconds: float
     cells: list[dict]
     task_states: list[dict]
+    announced: list[list[str]]  # [region id, its role, what it said], each change once
 
     @property
     def code_cells(self) -> list[dict]:
@@ -119,13 +131,16 @@ class LabNotebook:
                     f"first: {first}; then: {second}"
                 ) from second
 
-    def _open_once(self) -> None:
+    def address(self) -> str:
         # A workspace of its own, reset: Lab must not reopen the tabs of earlier tests.
         workspace = "".join(c if c.isalnum() else "-" for c in self.path)
-        self.page.goto(
+        return (
             f"{self.lab.url}/lab/workspaces/{workspace}/tree/{self.path}"
             f"?reset&token={self.lab.token}"
         )
+
+    def _open_once(self) -> None:
+        self.page.goto(self.address())
         deadline = time.monotonic() + OPEN_TIMEOUT
         state: dict = {}
         while time.monotonic() < deadline:
@@ -136,8 +151,9 @@ class LabNotebook:
             elif state["title"] == self.path.rsplit("/", 1)[-1] and state["kernel"] == "idle":
                 self.page.evaluate(
                     """(name) => {
-                    window.jupyterapp.shell.collapseLeft();
-                    window.jupyterapp.shell.currentWidget.node.classList.add(name); }""",
+                    const shell = window.jupyterapp.shell;
+                    if (shell.collapseLeft) shell.collapseLeft();  // Lab; Notebook 7 has none
+                    shell.currentWidget.node.classList.add(name); }""",
                     UNDER_TEST,
                 )
                 return
@@ -179,6 +195,7 @@ class LabNotebook:
             time.monotonic() - started,
             state["cells"],
             self.page.evaluate("() => window.__dubkitTaskStates"),
+            self.page.evaluate("() => window.__dubkitAnnounced"),
         )
 
     def cell(self, index: int):
@@ -189,3 +206,11 @@ class LabNotebook:
         for session in self.lab.api("GET", "/api/sessions").json():
             if session.get("path") == self.path:
                 self.lab.api("DELETE", f"/api/sessions/{session['id']}")
+
+
+class NotebookSevenPage(LabNotebook):
+    """One notebook open in Notebook 7 (its own page, ``/notebooks/<path>``); the same app
+    object (``window.jupyterapp``), so running and watching are Lab's."""
+
+    def address(self) -> str:
+        return f"{self.lab.url}/notebooks/{self.path}?token={self.lab.token}"

@@ -16,8 +16,19 @@ from _waiting import PATIENCE
 from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+# querySelectorAll that also looks inside open shadow roots (marimo draws widgets in them).
+DEEP = """(root, sel) => {
+    const found = [];
+    const walk = (node) => {
+        found.push(...node.querySelectorAll(sel));
+        node.querySelectorAll('*').forEach(el => { if (el.shadowRoot) walk(el.shadowRoot); });
+    };
+    walk(root);
+    return [...new Set(found)];
+}"""
+
 MEDIA_STATE = """(el) => ({
-    tag: el.tagName.toLowerCase(),
+    tag: el.tagName.toLowerCase(), resolved: el.dataset.dubkitResolved || null,
     src: (el.currentSrc || (el.querySelector('source') || {}).src || '').slice(0, 120),
     readyState: el.readyState, duration: el.duration, error: el.error ? el.error.code : null,
     paused: el.paused, currentTime: el.currentTime, autoplay: el.autoplay, loop: el.loop,
@@ -27,23 +38,29 @@ MEDIA_STATE = """(el) => ({
 def load_media(page: Page, selector: str, *, timeout: float = PATIENCE) -> list[dict]:
     """Load the metadata of every ``<audio>``/``<video>`` matching ``selector``; their states."""
     count = page.evaluate(
-        """(sel) => {
-        const all = [...document.querySelectorAll(sel)];
-        for (const el of all) if (el.readyState < 1) { el.preload = 'metadata'; el.load(); }
-        return all.length; }""",
+        f"""(sel) => {{
+        const all = ({DEEP})(document, sel);
+        for (const el of all) if (el.readyState < 1 && (el.currentSrc || el.src)) {{
+            el.preload = 'metadata'; el.load(); }}
+        return all.length; }}""",
         selector,
     )
     if count:
         try:
+            # A keyed player gets its source from the live channel: wait for that, then for
+            # its metadata (or its error, or the channel saying it cannot play here).
             page.wait_for_function(
-                """(sel) => [...document.querySelectorAll(sel)].every(
-                el => el.readyState >= 1 || el.error)""",
+                f"""(sel) => ({DEEP})(document, sel).every(el => {{
+                    if (el.readyState < 1 && el.preload !== 'metadata' && (el.currentSrc || el.src)) {{
+                        el.preload = 'metadata'; el.load(); }}
+                    return el.readyState >= 1 || el.error
+                        || el.dataset.dubkitResolved === 'failed'; }})""",
                 arg=selector,
                 timeout=timeout * 1000,
             )
         except PlaywrightTimeout:
             pass  # the states returned say which ones never loaded
-    return page.eval_on_selector_all(selector, f"els => els.map({MEDIA_STATE})")
+    return page.evaluate(f"(sel) => ({DEEP})(document, sel).map({MEDIA_STATE})", selector)
 
 
 def media_problems(states: list[dict]) -> list[str]:

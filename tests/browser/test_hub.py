@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from _waiting import PATIENCE
+from accessibility import assert_no_violations, assert_players_named, tab_to
 from hub_server import (
     CREDITS,
     STUDENTS,
@@ -278,7 +279,7 @@ def test_the_teacher_watches_the_class_and_pulls_its_levers(class_hub, lessons_r
 
             # The first student is picked: her latest speech plays, embedded. Then the one
             # who dubbed: the dub plays through the teacher's own server.
-            results = f"{VIEW} .widget-output"
+            results = f"{VIEW} .dubkit-class-results"
             first = STUDENTS[0]
             assert LESSONS[first] == "02_text_to_speech"
             latest = room.latest()
@@ -289,7 +290,7 @@ def test_the_teacher_watches_the_class_and_pulls_its_levers(class_hub, lessons_r
             assert all(p["src"].startswith("data:") for p in players), players
             _play(page, f"{results} audio", "data:")
 
-            page.select_option(f"{VIEW} .widget-dropdown select", DUBBER)
+            page.select_option(f"{VIEW} select[name='student']", DUBBER)
             _wait_results(page, DUBBER, latest[DUBBER])
             players = _load_settled(page, f"{results} audio, {results} video")
             assert not media_problems(players), (media_problems(players), refused[:5])
@@ -302,9 +303,14 @@ def test_the_teacher_watches_the_class_and_pulls_its_levers(class_hub, lessons_r
             assert state["src"].startswith(through) and state["videoWidth"] > 0, state
             print(f"the teacher played {DUBBER}'s dub: {state}")
 
-            # Top up: 100 more, in the table and in the note.
+            assert_no_violations(page, "the teacher's view, a student picked")
+            assert_players_named(page, "the teacher's view, a student picked")
+
+            # Top up: 100 more, in the table and in the note; from the keyboard alone.
             before = float(page.evaluate(TABLE)[DUBBER]["credits"])
-            page.click(f"{VIEW} button.dubkit-class-top-up")
+            page.locator(f"{VIEW} select[name='student']").focus()
+            tab_to(page, "el => el.classList.contains('dubkit-class-top-up')")
+            page.keyboard.press("Enter")
             _wait_note(page, f"topped up {DUBBER}: {before + TOP_UP:g} credits left")
             _wait_row(page, DUBBER, "credits", f"{before + TOP_UP:g}")
             assert float(room.shown()[DUBBER]["credits_left"]) == before + TOP_UP
@@ -360,14 +366,14 @@ def test_the_teacher_watches_the_class_and_pulls_its_levers(class_hub, lessons_r
 
 
 def _wait_results(page, name: str, results: int) -> None:
-    """Wait until the Output below the levers shows ``name``'s heading and ``results``
-    results after it (each one appended redraws them all)."""
+    """Wait until the part below the levers shows ``name``'s heading and ``results``
+    results after it."""
     page.wait_for_function(
         """([name, results]) => {
-        const output = document.querySelector('.dubkit-class-view .widget-output');
+        const output = document.querySelector('.dubkit-class-view .dubkit-class-results');
         const heading = output && output.querySelector('h4');
         return heading && heading.innerText.startsWith(name + "'s latest results")
-            && output.querySelectorAll('.jp-OutputArea-child').length === 1 + results; }""",
+            && output.querySelectorAll('.dubkit-class-result').length === results; }""",
         arg=[name, results],
     )
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from accessibility import assert_no_violations, assert_players_named, set_lab_theme
 from jupyter_servers import NOTEBOOKS, SCREENSHOTS
 from lab_page import OUTPUTS, LabNotebook, RunReport
 from page_checks import (
@@ -87,6 +88,8 @@ def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
         players = load_media(page, PLAYERS)
         assert not media_problems(players), (media_problems(players), refused[:5])
         _check_task_cells(page, report, watched="task_cell" in promises)
+        if "task_cell" in promises:
+            _check_saved_task_pictures(page, lab, path)
         if "voice_table" in promises:
             _check_plays(page, _in_outputs("table.dubkit-voices audio"), "a voice preview")
         if "speech" in promises:
@@ -97,7 +100,18 @@ def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
             assert page.locator(f"{OUTPUTS} video").count() >= 2, "original and dub expected"
             state = _check_plays(page, f"{OUTPUTS} video", "the dubbed video", index=1)
             assert state["videoWidth"] > 0
-        _focus(page, [s for p, s in FOCUS.items() if p in promises] + [".jupyter-widgets", "audio"])
+            _check_captions(page, shots)
+        if not urlsplit(lab.url).path:  # once (at the root): light and dark theme
+            for dark in (False, True):
+                set_lab_theme(page, dark)
+                assert_no_violations(page, f"{path} ({'dark' if dark else 'light'} theme)")
+            assert_players_named(page, path)
+            set_lab_theme(page, False)
+        _focus(
+            page,
+            [s for p, s in FOCUS.items() if p in promises]
+            + [".jupyter-widgets, .dubkit-live", "audio"],
+        )
         prefixed = bool(urlsplit(lab.url).path)
         targets = [shots / f"{stem}{'-under-prefix' if prefixed else ''}.png"]
         if stem in DOC_SHOTS and not prefixed:
@@ -164,9 +178,9 @@ def _check_cells(report: RunReport) -> None:
 def _check_task_cells(page, report: RunReport, *, watched: bool) -> None:
     """No live task table is left unfinished; a watched one was seen refreshing by itself."""
     final = page.eval_on_selector_all(
-        f"{OUTPUTS} .jupyter-widgets table.dubkit-tasks",
-        "ts => ts.map(t => [...t.querySelectorAll('tbody tr td:nth-child(3)')]"
-        ".map(td => td.innerText.trim()))",
+        f"{OUTPUTS} .dubkit-live table.dubkit-tasks",
+        "ts => ts.map(t => [...t.querySelectorAll('tbody tr td[data-status]')]"
+        ".map(td => td.dataset.status))",
     )
     stuck = [statuses for statuses in final if not set(statuses) <= TERMINAL]
     assert not stuck, f"task cells still not ended after the run: {stuck}"
@@ -187,6 +201,69 @@ def _check_task_cells(page, report: RunReport, *, watched: bool) -> None:
         ]
         assert ran_on, f"cell {cell} was never seen running after it ended: {states}"
         assert states.index(ran_on[0]) < states.index(last)
+    # A screen reader hears the end: a polite live region (the same element all along, so its
+    # change is read out) went from saying nothing of an end to saying "... finished".
+    announced = [
+        region
+        for region, role, said in report.announced
+        if role == "status"
+        and "finished" in said
+        and any(r == region and "finished" not in s for r, _, s in report.announced)
+    ]
+    assert announced, f"no live region announced a task's end: {report.announced}"
+
+
+def _check_saved_task_pictures(page, lab, path: str) -> None:
+    """Saved from Lab, a task cell's picture is its last state: the file shows the tasks
+    finished, not "running" as they were when the cell was first shown. (The monitor writes it
+    a few seconds after the end, once its live region has been read out: waited for here.)"""
+    page.wait_for_function(
+        """() => window.jupyterapp.shell.currentWidget.content.widgets
+            .flatMap(c => c.model.type === 'code' ? c.model.outputs.toJSON() : [])
+            .map(o => [].concat((o.data || {})['text/html'] || []).join(''))
+            .filter(h => h.includes('dubkit-tasks'))
+            .every(h => !h.includes("data-status='running'"))"""
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    saved = json.loads((lab.root / path).read_text())
+    pictures = [
+        "".join(output["data"]["text/html"])
+        for cell in saved["cells"]
+        for output in cell.get("outputs", [])
+        if "dubkit-tasks" in "".join(output.get("data", {}).get("text/html", ""))
+    ]
+    assert pictures, f"{path}: no task picture saved"
+    stale = [p for p in pictures if "data-status='running'" in p]
+    assert not stale, f"{path}: {len(stale)} of {len(pictures)} task pictures say running"
+
+
+CAPTIONS = """async (video) => {
+    const tracks = [...video.textTracks];
+    if (!tracks.length) return {tracks: 0};
+    const track = tracks[0];
+    track.mode = 'showing';  // what choosing it in the player's CC menu does
+    const deadline = performance.now() + 30000;
+    while ((!track.cues || !track.cues.length) && performance.now() < deadline)
+        await new Promise(r => setTimeout(r, 50));
+    const cue = track.cues[0];
+    video.currentTime = (cue.startTime + cue.endTime) / 2;
+    await new Promise(r => video.addEventListener('seeked', r, {once: true}));
+    return {tracks: tracks.length, kind: track.kind, language: track.language,
+            label: track.label, cues: track.cues.length, shown: [...track.activeCues].map(
+                c => c.text), defaultOn: video.querySelector('track').default};
+}"""
+
+
+def _check_captions(page, shots) -> None:
+    """Every video has a captions track in its language; turned on, it shows the line said
+    at that moment (off until chosen)."""
+    videos = page.locator(f"{OUTPUTS} video")
+    for index in range(videos.count()):
+        state = videos.nth(index).evaluate(CAPTIONS)
+        assert state["tracks"] >= 1 and state["kind"] == "captions", state
+        assert state["cues"] >= 1 and state["shown"] and not state["defaultOn"], state
+    videos.nth(1).scroll_into_view_if_needed()
+    screenshot(page, shots / "dub-with-captions.png", SCREENSHOTS / "dub-with-captions.png")
 
 
 def _check_plays(page, selector: str, what: str, *, index: int = 0) -> dict:

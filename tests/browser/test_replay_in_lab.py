@@ -145,9 +145,9 @@ def _check_cells(report: RunReport) -> None:
 
 def _check_no_task_left_running(page) -> None:
     final = page.eval_on_selector_all(
-        f"{OUTPUTS} .jupyter-widgets table.dubkit-tasks",
-        "ts => ts.map(t => [...t.querySelectorAll('tbody tr td:nth-child(3)')]"
-        ".map(td => td.innerText.trim()))",
+        f"{OUTPUTS} .dubkit-live table.dubkit-tasks",
+        "ts => ts.map(t => [...t.querySelectorAll('tbody tr td[data-status]')]"
+        ".map(td => td.dataset.status))",
     )
     stuck = [statuses for statuses in final if not set(statuses) <= TERMINAL]
     assert not stuck, f"task cells still not ended after the replay: {stuck}"

@@ -14,6 +14,7 @@ import json
 import re
 
 import pytest
+from accessibility import PLAYER_NAMES, assert_no_violations, assert_players_named, tab_to
 from jupyter_servers import NOTEBOOKS, SCREENSHOTS, start_studio
 from page_checks import (
     block_other_loopback_ports,
@@ -53,25 +54,19 @@ def open_studio(page, studio) -> list[str]:
     return refused
 
 
-def control(page, kind: str, label: str):
-    """The input of the ipywidget of ``kind`` (dropdown, textarea, text, checkbox) labelled
-    ``label``."""
-    return (
-        page.locator(f"{STUDIO} .widget-{kind}")
-        .filter(has=page.locator("label", has_text=label))
-        .locator("select, textarea, input")
-        .first
-    )
+def control(page, label: str):
+    """The control named ``label`` (its ``<label>``), as a screen reader names it."""
+    return page.locator(STUDIO).get_by_label(label, exact=True).first
 
 
 def hear(
     page, count: int, *, locale: str | None = None, gender: str | None = None, line: str = LINE
 ) -> None:
     if locale:
-        control(page, "dropdown", "locale").select_option(locale)
+        control(page, "locale").select_option(locale)
     if gender:
-        control(page, "dropdown", "gender").select_option(gender)
-    control(page, "textarea", "line").fill(line)
+        control(page, "gender").select_option(gender)
+    control(page, "line").fill(line)
     page.locator(f"{STUDIO} button", has_text="Hear them").click()
     page.locator(f"{CARDS} audio").nth(count - 1).wait_for()
 
@@ -81,7 +76,7 @@ def texts(page, selector: str) -> list[str]:
 
 
 def played_sources(page, selector: str) -> list[str]:
-    return page.eval_on_selector_all(f"{selector} audio source", "els => els.map(e => e.src)")
+    return page.eval_on_selector_all(f"{selector} audio", "els => els.map(e => e.src)")
 
 
 def level_of_wav_uri(uri: str) -> float:
@@ -159,7 +154,7 @@ def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, 
         "s.paddingLeft), radius: parseFloat(s.borderTopLeftRadius)}; }"
     )
     assert (
-        look["display"] == "inline-block"
+        look["display"] in ("inline-block", "block")  # a flex row's item is a block
         and look["border"] > 0
         and look["pad"] > 0
         and look["radius"] > 0
@@ -169,6 +164,8 @@ def test_takes_are_labelled_loudness_matched_and_all_play(studio, page, client, 
     decoded, rate = audio.decode(saved.read_bytes(), saved.suffix.lstrip("."))
     assert len(decoded) / rate > 0.5, "the download holds the spoken line"
     assert not shown_errors(page, "body") and not refused, refused
+    assert_no_violations(page, "the studio's takes")
+    assert assert_players_named(page, "the studio's takes") == 3
     page.locator(TAKES).scroll_into_view_if_needed()
     screenshot(page, shots / "studio-takes.png")
 
@@ -183,10 +180,10 @@ def test_shortlist_stars_notes_and_exports(studio, page, tmp_path, shots):
     )
     cards = page.locator(CARDS)
     cards.nth(0).locator(".dubkit-star").click()  # star, then a note
-    cards.nth(0).locator(".dubkit-note input").fill("bright, a touch fast")
-    cards.nth(0).locator(".dubkit-note input").press("Enter")
-    cards.nth(2).locator(".dubkit-note input").fill("warm; first choice")  # a note, then star
-    cards.nth(2).locator(".dubkit-note input").press("Enter")
+    cards.nth(0).get_by_label("note").fill("bright, a touch fast")
+    cards.nth(0).get_by_label("note").press("Enter")
+    cards.nth(2).get_by_label("note").fill("warm; first choice")  # a note, then star
+    cards.nth(2).get_by_label("note").press("Enter")
     cards.nth(2).locator(".dubkit-star").click()
     rows = page.locator(f"{SHORTLIST} table.dubkit-shortlist tbody tr")
     rows.nth(1).wait_for()
@@ -235,15 +232,9 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
     open_studio(page, studio)
     hear(page, 3)
     name = texts(page, f"{CARDS} .dubkit-take-name")[1]
-    voice = control(page, "dropdown", "voice")
+    voice = control(page, "voice")
     options = voice.evaluate("select => [...select.options].map(o => o.text)")
-    voice.select_option(
-        index=next(
-            i
-            for i, o in enumerate(options)  # nbsp: ipywidgets'
-            if o.replace("\xa0", " ").startswith(f"{name} (")
-        )
-    )
+    voice.select_option(index=next(i for i, o in enumerate(options) if o.startswith(f"{name} (")))
     for untick in ("happy", "calm"):
         page.locator(f"{STUDIO} .dubkit-emotion", has_text=untick).click()
     page.locator(f"{STUDIO} .dubkit-speed", has_text="1.25x").click()
@@ -274,6 +265,7 @@ def test_one_voice_across_emotions_and_speeds(studio, page, tmp_path, shots):
     )
     (record,) = list(csv.DictReader(exported.open(newline="", encoding="utf-8")))
     assert (record["name"], record["emotion"], float(record["speed"])) == (name, "sad", 1.25)
+    assert_no_violations(page, "the studio's readings")
     page.locator(f"{STUDIO} .dubkit-readings").scroll_into_view_if_needed()
     screenshot(page, shots / "studio-readings.png")
     assert not shown_errors(page, "body")
@@ -285,7 +277,10 @@ def test_blind_ab_hides_the_voices_until_a_pick_then_reveals_and_records_it(
 ):
     voices = client.voices.presets(locale="en-US", limit=3)
     refused = open_studio(page, studio)
-    control(page, "checkbox", "blind A/B").check()
+    control(page, "blind A/B (voices hidden until you pick)").check()
+    page.wait_for_function(  # the studio has it (the browser told the kernel)
+        "sel => document.querySelector(sel).checked", arg=f"{STUDIO} .dubkit-blind input"
+    )
     hear(page, 3)
 
     assert texts(page, f"{CARDS} .dubkit-take-name") == ["Take A", "Take B", "Take C"]
@@ -304,6 +299,8 @@ def test_blind_ab_hides_the_voices_until_a_pick_then_reveals_and_records_it(
     players = load_media(page, f"{CARDS} audio")
     assert len(players) == 3 and not media_problems(players), players
     assert press_play(page.locator(f"{CARDS} audio").nth(1))["currentTime"] > 0.2
+    assert_no_violations(page, "a blind round")
+    assert sorted(page.evaluate(PLAYER_NAMES)[0]) == ["Take A", "Take B", "Take C"]
     page.locator(TAKES).scroll_into_view_if_needed()
     screenshot(page, shots / "studio-blind-before-pick.png")
 
@@ -322,6 +319,7 @@ def test_blind_ab_hides_the_voices_until_a_pick_then_reveals_and_records_it(
     assert all(LEVEL.match(t) for t in texts(page, f"{CARDS} .dubkit-loudness"))
     assert page.locator(f"{CARDS} .dubkit-star").count() == 3  # now it can be starred
     assert not shown_errors(page, "body") and not refused, refused
+    assert_no_violations(page, "a blind round, picked")
     screenshot(page, shots / "studio-blind-after-pick.png")
 
 
@@ -335,11 +333,10 @@ def test_studio_clones_an_uploaded_recording_and_hears_it_beside_the_presets(
     )
     refused = open_studio(page, studio)
     with page.expect_file_chooser() as chooser:
-        page.locator(f"{STUDIO} .widget-upload").click()
+        control(page, "recording").click()
     chooser.value.set_files(str(recording))
-    page.locator(f"{STUDIO} .widget-upload", has_text="(1)").wait_for()  # the file is in
-    control(page, "text", "name").fill("Harbour narrator")
-    control(page, "textarea", "says").fill(transcript)
+    control(page, "name").fill("Harbour narrator")
+    control(page, "says").fill(transcript)
     page.locator(f"{STUDIO} button", has_text=re.compile(r"^\s*Clone\s*$")).click()
 
     # the clone's A/B players in the panel, and its take beside the presets
@@ -353,6 +350,7 @@ def test_studio_clones_an_uploaded_recording_and_hears_it_beside_the_presets(
     assert len(players) == 6 and not media_problems(players), players  # 4 takes, A and B
     assert all(LEVEL.match(t) for t in texts(page, f"{CARDS} .dubkit-loudness"))
     assert not shown_errors(page, "body") and not refused, refused
+    assert_no_violations(page, "the studio with a clone")
     page.set_viewport_size({"width": 1400, "height": 1250})  # Voila scrolls inside a panel
     page.locator(STUDIO).evaluate("el => el.scrollIntoView({block: 'start'})")  # no cut line
     screenshot(page, shots / "audition-studio.png", SCREENSHOTS / "audition-studio.png")
@@ -378,3 +376,35 @@ def test_studio_with_a_key_talks_to_the_service_of_that_key(
         assert new_key not in page.content(), "the key is never shown"
     finally:
         server.stop()
+
+
+@pytest.mark.browser
+def test_a_keyboard_alone_auditions_shortlists_and_picks_blind(studio, page, shots):
+    """No mouse: two voices heard, one shortlisted, then a blind round picked, with Tab,
+    Shift+Tab, arrow keys, Enter and Space only; the status line says each step."""
+    open_studio(page, studio)
+    page.locator("body").focus()
+    tab_to(page, "el => el.name === 'count'")
+    page.keyboard.press("ArrowDown")  # 3 voices down to 2
+    tab_to(page, "el => el.dataset.dubkitAction === 'hear'")
+    page.keyboard.press("Enter")
+    page.locator(f"{CARDS} audio").nth(1).wait_for()
+    assert page.locator(f"{CARDS} audio").count() == 2
+    tab_to(page, "el => el.classList.contains('dubkit-star')")
+    page.keyboard.press("Space")
+    page.locator(f"{SHORTLIST} table.dubkit-shortlist tbody tr").first.wait_for()
+    assert page.locator(f"{CARDS} .dubkit-star").first.get_attribute("aria-pressed") == "true"
+
+    tab_to(page, "el => el.dataset.dubkitAction === 'blind'", back=True)
+    page.keyboard.press("Space")
+    page.wait_for_function(
+        "sel => document.querySelector(sel).checked", arg=f"{STUDIO} .dubkit-blind input"
+    )
+    tab_to(page, "el => el.dataset.dubkitAction === 'hear'")
+    page.keyboard.press("Enter")
+    page.locator(f"{STUDIO} .dubkit-status", has_text="Blind round").wait_for()
+    tab_to(page, "el => el.classList.contains('dubkit-pick-button') && /B$/.test(el.innerText)")
+    page.keyboard.press("Enter")
+    page.locator(f"{STUDIO} .dubkit-status", has_text="You picked B").wait_for()
+    assert page.locator(f"{STUDIO} .dubkit-status").get_attribute("role") == "status"
+    screenshot(page, shots / "studio-keyboard.png")

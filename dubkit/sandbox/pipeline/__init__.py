@@ -124,18 +124,14 @@ def run(job: Job) -> dict[str, Any]:
 
 
 def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
+    """The steps of a dub, in order: probe, decode, transcribe, speakers, translate, voices,
+    synthesize, fit, then the files (stems, mix, subtitles, picture, variants) and the result."""
     settings, out = job.settings, job.outputs
     started = time.perf_counter()
     stage = Stages()
     notices = list(settings.notices)
     files = DubFiles()
-    with stage("probe"):
-        info = av.probe(job.media_path)
-        if not info.has_audio:
-            raise ServiceError(
-                422,
-                "probe failed: the material has no audio track, so there is no speech to translate",
-            )
+    info = _probed(job, stage)
     video_task = settings.task_type == "vt" and info.has_video
     variants = render.variant_names(info.height or 0) if video_task else {}
     early: Future[dict[int, str]] | None = None
@@ -145,87 +141,23 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
         original = Track.decode(job.media_path, scratch / "original.f32", WORK_RATE)
         rate, total = original.rate, original.duration
     with stage("transcribe"):
-        cues = av.extract_subtitles(job.media_path)
-        lines = find_lines(original, cues, min_silence=MIN_SILENCE[settings.transcribe_mode])
-        if not lines:
-            raise ServiceError(
-                422,
-                "transcribe failed: no speech found in the material's "
-                "audio, so there is nothing to dub",
-            )
-        if not cues:
-            notices.append(
-                "the material has no subtitle track and the sandbox has no speech "
-                "recogniser: every line's text is a labelled placeholder"
-            )
-        elif any(line.placeholder for line in lines):
-            notices.append(
-                "some speech had no subtitle cue: those lines carry a labelled placeholder"
-            )
-        if settings.source == AUTO:
-            settings = _detected_source(settings, lines, notices)
+        lines, settings = _transcribed(job, original, settings, notices)
     with stage("speakers"):
         speakers = assign_speakers(lines, original, settings.speaker_num)
     with stage("translate"):
         dubbing.translate(lines, settings)
     with stage("voices"):
         casting = Casting(
-            settings,
-            job.library,
-            job.task_id,
-            rate,
-            lambda name, audio: out.audio(name, audio, rate),
+            settings, job.library, job.task_id, rate, lambda name, a: out.audio(name, a, rate)
         )
         casting.cast(lines, speakers, original)
         notices += casting.notices
     with stage("synthesize"):
         clips = dubbing.synthesize(lines, casting.speaking, scratch / "said")
     with stage("fit"):
-        scale = dubbing.timeline_stretch(lines, clips, total) if settings.dynamic_length else 1.0
-        dubbing.fit(
-            lines,
-            clips,
-            total,
-            scale,
-            natural_pace=settings.dynamic_length,
-            folder=scratch / "fitted",
-        )
-        if any(line.truncated for line in lines):
-            notices.append(
-                "lines "
-                + ", ".join(line.id for line in lines if line.truncated)
-                + " were too long for their place even at double speed and were cut"
-            )
-        for said in clips:  # scratch is removed as soon as it is used: a long dub's is large
-            said.remove()
-        if scale > 1:
-            stretched = original.stretched(scale, scratch / "stretched.f32")
-            original.remove()
-            original = stretched
-    with stage("separate"):
-        stems = render.separate(original, lines, settings, scale)
-        for stem, name in (("speech", "stems/speech.m4a"), ("background", "stems/background.m4a")):
-            setattr(files, stem, out.audio_windows(name, stems.windows(stem), rate, stems.channels))
-    with stage("mix"):
-        out.audio_windows("dubbed.m4a", render.dub_mix(stems, lines, rate), rate, stems.channels)
-        files.audio = out.media_file("dubbed.m4a", AudioFile)
-    with stage("subtitles"):
-        files.subtitles = render.write_subtitles(out, lines, settings.target)
-    subtitle_name = f"subtitles.{settings.target}.srt"
-    with stage("mux"):
-        if video_task:
-            built = render.video(
-                out,
-                str(job.media_path),
-                "dubbed.m4a",
-                settings,
-                scale,
-                subtitle_name,
-                # burned subtitles: one decode and one burn for the dub and its variants
-                variants=variants if settings.text.burn and scale <= 1 else None,
-            )
-            files.video = out.media_file(built, MediaFile)
-    soft = subtitle_name if settings.text.soft else None
+        scale, original = _fitted(lines, clips, original, settings, notices, scratch)
+    _render_files(job, stage, files, original, lines, settings, scale, video_task, variants)
+    soft = f"subtitles.{settings.target}.srt" if settings.text.soft else None
     compressing = pool.submit(
         _compress, stage, out, info, settings, scale, early, variants, soft, scratch
     )
@@ -249,6 +181,110 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
         timings=timings,
         notices=notices,
     ).to_wire()
+
+
+def _probed(job: Job, stage: Stages) -> av.MediaInfo:
+    """The material's streams; a material without sound has nothing to dub."""
+    with stage("probe"):
+        info = av.probe(job.media_path)
+        if not info.has_audio:
+            raise ServiceError(
+                422,
+                "probe failed: the material has no audio track, so there is no speech to translate",
+            )
+    return info
+
+
+def _transcribed(
+    job: Job, original: Track, settings: Settings, notices: list[str]
+) -> tuple[list[Line], Settings]:
+    """The lines spoken (their words from the material's subtitle track, where it has one),
+    and the settings with the source locale found when it was ``auto``."""
+    cues = av.extract_subtitles(job.media_path)
+    lines = find_lines(original, cues, min_silence=MIN_SILENCE[settings.transcribe_mode])
+    if not lines:
+        raise ServiceError(
+            422,
+            "transcribe failed: no speech found in the material's "
+            "audio, so there is nothing to dub",
+        )
+    if not cues:
+        notices.append(
+            "the material has no subtitle track and the sandbox has no speech "
+            "recogniser: every line's text is a labelled placeholder"
+        )
+    elif any(line.placeholder for line in lines):
+        notices.append("some speech had no subtitle cue: those lines carry a labelled placeholder")
+    if settings.source == AUTO:
+        settings = _detected_source(settings, lines, notices)
+    return lines, settings
+
+
+def _fitted(
+    lines: list[Line],
+    clips: list[Any],
+    original: Track,
+    settings: Settings,
+    notices: list[str],
+    scratch: Path,
+) -> tuple[float, Track]:
+    """Each dubbed line fitted to its place (or the timeline stretched to the lines, with
+    ``dynamic_length``): the timeline's scale and the original on it."""
+    total = original.duration
+    scale = dubbing.timeline_stretch(lines, clips, total) if settings.dynamic_length else 1.0
+    dubbing.fit(
+        lines, clips, total, scale, natural_pace=settings.dynamic_length, folder=scratch / "fitted"
+    )
+    if any(line.truncated for line in lines):
+        notices.append(
+            "lines "
+            + ", ".join(line.id for line in lines if line.truncated)
+            + " were too long for their place even at double speed and were cut"
+        )
+    for said in clips:  # scratch is removed as soon as it is used: a long dub's is large
+        said.remove()
+    if scale > 1:
+        stretched = original.stretched(scale, scratch / "stretched.f32")
+        original.remove()
+        original = stretched
+    return scale, original
+
+
+def _render_files(
+    job: Job,
+    stage: Stages,
+    files: DubFiles,
+    original: Track,
+    lines: list[Line],
+    settings: Settings,
+    scale: float,
+    video_task: bool,
+    variants: dict[int, str],
+) -> None:
+    """The dub's files: the stems, the mix, the subtitles and the dubbed picture."""
+    out, rate = job.outputs, original.rate
+    with stage("separate"):
+        stems = render.separate(original, lines, settings, scale)
+        for stem, name in (("speech", "stems/speech.m4a"), ("background", "stems/background.m4a")):
+            setattr(files, stem, out.audio_windows(name, stems.windows(stem), rate, stems.channels))
+    with stage("mix"):
+        out.audio_windows("dubbed.m4a", render.dub_mix(stems, lines, rate), rate, stems.channels)
+        files.audio = out.media_file("dubbed.m4a", AudioFile)
+    with stage("subtitles"):
+        files.subtitles = render.write_subtitles(out, lines, settings.target)
+    with stage("mux"):
+        if video_task:
+            built = render.video(
+                out,
+                str(job.media_path),
+                "dubbed.m4a",
+                settings,
+                scale,
+                f"subtitles.{settings.target}.srt",
+                # burned subtitles: one decode and one burn for the dub and its variants
+                variants=variants if settings.text.burn and scale <= 1 else None,
+            )
+            files.video = out.media_file(built, MediaFile)
 
 
 def _pictures(stage: Stages, out: Outputs, source: str, names: dict[int, str]) -> dict[int, str]:

@@ -88,14 +88,56 @@ def assemble(
     timings: dict[str, float],
     notices: list[str],
 ) -> MediaTranslationResult:
-    """Everything the task's ``result`` holds once finished."""
-    target, source_locale = settings.target, settings.source
-    asr = [
+    """Everything the task's ``result`` holds once finished, part by part."""
+    first_clone = next((m for m in matches if (m.voice_id or "").startswith("cv_")), None)
+    return MediaTranslationResult(
+        task_id=task_id,
+        compress=files.compress,
+        asr_scripts=_asr_scripts(settings, category, lines, speakers, files),
+        audio_separation=AudioSeparation(
+            sfx_url="",
+            music_url="",
+            vocal_url=files.speech,
+            speech_url=files.speech,
+            other_url="",
+            mns_url=files.background,
+        ),
+        translated_scripts=_translated_scripts(settings, lines),
+        voice_clone=VoiceCloneEcho(
+            provider=settings.clone_provider,
+            mode=settings.mode,
+            ref_audio=first_clone.audio if first_clone else "",
+            style=settings.style,
+            timbre_method=settings.timbre,
+        ),
+        voice_match=matches,
+        tts=_tts_lines(settings, lines, files),
+        alignment=_alignment(settings, category, lines, files, source, scale, total),
+        build=Build(
+            video=files.video, images=files.images, audio=files.audio, subtitles=files.subtitles
+        ),
+        source=source,
+        lipsync=LipsyncEcho(
+            requested=settings.lipsync,
+            applied=False,
+            reason="lip sync is not available in the sandbox" if settings.lipsync else None,
+        ),
+        options=settings.echo(),
+        notices=notices,
+        timings=timings,
+    )
+
+
+def _asr_scripts(
+    settings: Settings, category: str, lines: list[Line], speakers: int, files: DubFiles
+) -> AsrScripts:
+    """What was heard: each line of the source, by speaker, at its time."""
+    heard = [
         AsrLine(
             id=line.id,
             speaker=line.speaker_label(),
             text=line.text,
-            locale=source_locale,
+            locale=settings.source,
             emotion="",
             name=line.speaker_label(),
             gender=line.measured.gender if line.measured else "",
@@ -108,6 +150,20 @@ def assemble(
         )
         for line in lines
     ]
+    return AsrScripts(
+        asr_results=heard,
+        mono_audio=files.mono,
+        speaker_num=speakers,
+        language=LanguagePair(source=settings.source, target=settings.target),
+        category=category,
+        industry="",
+        keywords=[],
+        ctc_enabled=False,
+    )
+
+
+def _translated_scripts(settings: Settings, lines: list[Line]) -> TranslatedScripts:
+    """What the dub says: each line's translation, voice and place in the dub."""
     translated = [
         TranslatedLine(
             id=line.id,
@@ -116,7 +172,7 @@ def assemble(
             source_text=line.text,
             text=line.translation,
             speaker=line.speaker_label(),
-            locale=target,
+            locale=settings.target,
             gender=line.voice.gender,
             voice_id=line.voice.voice_id,
             provider=line.voice.provider,
@@ -131,7 +187,17 @@ def assemble(
         )
         for line in lines
     ]
-    tts = [
+    return TranslatedScripts(
+        result=translated,
+        prompt=settings.prompt,
+        mode=settings.translate_mode,
+        engine=translation_engine.ENGINE_LABEL,
+    )
+
+
+def _tts_lines(settings: Settings, lines: list[Line], files: DubFiles) -> MediaTTSLines:
+    """Each dubbed line's speech file and how it was fitted to its place."""
+    spoken = [
         MediaTTSLine(
             id=line.id,
             text=line.translation,
@@ -146,8 +212,21 @@ def assemble(
         )
         for line in lines
     ]
+    return MediaTTSLines(result=spoken, engine=SPEECH_ENGINE, sample_rate=speech.SAMPLE_RATE)
+
+
+def _alignment(
+    settings: Settings,
+    category: str,
+    lines: list[Line],
+    files: DubFiles,
+    source: DubbedSource,
+    scale: float,
+    total: float,
+) -> Alignment:
+    """Where every track, cue and picture sits on the dub's timeline."""
     output_total = round(total * scale, 3)
-    alignment = Alignment(
+    return Alignment(
         audio=[
             _track(files.background, 0, output_total, 0, output_total, 1.0),
             _track(files.speech, 0, output_total, 0, output_total, _speech_level(settings)),
@@ -171,57 +250,6 @@ def assemble(
             else []
         ),
         timeline_stretch=scale,
-    )
-    first_clone = next((m for m in matches if (m.voice_id or "").startswith("cv_")), None)
-    return MediaTranslationResult(
-        task_id=task_id,
-        compress=files.compress,
-        asr_scripts=AsrScripts(
-            asr_results=asr,
-            mono_audio=files.mono,
-            speaker_num=speakers,
-            language=LanguagePair(source=source_locale, target=target),
-            category=category,
-            industry="",
-            keywords=[],
-            ctc_enabled=False,
-        ),
-        audio_separation=AudioSeparation(
-            sfx_url="",
-            music_url="",
-            vocal_url=files.speech,
-            speech_url=files.speech,
-            other_url="",
-            mns_url=files.background,
-        ),
-        translated_scripts=TranslatedScripts(
-            result=translated,
-            prompt=settings.prompt,
-            mode=settings.translate_mode,
-            engine=translation_engine.ENGINE_LABEL,
-        ),
-        voice_clone=VoiceCloneEcho(
-            provider=settings.clone_provider,
-            mode=settings.mode,
-            ref_audio=first_clone.audio if first_clone else "",
-            style=settings.style,
-            timbre_method=settings.timbre,
-        ),
-        voice_match=matches,
-        tts=MediaTTSLines(result=tts, engine=SPEECH_ENGINE, sample_rate=speech.SAMPLE_RATE),
-        alignment=alignment,
-        build=Build(
-            video=files.video, images=files.images, audio=files.audio, subtitles=files.subtitles
-        ),
-        source=source,
-        lipsync=LipsyncEcho(
-            requested=settings.lipsync,
-            applied=False,
-            reason="lip sync is not available in the sandbox" if settings.lipsync else None,
-        ),
-        options=settings.echo(),
-        notices=notices,
-        timings=timings,
     )
 
 

@@ -3,8 +3,9 @@
 Before anything is charged, a request is checked in the interface's order: each ``voiceId``
 exists (preset catalogue or this key's clones), one provider per batch, ``timbreRefAudio``
 only with clone providers. Then the published price is taken (:mod:`dubkit.schema.prices`: 2
-credits per started 200 characters of each line) and each line is spoken on its own: a line
-that fails gets its ``errorMessage`` (and its credits back), the others are unaffected.
+credits per started 200 characters of all the request's lines together) and each line is spoken
+on its own: a line that fails gets its ``errorMessage`` (and its share of the charge back, in
+proportion to its characters), the others are unaffected.
 
 How the options sound in the sandbox (*choice*, the interface leaves the effect open):
 
@@ -148,11 +149,15 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
             f"{p} ({', '.join(f'data[{i}]' for i in idx)})"
             for p, idx in sorted(by_provider.items())
         )
+        # The guide's sentence, then its mapping of each line to the provider its voice has.
+        mapping = ", ".join(
+            f"data[{i}] {request.data[i].voice_id} -> {found[i][1]}" for i in sorted(found)
+        )
         raise ServiceError(
             400,
             "all voiceId in one batch must share the same provider, but "
             f"found multiple: {listing}. Please use voices from the same provider, or split "
-            "into separate requests.",
+            f"into separate requests. Voice mapping: {mapping}.",
         )
     provider = next(iter(by_provider), None)
     if provider and provider.startswith("S") and any(ln.timbre_ref_audio for ln in request.data):
@@ -251,7 +256,7 @@ def _speak(
 def _plan(backend: Backend, api_key: str, request: TTSRequest) -> Work:
     """Check and charge now; the work speaks each line, giving back a failed line's share."""
     lines, espeak = _resolve(backend, api_key, request)
-    credits = [prices.speech_credits(line.spec.text) for line in lines]
+    credits = prices.speech_shares(line.spec.text for line in lines)  # sums to the charge
     characters = sum(len(line.spec.text) for line in lines)
     backend.charge(
         api_key, sum(credits), f"speaking {len(lines)} line(s) of {characters} characters"

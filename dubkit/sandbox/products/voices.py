@@ -335,5 +335,6 @@ def served_preset(backend: Backend, preset: Preset) -> PresetVoice:
         update={
             "audio": backend.file_url(catalogue_files.preview_relpath(voice_id)),
             "cover": backend.file_url(catalogue_files.cover_relpath(voice_id)),
+            "preview_text": preset.sample_text,
         }
     )
