@@ -7,6 +7,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from _waiting import PATIENCE
@@ -26,6 +29,20 @@ from player_checks import check_players, check_task_cell_finished, play_each
 pytestmark = pytest.mark.browser
 
 LESSONS = ("02_text_to_speech.ipynb", "06_translate_and_dub.ipynb")
+
+
+@contextmanager
+def in_marimo(page, notebook: Path, folder: Path, log: Path) -> Iterator[list[str]]:
+    """``notebook`` converted and run by ``marimo run``, open in ``page`` once every cell has
+    run; the loopback ports the page was refused (only marimo's own is reachable)."""
+    server = start_marimo(marimo_copy(notebook, folder), folder / "home", log)
+    try:
+        refused = block_other_loopback_ports(page, server.port)
+        page.goto(server.url, timeout=PATIENCE * 1000)
+        wait_for_marimo_run(page, PATIENCE)
+        yield refused
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -50,32 +67,22 @@ def test_a_lesson_plays_in_voila_for_a_remote_browser(lesson, page, tmp_path, sh
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_a_lesson_plays_in_marimo(lesson, page, tmp_path, shots):
     """``marimo convert`` of the notebook, run by ``marimo run``: anywidget is its widgets."""
-    copy = marimo_copy(NOTEBOOKS / lesson, tmp_path)
-    server = start_marimo(copy, tmp_path / "home", shots / f"marimo-{copy.stem}.log")
-    try:
-        refused = block_other_loopback_ports(page, server.port)
-        page.goto(server.url, timeout=PATIENCE * 1000)
-        wait_for_marimo_run(page, PATIENCE)
+    stem = Path(lesson).stem
+    with in_marimo(page, NOTEBOOKS / lesson, tmp_path, shots / f"marimo-{stem}.log") as refused:
         text = page.inner_text("body")
         assert "Traceback" not in text and "not supported in marimo" not in text, text[-2000:]
         check_players(page, "audio, video", refused, vscode=False)
         if lesson.startswith("06"):
             check_task_cell_finished(page, "table.dubkit-tasks")
         assert_no_violations(page, f"{lesson} in marimo")
-        screenshot(page, shots / f"marimo-{copy.stem}.png")
-    finally:
-        server.stop()
+        screenshot(page, shots / f"marimo-{stem}.png")
 
 
 def test_the_voice_table_filters_ticks_and_auditions_in_marimo(page, tmp_path, shots):
     """Notebook 01's voice browser in marimo (which has no ipywidgets): a filter chosen, two
     voices ticked, the line heard, all from the keyboard; the takes play."""
-    copy = marimo_copy(NOTEBOOKS / "01_voices_and_audition.ipynb", tmp_path)
-    server = start_marimo(copy, tmp_path / "home", shots / "marimo-voice-table.log")
-    try:
-        block_other_loopback_ports(page, server.port)
-        page.goto(server.url, timeout=PATIENCE * 1000)
-        wait_for_marimo_run(page, PATIENCE)
+    notebook = NOTEBOOKS / "01_voices_and_audition.ipynb"
+    with in_marimo(page, notebook, tmp_path, shots / "marimo-voice-table.log"):
         table = page.locator(".dubkit-filters").first
         table.scroll_into_view_if_needed()
         gender = page.locator("select[name='gender']").first
@@ -105,19 +112,13 @@ def test_the_voice_table_filters_ticks_and_auditions_in_marimo(page, tmp_path, s
         assert not media_problems(states), media_problems(states)
         play_each(page, takes, len(states))
         screenshot(page, shots / "marimo-voice-table.png")
-    finally:
-        server.stop()
 
 
 def test_the_studio_auditions_and_shortlists_in_marimo(page, tmp_path, shots):
     """The audition studio's app notebook in marimo: three voices heard side by side, each
     take plays, one starred from the keyboard lands in the shortlist."""
-    copy = marimo_copy(NOTEBOOKS / "apps" / "audition_studio.ipynb", tmp_path)
-    server = start_marimo(copy, tmp_path / "home", shots / "marimo-studio.log")
-    try:
-        block_other_loopback_ports(page, server.port)
-        page.goto(server.url, timeout=PATIENCE * 1000)
-        wait_for_marimo_run(page, PATIENCE)
+    notebook = NOTEBOOKS / "apps" / "audition_studio.ipynb"
+    with in_marimo(page, notebook, tmp_path, shots / "marimo-studio.log"):
         hear = page.locator("button[data-dubkit-action='hear']").first
         hear.focus()
         page.keyboard.press("Enter")
@@ -140,8 +141,6 @@ def test_the_studio_auditions_and_shortlists_in_marimo(page, tmp_path, shots):
         )
         assert_no_violations(page, "the studio in marimo")
         screenshot(page, shots / "marimo-studio.png")
-    finally:
-        server.stop()
 
 
 def test_every_saved_notebook_exported_to_html_plays_with_no_network(page, tmp_path, shots):
