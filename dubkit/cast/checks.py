@@ -145,10 +145,12 @@ def find_gaps(cast: Roles, client: Client, *, offer: bool = True) -> Gaps:
     wanted = list(voices_of(cast))
     clone_ids = sorted({v.voice_id for _, _, v in wanted if v.kind == "clone"})
     here = {c.voice_id for c in client.voices.clones(voices=clone_ids)} if clone_ids else set()
+    preset_ids = {v.voice_id for _, _, v in wanted if v.kind == "preset"}
+    here |= {i for i in preset_ids if list(client.voices.presets(voice=i))}  # once a voice
     for role, locale, voice in wanted:
         if voice.kind == "clone" and voice.voice_id not in here:
             gaps.clones.append((role, locale, voice))
-        elif voice.kind == "preset" and not list(client.voices.presets(voice=voice.voice_id)):
+        elif voice.kind == "preset" and voice.voice_id not in here:
             gaps.presets.append((role, locale, voice))
             if offer:
                 gaps.nearest[voice.voice_id] = nearest_presets(client, voice, locale)

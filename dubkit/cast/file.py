@@ -81,13 +81,12 @@ class _Lines:
         self.path, self.lines = path, text.splitlines()
 
     def error(self, key: str, problem: str, after: int = 0) -> ValidationError:
-        needle = json.dumps(key, ensure_ascii=False)
-        for number, line in enumerate(self.lines[after:], start=after + 1):
-            if needle in line:
-                return ValidationError(f"{self.path}, line {number}", problem)
-        return ValidationError(str(self.path), problem)
+        number = self.line_of(key, after)
+        where = f"{self.path}, line {number}" if number > after else str(self.path)
+        return ValidationError(where, problem)
 
     def line_of(self, key: str, after: int = 0) -> int:
+        """The line (from 1) where ``key`` first stands below line ``after``; ``after`` if nowhere."""
         needle = json.dumps(key, ensure_ascii=False)
         for number, line in enumerate(self.lines[after:], start=after + 1):
             if needle in line:

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from ..errors import ValidationError
@@ -233,7 +233,4 @@ def _details(voice: Any) -> dict[str, Any]:
     return found
 
 
-_SETTABLE = {
-    "kind", "name", "provider", "gender", "emotion", "weight", "speed", "reference",
-    "reference_text", "fingerprint",
-}  # fmt: skip
+_SETTABLE = {f.name for f in fields(RoleVoice)} - {"voice_id"}
