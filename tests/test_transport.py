@@ -8,11 +8,12 @@ import base64
 import time
 import zlib
 from collections.abc import Callable
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
 from _double import Answer, answer_double
-from _http import counting_proxy, local_http
+from _http import _serve, counting_proxy, local_http
 from _waiting import PATIENCE
 
 import dubkit
@@ -624,8 +625,9 @@ def test_a_success_without_data_where_a_record_is_due_is_an_unexpected_answer():
         base64.urlsafe_b64encode(zlib.compress(b"[1, 2]")).decode(),  # JSON, not an overlay
         base64.urlsafe_b64encode(zlib.compress(b"[" * 100_000)).decode(),  # too deep to read
         base64.urlsafe_b64encode(zlib.compress(b" " * (16 << 20), 9)).decode(),  # a zlib bomb
-        base64.urlsafe_b64encode(b'{"data": [1, 2').decode(),  # short, sent plain, but cut
-        base64.urlsafe_b64encode(b'{"a":' * 8_000).decode(),  # plain and too deep to read
+        '{"data": [1, 2',  # short, sent plain, but cut
+        '{"a":' * 8_000,  # plain and too deep to read
+        "[1, 2]",  # plain JSON, not an overlay
     ],
 )
 def test_an_extras_header_that_is_not_an_overlay_never_breaks_the_answer(header):
@@ -645,5 +647,30 @@ def test_an_extras_overlay_reads_back_as_it_was_sent_short_or_long(size):
     overlay = {"data": {"engine": "sandbox-pseudo-translation", "notes": ["n" * size]}}
     header = extras_header.encode(overlay)
     assert header is not None and extras_header.decode(header) == overlay
-    compressed = base64.urlsafe_b64decode(header)[:1] != b"{"
+    compressed = not header.startswith("{")
     assert compressed == (size > extras_header.PLAIN_UP_TO)
+
+
+def test_a_call_goes_out_as_session_request_would_send_it():
+    """dubkit prepares its requests itself (``Transport._send``, skipping Session.request's
+    per-call merging): the query, the session's headers, the key and the cookies an answer set
+    still go out as requests' Session would send them."""
+    seen: list[tuple[str, dict]] = []
+
+    def respond(method, path, headers, body):
+        seen.append((path, headers))
+        envelope = b'{"code": 200, "message": "", "data": {"total": 0, "records": []}}'
+        cookie = {"Set-Cookie": "lb=node-2; Path=/"}
+        return 200, {"Content-Type": "application/json", **cookie}, envelope
+
+    key = "sk_x_00000000000"
+    with _serve(respond) as url, dubkit.Client(key, url) as c:
+        c.request("GET", "/tasks/list", params={"status": ["a", "b"], "pageNo": 2, "gone": None})
+        c.request("GET", "/tasks/list?pageSize=5")
+    (first, first_headers), (second, second_headers) = seen
+    query = parse_qs(urlsplit(first).query)
+    assert query.pop("req_id")[0] and query == {"status": ["a", "b"], "pageNo": ["2"]}
+    assert set(parse_qs(urlsplit(second).query)) == {"pageSize", "req_id"}
+    assert first_headers["Authorization"] == f"Bearer {key}"
+    assert first_headers["User-Agent"] == f"dubkit/{dubkit.__version__}"
+    assert "Cookie" not in first_headers and second_headers["Cookie"] == "lb=node-2"

@@ -151,14 +151,10 @@ class TranslateResource(Resource):
                 f"sends any number in concurrent chunks",
             )
         try:
-            return checked(
-                model,
-                {
-                    "language": {"source": source, "target": target},
-                    "segments": segments,
-                    "options": _options(**options),
-                },
-            )
+            body = {"language": {"source": source, "target": target}, "segments": segments}
+            if options:  # none given: no empty ``options`` object on the wire
+                body["options"] = _options(**options)
+            return checked(model, body)
         except ValidationError as exc:
             if offset and exc.field.startswith("segments["):
                 index = int(exc.field[9 : exc.field.index("]")])
