@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import requests
 from jupyter_servers import REPO, KernelSpec, Server, free_port, spawn, wait_until_up
-from page_checks import DEEP
+from page_checks import DEEP, loopback_except, refuse
 
 MARKS = Path(__file__).with_name("front_end_marks")
 
@@ -103,22 +104,15 @@ def init_page(page, script: str, arg: object = None) -> None:
 def block_proxy_paths(page, allowed: set[int]) -> list[str]:
     """A browser with no way to a kernel port but the ones ``allowed``, and no ``/proxy/``:
     Colab's and VS Code's, which have no Jupyter server in front of their kernels."""
-    refused: list[str] = []
 
-    def route(routing) -> None:
-        url = routing.request.url
+    def refused(url: str) -> bool:
         parts = url.split("/", 3)
         host = parts[2] if len(parts) > 2 else ""
         port = int(host.rsplit(":", 1)[1]) if ":" in host else 80
         local = host.startswith(("127.0.0.1", "localhost", "[::1]"))
-        if (local and port not in allowed) or "/proxy/" in url:
-            refused.append(url[:120])
-            routing.abort()
-        else:
-            routing.continue_()
+        return (local and port not in allowed) or "/proxy/" in url
 
-    page.route("**/*", route)
-    return refused
+    return refuse(page, f"{loopback_except(allowed)}|/proxy/", refused)
 
 
 class ColabProxy:
@@ -177,10 +171,22 @@ def vscode_kernel() -> KernelSpec:
 
 
 def colab_venv(folder: Path) -> Path:
-    """A venv as Colab's: ipywidgets 7.7.1 first, then dubkit installed beside it the way its
-    first-cell recipe says. Its Python."""
+    """A venv as Colab's: a full set of preinstalled packages with ipywidgets 7.7.1 among
+    them, then dubkit installed beside it the way its first-cell recipe says. Its Python.
+
+    The preinstalled set is this test environment's, seen through a ``.pth`` after the venv's
+    own packages (Colab too has numpy, pandas, requests, pydantic... before the first cell), so
+    pip resolves dubkit against a full environment rather than downloading it all again: what
+    it installs into the venv, and whether it keeps 7.7.1, is pip's own verdict."""
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     python = folder / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(own, "preinstalled.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, "ipywidgets==7.7.1"], check=True)
     subprocess.run([*pip, "-e", str(REPO)], check=True)
