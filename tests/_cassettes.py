@@ -5,12 +5,15 @@ The service is a standalone sandbox started with ``dubkit sandbox`` and used wit
 a teacher uses the service (``DUBKIT_API_KEY`` + ``DUBKIT_BASE_URL``). Notebooks run as
 ``jupyter nbconvert --execute`` would run them, unchanged; replay runs them in a network
 namespace of their own (``unshare -rn``, only a loopback that is not the host's), so the
-recording server, and any other address, is unreachable to them.
+recording server, and any other address, is unreachable to them. The lessons are recorded
+once for the whole test session (``recorded_once``), whichever module and worker asks first.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import pytest
 import requests
 from _waiting import PATIENCE, wait_for
 
@@ -155,6 +159,47 @@ def record(folder: Path) -> Recording:
         server.wait(PATIENCE)
         log.close()
     return recording
+
+
+MANIFEST = "recording.json"  # written last: a folder with it holds a whole recording
+
+
+def recorded_once(tmp_path_factory: pytest.TempPathFactory) -> Recording:
+    """LESSONS recorded once for the whole test session: the first worker to ask records them
+    under a lock, the others wait for it and read the same folder (every test only reads a
+    recording; one that changes a cassette copies it first)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # pytest-xdist: every worker's temp dir is in this one
+    folder = shared / "lessons-recorded"
+    with open(shared / "lessons-recorded.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (folder / MANIFEST).exists():
+            return _load(folder)
+        shutil.rmtree(folder, ignore_errors=True)  # a half-made one, if a recording failed
+        folder.mkdir()
+        recording = record(folder)
+        facts = {
+            "key": recording.key,
+            "webhook_secret": recording.webhook_secret,
+            "admin_token": recording.admin_token,
+            "seconds": {lesson: run.seconds for lesson, run in recording.runs.items()},
+            "media": recording.media,
+        }
+        (folder / f"{MANIFEST}.part").write_text(json.dumps(facts))
+        (folder / f"{MANIFEST}.part").rename(folder / MANIFEST)
+        return recording
+
+
+def _load(folder: Path) -> Recording:
+    facts = json.loads((folder / MANIFEST).read_text())
+    runs = {
+        lesson: Run(nbformat.read(folder / f"{lesson}.recorded.ipynb", as_version=4), seconds)
+        for lesson, seconds in facts["seconds"].items()
+    }
+    return Recording(
+        folder, facts["key"], facts["webhook_secret"], facts["admin_token"], runs, facts["media"]
+    )
 
 
 def replay(recording: Recording, lesson: str, student: Path) -> Run:

@@ -21,7 +21,7 @@ import uuid
 from contextlib import redirect_stdout
 
 import pytest
-from _cassettes import LESSONS, data_uris, files_shown, record, replay, served_media
+from _cassettes import LESSONS, data_uris, files_shown, recorded_once, replay, served_media
 from _waiting import PATIENCE, wait_for
 from test_notebooks import checked, comparable, first_difference
 
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.heavy  # a costly set-up: the quick loop leaves it out 
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
-    return record(tmp_path_factory.mktemp("teacher"))
+    return recorded_once(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Recorded lessons replayed in JupyterLab, in headless Chromium, with no key and no service.
 
-Lessons are recorded once for the module (``_cassettes.record``: a standalone sandbox used with
-its key, then stopped). Each replayed lesson gets a JupyterLab of its own whose environment
+Lessons are recorded once for the test session (``_cassettes.recorded_once``: a standalone
+sandbox used with its key, then stopped; tests/test_cassette.py reads the same recording). Each replayed lesson gets a JupyterLab of its own whose environment
 (and so its kernels') says ``DUBKIT_REPLAY=<that lesson's cassette>`` and holds no
 ``DUBKIT_API_KEY``/``DUBKIT_BASE_URL``; the notebook is the repo's, unchanged. The browser is
 a remote one: every loopback port but Lab's is refused, so the replayed media (served by the
@@ -60,7 +60,7 @@ print(_json.dumps({
 def recording(browser, tmp_path_factory) -> _cassettes.Recording:
     """The lessons recorded once (after ``browser``, so a machine without Chromium skips
     before the recording's minute is spent)."""
-    return _cassettes.record(tmp_path_factory.mktemp("cassettes"))
+    return _cassettes.recorded_once(tmp_path_factory)
 
 
 @pytest.fixture(params=REPLAYED)
