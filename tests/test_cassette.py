@@ -281,6 +281,32 @@ def test_a_url_sent_in_a_body_is_matched_with_its_query():
     assert "sig=1" not in json.dumps(shown)
 
 
+def test_an_event_that_beats_its_tasks_answer_is_still_recorded(sandbox, tmp_path):
+    """A quick task's webhook can reach this process's receiver before the recording client
+    has read the answer that names the task (seen on a busy machine): the recorder keeps the
+    event until an answer names its task, then records it."""
+    lesson = tmp_path / "early.dubkit"
+    receiver = Receiver(sandbox.webhook_secret, store=tmp_path / "events.sqlite3")
+    sandbox.set_webhook(receiver.serve(port=0))
+    got: list = []
+    unsubscribe = push.subscribe(got.append)
+    try:
+        with dubkit.Client(sandbox.api_key, sandbox.url) as other:  # not recorded: its event
+            task = other.translate.create_async(["Early."], source="en-US", target="de-DE")
+            assert wait_for(lambda: [e for e in got if e.task_id == task.task_id])
+        with dubkit.Client(sandbox.api_key, sandbox.url) as teacher:
+            record_into(teacher.transport, lesson)  # listening from now on
+            push.publish(next(e for e in got if e.task_id == task.task_id))  # arrives first
+            assert not Cassette.load(lesson).events(task.task_id)  # no answer named it yet
+            teacher.tasks.get(task.task_id)  # now one does
+        recorded = Cassette.load(lesson).events(task.task_id)
+        assert [json.dumps(e).count(task.task_id) > 0 for e in recorded] == [True]
+    finally:
+        unsubscribe()
+        receiver.stop()
+        sandbox.set_webhook(None)
+
+
 def test_webhook_events_recorded_are_pushed_to_task_cells_in_replay(sandbox, tmp_path):
     """A receiver accepted the task's event while recording; in replay, with a receiver
     running, task cells get the same event pushed after the replayed create."""

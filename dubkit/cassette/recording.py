@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -70,6 +71,9 @@ def owned_urls(value: Any, inside: bool = False) -> set[str]:
     return found
 
 
+EARLY_TASKS = 256  # tasks whose events are held for an answer that may still name them
+
+
 class RecordingAdapter(HTTPAdapter):
     """Sends as usual, then keeps the answer and the media it points to in ``cassette``.
     One per cassette, shared by every client recording into it."""
@@ -84,6 +88,11 @@ class RecordingAdapter(HTTPAdapter):
         self._uploaded: set[str] = set()
         self._file_hashes: set[str] = set()
         self.tasks: set[str] = set()  # the tasks these clients' answers named
+        # Events for tasks no answer has named yet: a quick task's webhook can reach this
+        # process's receiver before its create's answer is read. Kept until an answer names
+        # the task; a bounded number of tasks (others' events are never recorded).
+        self._early: dict[str, list[WebhookEvent]] = {}
+        self._lock = threading.Lock()  # events arrive on the receiver's threads
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         body_bytes(request)  # a streamed upload read now, to be hashed once sent
@@ -131,7 +140,11 @@ class RecordingAdapter(HTTPAdapter):
             if overlay is not None:
                 answer["extras"] = replace_urls(overlay, self._placeholder)
             if task := task_id_of(payload):
-                self.tasks.add(task)
+                with self._lock:
+                    self.tasks.add(task)
+                    early = self._early.pop(task, [])
+                for event in early:
+                    self._add_event(event)
         elif response.content:
             media_type = response.headers.get("Content-Type", "application/octet-stream")
             answer["media"] = self.cassette.put_media(response.content, media_type)
@@ -145,8 +158,18 @@ class RecordingAdapter(HTTPAdapter):
     def keep_event(self, event: WebhookEvent) -> None:
         """Keep a webhook event a receiver in this process accepted for a task these clients
         made (a push listener), with the media it names, so replay can push it again."""
-        if not event.task_id or event.task_id not in self.tasks:
+        if not event.task_id:
             return
+        with self._lock:
+            if event.task_id not in self.tasks:
+                self._early.setdefault(event.task_id, []).append(event)
+                while len(self._early) > EARLY_TASKS:
+                    del self._early[next(iter(self._early))]  # the oldest task's
+                return
+        self._add_event(event)
+
+    def _add_event(self, event: WebhookEvent) -> None:
+        assert event.task_id is not None
         body = event.to_wire()
         try:
             self._fetch_media(body, {})
