@@ -229,12 +229,16 @@ function render({ model, el }) {
   listen(model, root);
   let previous = null;
   const draw = () => {
-    const focused = root.contains(document.activeElement) ? document.activeElement.id : "";
+    // The focused element as this widget's own tree sees it: inside a shadow root (marimo),
+    // document.activeElement is only the shadow host.
+    const scope = root.getRootNode();
+    const active = () => scope.activeElement || document.activeElement;
+    const focused = root.contains(active()) ? active().id : "";
     const fresh = parse(model.get("value") || "");
     morph(root, previous, fresh);
     previous = fresh;
     const again = focused && root.querySelector(`#${CSS.escape(focused)}`);
-    if (again && again !== document.activeElement) again.focus(); // a redraw keeps the focus
+    if (again && again !== active()) again.focus(); // a redraw keeps the focus
     resolveAll(model, root);
   };
   model.on("change:value", draw);
