@@ -29,6 +29,12 @@ from player_checks import check_players, check_task_cell_finished, play_each
 
 pytestmark = pytest.mark.browser
 
+DEEP_FOCUS = """() => {
+    let el = document.activeElement;
+    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    return el ? el.id || el.tagName : null;
+}"""  # the focused element, looked for inside shadow roots
+
 LESSONS = ("02_text_to_speech.ipynb", "06_translate_and_dub.ipynb")
 
 
@@ -81,7 +87,8 @@ def test_a_lesson_plays_in_marimo(lesson, page, tmp_path, shots):
 
 def test_the_voice_table_filters_ticks_and_auditions_in_marimo(page, tmp_path, shots):
     """Notebook 01's voice browser in marimo (which has no ipywidgets): a filter chosen, two
-    voices ticked, the line heard, all from the keyboard; the takes play."""
+    voices ticked, the line heard, all from the keyboard (the focus staying on a box through
+    the kernel's redraw); the takes play."""
     notebook = NOTEBOOKS / "01_voices_and_audition.ipynb"
     with in_marimo(page, notebook, tmp_path, shots / "marimo-voice-table.log"):
         table = page.locator(".dubkit-filters").first
@@ -106,13 +113,18 @@ def test_the_voice_table_filters_ticks_and_auditions_in_marimo(page, tmp_path, s
         keys = page.evaluate(f"() => {boxes}.filter(b => !b.checked).map(b => b.dataset.dubkitKey)")
         assert len(keys) >= 2, keys
         for key in keys[:2]:
-            page.locator(f"input[data-dubkit-key='{key}']").first.focus()
+            box = page.locator(f"input[data-dubkit-key='{key}']").first
+            box.focus()
+            page.evaluate(f"() => {boxes}.forEach(b => {{ b.dataset.drawn = 'before'; }})")
             page.keyboard.press("Space")
-            page.wait_for_function(
-                f"(key) => {boxes}.some(b => b.dataset.dubkitKey === key && b.checked)",
+            page.wait_for_function(  # the kernel's redraw shows it ticked (a box drawn anew)
+                f"""(key) => {boxes}.some(
+                    b => b.dataset.dubkitKey === key && b.checked && !b.dataset.drawn)""",
                 arg=key,
                 timeout=PATIENCE * 1000,
             )
+            # and the keyboard is still on that box, inside marimo's shadow root
+            assert page.evaluate(DEEP_FOCUS) == box.get_attribute("id"), key
         page.locator("button[data-dubkit-action='hear']").first.focus()
         page.keyboard.press("Enter")
         takes = ".dubkit-audition-result audio"
