@@ -478,13 +478,16 @@ def test_a_receiver_still_on_the_old_secret_keeps_working_during_the_overlap(
         assert rotated["previousSecret"] == old and rotated["secret"] != old
         first = submit(client, "signed twice")
         assert wait_for(lambda: handled)
+        # The handler runs before the receiver answers, and the sandbox logs the attempt once it
+        # has the answer: wait for the delivery to be done, not for the handler.
+        assert wait_for(lambda: delivered(sandbox, first))
         assert [(a["statusCode"], a["secret"]) for a in rows(sandbox, key, first)[0]["log"]] == [
             (401, "current"),
             (200, "previous"),
         ]
         receiver.rotate_secret(rotated["secret"], overlap=3600)  # now it knows both
         second = submit(client, "signed once")
-        assert wait_for(lambda: len(handled) == 2)
+        assert wait_for(lambda: len(handled) == 2 and delivered(sandbox, second))
         assert [(a["statusCode"], a["secret"]) for a in rows(sandbox, key, second)[0]["log"]] == [
             (200, "current")
         ]
