@@ -281,59 +281,52 @@ def test_a_url_sent_in_a_body_is_matched_with_its_query():
     assert "sig=1" not in json.dumps(shown)
 
 
-def test_an_event_that_beats_its_tasks_answer_is_still_recorded(sandbox, tmp_path):
+@pytest.fixture
+def pushed(sandbox, tmp_path):
+    """What a receiver in this process accepts from the session sandbox, as pushed events."""
+    receiver = Receiver(sandbox.webhook_secret, store=tmp_path / "events.sqlite3")
+    sandbox.set_webhook(receiver.serve(port=0))
+    got: list = []
+    unsubscribe = push.subscribe(got.append)
+    yield got
+    unsubscribe()
+    receiver.stop()
+    sandbox.set_webhook(None)
+
+
+def test_an_event_that_beats_its_tasks_answer_is_still_recorded(sandbox, pushed, tmp_path):
     """A quick task's webhook can reach this process's receiver before the recording client
     has read the answer that names the task (seen on a busy machine): the recorder keeps the
     event until an answer names its task, then records it."""
     lesson = tmp_path / "early.dubkit"
-    receiver = Receiver(sandbox.webhook_secret, store=tmp_path / "events.sqlite3")
-    sandbox.set_webhook(receiver.serve(port=0))
-    got: list = []
-    unsubscribe = push.subscribe(got.append)
-    try:
-        with dubkit.Client(sandbox.api_key, sandbox.url) as other:  # not recorded: its event
-            task = other.translate.create_async(["Early."], source="en-US", target="de-DE")
-            assert wait_for(lambda: [e for e in got if e.task_id == task.task_id])
-        with dubkit.Client(sandbox.api_key, sandbox.url) as teacher:
-            record_into(teacher.transport, lesson)  # listening from now on
-            push.publish(next(e for e in got if e.task_id == task.task_id))  # arrives first
-            assert not Cassette.load(lesson).events(task.task_id)  # no answer named it yet
-            teacher.tasks.get(task.task_id)  # now one does
-        recorded = Cassette.load(lesson).events(task.task_id)
-        assert [json.dumps(e).count(task.task_id) > 0 for e in recorded] == [True]
-    finally:
-        unsubscribe()
-        receiver.stop()
-        sandbox.set_webhook(None)
+    with dubkit.Client(sandbox.api_key, sandbox.url) as other:  # not recorded: its event
+        task = other.translate.create_async(["Early."], source="en-US", target="de-DE")
+        assert wait_for(lambda: [e for e in pushed if e.task_id == task.task_id])
+    with dubkit.Client(sandbox.api_key, sandbox.url) as teacher:
+        record_into(teacher.transport, lesson)  # listening from now on
+        push.publish(next(e for e in pushed if e.task_id == task.task_id))  # arrives first
+        assert not Cassette.load(lesson).events(task.task_id)  # no answer named it yet
+        teacher.tasks.get(task.task_id)  # now one does
+    recorded = Cassette.load(lesson).events(task.task_id)
+    assert [json.dumps(e).count(task.task_id) > 0 for e in recorded] == [True]
 
 
-def test_webhook_events_recorded_are_pushed_to_task_cells_in_replay(sandbox, tmp_path):
+def test_webhook_events_recorded_are_pushed_to_task_cells_in_replay(sandbox, pushed, tmp_path):
     """A receiver accepted the task's event while recording; in replay, with a receiver
     running, task cells get the same event pushed after the replayed create."""
     lesson = tmp_path / "pushed.dubkit"
-    receiver = Receiver(sandbox.webhook_secret, store=tmp_path / "events.sqlite3")
-    sandbox.set_webhook(receiver.serve(port=0))
-    got: list = []
-    unsubscribe = push.subscribe(got.append)
-    try:
-        with dubkit.Client(sandbox.api_key, sandbox.url) as teacher:  # as the service is used
-            record_into(teacher.transport, lesson)
-            task = teacher.translate.create_async(
-                ["The tide turns."], source="en-US", target="de-DE"
-            )
-            assert wait_for(lambda: [e for e in got if e.task_id == task.task_id])
-        recorded = [e.to_wire() for e in got if e.task_id == task.task_id]
-        assert wait_for(lambda: Cassette.load(lesson).events(task.task_id))  # its own listener
-        got.clear()
-        student = dubkit.connect(replay=lesson, quiet=True)
-        again = student.translate.create_async(["The tide turns."], source="en-US", target="de-DE")
-        assert again.task_id == task.task_id
-        pushed = wait_for(lambda: [e for e in got if e.task_id == task.task_id])
-        assert [e.to_wire() for e in pushed] == recorded
-        for path in lesson.rglob("*"):  # the receiver verified with it; it is not kept
-            if path.is_file():
-                assert sandbox.webhook_secret.encode() not in path.read_bytes()
-    finally:
-        unsubscribe()
-        receiver.stop()
-        sandbox.set_webhook(None)
+    with dubkit.Client(sandbox.api_key, sandbox.url) as teacher:  # as the service is used
+        record_into(teacher.transport, lesson)
+        task = teacher.translate.create_async(["The tide turns."], source="en-US", target="de-DE")
+        assert wait_for(lambda: [e for e in pushed if e.task_id == task.task_id])
+    recorded = [e.to_wire() for e in pushed if e.task_id == task.task_id]
+    assert wait_for(lambda: Cassette.load(lesson).events(task.task_id))  # its own listener
+    pushed.clear()
+    student = dubkit.connect(replay=lesson, quiet=True)
+    again = student.translate.create_async(["The tide turns."], source="en-US", target="de-DE")
+    assert again.task_id == task.task_id
+    again_pushed = wait_for(lambda: [e for e in pushed if e.task_id == task.task_id])
+    assert [e.to_wire() for e in again_pushed] == recorded
+    for path in lesson.rglob("*"):  # the receiver verified with it; it is not kept
+        if path.is_file():
+            assert sandbox.webhook_secret.encode() not in path.read_bytes()
