@@ -12,9 +12,11 @@ import requests
 from _double import answer_double, fixed
 from _http import counting_proxy, local_http
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
-from _waiting import PATIENCE
+from _waiting import PATIENCE, SteppedClock
 
 import dubkit
+import dubkit._transport.transport
+import dubkit.results.task
 
 
 def _service_saying(status: str):
@@ -117,16 +119,29 @@ def test_wait_keeps_polling_an_unknown_status_and_warns_once():
     ]
 
 
-def test_a_wait_that_runs_out_says_every_poll_was_answered():
+@pytest.fixture
+def clock(monkeypatch):
+    """The wait's and the transport's clock, moved only by the wait's own sleeps."""
+    stepped = SteppedClock()
+    monkeypatch.setattr(dubkit.results.task, "time", stepped)
+    monkeypatch.setattr(dubkit._transport.transport, "time", stepped)
+    return stepped
+
+
+def test_a_wait_that_runs_out_says_every_poll_was_answered(clock):
+    """Polls at 0 s and 10 s; the next would come at 25 s with 0.0005 s left, too little to be
+    answered, so the wait sleeps out its deadline and says the task was still running (it
+    used to send that poll and call it unanswered when the deadline cut it off)."""
     running = fixed({"taskId": "t1", "taskType": "tts", "status": "running"})
     with answer_double() as double, dubkit.Client("sk_double_0123456789", double.url) as client:
         double.script({"tasks.detail": [running]})
         task = client.tasks.get("t1", fetch=False)
         with pytest.raises(dubkit.TaskTimeoutError) as caught:
-            task.wait(timeout=0.3, poll_interval=0.01)
+            task.wait(timeout=25.0005, poll_interval=10, max_interval=60)
     said = str(caught.value)
-    assert "was still 'running' after 0.3s (every poll was answered)" in said, said
-    assert len(double.requests) >= 2 and caught.value.last_status == "running"
+    assert "was still 'running' after 25.0005s (every poll was answered)" in said, said
+    assert len(double.requests) == 2 and caught.value.last_status == "running"
+    assert clock.now - clock.start == pytest.approx(25.0005)  # it slept out the deadline
 
 
 def test_a_pushed_result_is_read_again_for_its_extras_and_kept_if_that_fails(client, sandbox):

@@ -233,7 +233,10 @@ class Task(ShowsMedia):
                 return self
             left = deadline - time.monotonic()
             if left > 0:
-                time.sleep(min(interval, left))
+                # a poll needs time to be answered: when the next would start with less than
+                # one poll_interval left, sleep out the deadline instead of sending a poll
+                # that the deadline cuts off before it can be answered
+                time.sleep(left if left - interval < poll_interval else interval)
                 interval = min(max_interval, interval * 1.5)
             if time.monotonic() >= deadline:  # answered, and still not ended: say so
                 raise TaskTimeoutError(
