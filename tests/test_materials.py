@@ -14,6 +14,7 @@ import pytest
 import requests
 from _http import local_http
 from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
+from _waiting import wait_for
 
 import dubkit
 from dubkit import samples
@@ -334,6 +335,34 @@ def test_a_resent_part_replaces_the_old_one(api, sandbox, wav):
     material = api.call("materials.multipart_complete", {**ref, "parts": fixed})
     assert md5(requests.get(material["addressUrl"]).content) == md5(wav)
     assert sandbox.admin("GET", f"/storage/uploads/{ref['uploadId']}")["state"] == "completed"
+
+
+def test_a_resent_part_that_breaks_off_leaves_the_stored_copy(api, sandbox, wav):
+    """As in S3, a part's stored copy counts until a re-send of it has fully arrived. A re-send
+    cut off midway (a killed client's stale PUT, read by the sandbox after the resumed upload
+    had sent that part again) leaves the part as it was, and the upload completes."""
+    session, ref = multipart(api, wav)
+    parts = put_parts(api, ref, split(wav, session["recommendedPartSize"]))
+    url = api.call("materials.multipart_presign", {**ref, "partNumbers": [1]})["urls"][0]["url"]
+
+    def incomplete() -> int:
+        return sandbox.admin("GET", "/storage")["refused"].get("incomplete", 0)
+
+    before = incomplete()
+    target = urlsplit(url)
+    with socket.create_connection((target.hostname, target.port), timeout=30) as stale:
+        stale.sendall(
+            f"PUT {target.path}?{target.query} HTTP/1.1\r\nHost: {target.netloc}\r\n"
+            f"Content-Length: {8 * MiB}\r\n\r\n".encode()
+            + bytes(MiB)  # an eighth of the part, then the client is gone
+        )
+    assert wait_for(lambda: incomplete() == before + 1)  # the sandbox has read it and refused it
+    stored = sandbox.admin("GET", f"/storage/uploads/{ref['uploadId']}")["parts"]
+    assert [(p["partNumber"], p["eTag"], p["puts"]) for p in stored] == [
+        (p["partNumber"], p["eTag"].strip('"'), 1) for p in parts
+    ]
+    material = api.call("materials.multipart_complete", {**ref, "parts": parts})
+    assert md5(requests.get(material["addressUrl"]).content) == md5(wav)
 
 
 def test_bytes_that_are_not_media_are_refused_and_not_registered(api):

@@ -17,7 +17,11 @@ are still the listed ones (same ETags) and hashes only the rest.
 *choice* Every part but the last must be at least ``MIN_PART_SIZE`` (5 MiB); parts listed at
 completion must be in ascending order, without repeats, with the ETag each PUT answered, and
 the joined bytes must have the upload's MD5. A refusal leaves the session and its parts as
-they were. Re-sending a part replaces it; while its new bytes arrive it does not count.
+they were. Re-sending a part replaces it once the new bytes have all arrived, as in S3: until
+then, and for good if the re-send breaks off, the copy stored before still counts. So the
+first PUT of a part claims its slot, and a re-send (or a PUT racing the first) goes to a file
+of its own: a client killed mid-PUT whose stale request the sandbox reads late can never spoil
+the part a resumed upload has meanwhile sent again.
 
 Received bytes go through a sink (:class:`FileSink`: a file of their own, as a single PUT's
 object or a large part; :class:`SlotSink`: a part's region of the assembly file). Completion
@@ -80,6 +84,8 @@ class FileSink:
     With a ``gate`` (a part of a session), the write and the rename pass through it.
     """
 
+    in_slot = False
+
     def __init__(self, target: Path, gate: Gate | None = None) -> None:
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._target, self._gate = target, gate
@@ -104,12 +110,17 @@ class FileSink:
 
 
 class SlotSink:
-    """Bytes for the part's region of the assembly file, written through the session's gate."""
+    """Bytes for the part's region of the assembly file, written through the session's gate.
 
-    def __init__(self, assembly: Path, offset: int, gate: Gate) -> None:
+    ``release`` runs if the bytes do not all arrive: the slot is free for the next PUT.
+    """
+
+    in_slot = True
+
+    def __init__(self, assembly: Path, offset: int, gate: Gate, release: Any) -> None:
         assembly.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._fd = os.open(assembly, os.O_WRONLY | os.O_CREAT, 0o600)
-        self._offset, self._gate = offset, gate
+        self._offset, self._gate, self._release = offset, gate, release
 
     def write(self, data: bytes) -> None:
         self._gate.write(self._pwrite, data)
@@ -123,6 +134,8 @@ class SlotSink:
 
     def close(self, keep: bool) -> None:
         os.close(self._fd)
+        if not keep:
+            self._release()
 
 
 # --------------------------------------------------------------------------- byte ranges
@@ -315,26 +328,43 @@ def finish(backend: Backend, upload_id: str, new_state: str = "completed") -> No
 def part_sink(
     backend: Backend, upload: dict[str, Any], number: int, size: int
 ) -> FileSink | SlotSink:
-    """Where part ``number`` (``size`` bytes) goes; an earlier copy in its slot stops counting."""
+    """Where part ``number`` (``size`` bytes) goes: its slot if this PUT is the part's first,
+    else a file of its own, so that a copy already stored stays whole until this one is."""
     upload_id = upload["upload_id"]
-    if size > upload["slot"]:
-        return FileSink(_part_path(backend, upload_id, number), _gate(backend, upload_id))
-    _store(backend).execute(
-        "UPDATE storage_parts SET etag = '' WHERE upload_id = ? AND part_number = ?",
+    gate = _gate(backend, upload_id)
+    if size <= upload["slot"] and _claim_slot(backend, upload_id, number):
+        return SlotSink(
+            _assembly(backend, upload_id),
+            (number - 1) * upload["slot"],
+            gate,
+            release=lambda: _release_slot(backend, upload_id, number),
+        )
+    return FileSink(_part_path(backend, upload_id, number), gate)
+
+
+def _claim_slot(backend: Backend, upload_id: str, number: int) -> bool:
+    """True if no PUT of this part came before: a row with no copy yet (``puts`` 0) holds the
+    slot for this one."""
+    claimed = _store(backend).execute(
+        "INSERT INTO storage_parts (upload_id, part_number, size, etag, puts, in_slot) "
+        "VALUES (?, ?, 0, '', 0, 1) ON CONFLICT (upload_id, part_number) DO NOTHING",
         (upload_id, number),
     )
-    prefix = _prefixes.get(backend, {}).get(upload_id)
-    if prefix is not None and number <= len(prefix.etags):  # its old bytes were hashed
-        _prefixes[backend].pop(upload_id, None)
-    return SlotSink(
-        _assembly(backend, upload_id), (number - 1) * upload["slot"], _gate(backend, upload_id)
+    return claimed.rowcount == 1
+
+
+def _release_slot(backend: Backend, upload_id: str, number: int) -> None:
+    """The slot's PUT broke off: free the slot unless a copy arrived meanwhile."""
+    _store(backend).execute(
+        "DELETE FROM storage_parts WHERE upload_id = ? AND part_number = ? AND puts = 0",
+        (upload_id, number),
     )
 
 
 def record_part(
-    backend: Backend, upload: dict[str, Any], number: int, size: int, etag: str
+    backend: Backend, upload: dict[str, Any], number: int, size: int, etag: str, *, in_slot: bool
 ) -> bool:
-    """Note a part that fully arrived; False if the session closed meanwhile."""
+    """Note a part that fully arrived (in its slot or a file); False if the session closed."""
     upload_id = upload["upload_id"]
     if open_upload(backend, upload_id) is None:
         return False
@@ -343,7 +373,7 @@ def record_part(
         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET "
         "size = excluded.size, etag = excluded.etag, in_slot = excluded.in_slot, "
         "puts = puts + 1",
-        (upload_id, number, size, etag, int(size <= upload["slot"])),
+        (upload_id, number, size, etag, int(in_slot)),
     )
     return True
 

@@ -10,6 +10,7 @@ Routes (``storage_router``):
 ``&expires=&signature=``
 ``GET|POST /_sandbox/storage``                admin: ``presignTtl``, ``recommendedPartSize``,
                                               ``putLatencyMs``; counts of refused PUTs
+                                              (``expired``, ``signature``, ``incomplete``)
 ``GET /_sandbox/storage/uploads/{uploadId}``  admin: a session's state and parts (size,
                                               eTag, how many PUTs each took)
 ===========================================  ===============================================
@@ -168,6 +169,10 @@ def _refuse(status: int, message: str) -> JSONResponse:
     return JSONResponse({"code": status, "message": message, "data": None}, status_code=status)
 
 
+def _note_refused(backend: Backend, problem: str) -> None:
+    _refused.setdefault(backend, Counter())[problem] += 1
+
+
 def _etag(etag: str) -> Response:
     return Response(status_code=200, headers={"ETag": f'"{etag}"'})
 
@@ -181,7 +186,7 @@ async def put_object(key: str, request: Request) -> Response:
     query = request.query_params
     problem = _check_signature(backend, key, query)
     if problem:
-        _refused.setdefault(backend, Counter())[problem] += 1
+        _note_refused(backend, problem)
         return _refuse(
             403,
             "URL expired: ask for a new presigned URL"
@@ -206,6 +211,7 @@ async def put_object(key: str, request: Request) -> Response:
                 return _refuse(413, over_quota)
             etag = await _receive(request, multipart.FileSink(object_path(backend, key)), size)
             if etag is None:
+                _note_refused(backend, "incomplete")
                 return incomplete
             _store(backend).execute(
                 "INSERT OR REPLACE INTO storage_objects (key, size, etag, "
@@ -237,8 +243,9 @@ async def put_object(key: str, request: Request) -> Response:
         except multipart.Closed:  # completed or aborted while this part was arriving
             return gone
         if etag is None:
+            _note_refused(backend, "incomplete")
             return incomplete
-        if not multipart.record_part(backend, upload, number, size, etag):
+        if not multipart.record_part(backend, upload, number, size, etag, in_slot=sink.in_slot):
             return gone
     # Not awaited: the client gets its ETag now, the hashing goes on beside the next parts.
     hashing = asyncio.get_running_loop().run_in_executor(
@@ -312,6 +319,7 @@ def upload_parts(upload_id: str, request: Request) -> dict[str, Any]:
     parts = [
         StoredPart(part_number=p["part_number"], size=p["size"], e_tag=p["etag"], puts=p["puts"])
         for p in multipart.parts(backend, upload_id)
+        if p["puts"]  # a part whose first PUT is still arriving is not stored yet
     ]
     state = multipart.state(backend, upload_id)
     return UploadState(upload_id=upload_id, state=state, parts=parts).model_dump(by_alias=True)
