@@ -42,7 +42,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -117,7 +117,9 @@ class SlotSink:
 
     in_slot = True
 
-    def __init__(self, assembly: Path, offset: int, gate: Gate, release: Any) -> None:
+    def __init__(
+        self, assembly: Path, offset: int, gate: Gate, release: Callable[[], None]
+    ) -> None:
         assembly.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._fd = os.open(assembly, os.O_WRONLY | os.O_CREAT, 0o600)
         self._offset, self._gate, self._release = offset, gate, release
