@@ -16,7 +16,8 @@ Options are keyword arguments named after the wire fields (``clone_mode`` is
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from .._transport import Transport
@@ -36,6 +37,36 @@ from .voices import VoicesResource
 MaterialLike = Union[Material, str, "os.PathLike[str]"]  # a Material, its id, or a local file
 
 
+@dataclass(frozen=True)
+class DubDraft:
+    """A dub's request, checked, that waits only for its material (``DubbingResource.draft``).
+
+    ``options`` is the ``options`` object in Python names; ``task_type`` None follows the
+    material (``vt`` for a video, ``at`` for audio)."""
+
+    source: str
+    target: str
+    task_type: str | None
+    options: dict[str, Any]
+
+    @property
+    def lipsync(self) -> bool:
+        asked = self.options.get("lipsync") or {}
+        return bool(asked.get("enable")) if isinstance(asked, Mapping) else False
+
+    def request(self, material_id: str, category: str | None = None) -> MediaTranslationRequest:
+        kind = self.task_type or ("vt" if category == "video" else "at")
+        return checked(
+            MediaTranslationRequest,
+            {
+                "task_type": kind,
+                "source": {"material_id": material_id},
+                "language": {"source": self.source, "target": self.target},
+                "options": self.options,
+            },
+        )
+
+
 class DubbingResource(Resource):
     """``client.dubbing``: dub registered materials into another language (async; results by
     poll or webhook), and re-dub edited lines here."""
@@ -46,9 +77,66 @@ class DubbingResource(Resource):
         voices: VoicesResource,
         materials: MaterialsResource,
         tts: TTSResource,
+        *,
+        batches: Callable[..., Any] | None = None,
     ) -> None:
         super().__init__(transport)
         self._voices, self._materials, self._tts = voices, materials, tts
+        self._batches = batches  # the Client's batch runner (dubkit.batch sits above resources)
+
+    def batch(
+        self,
+        files: Any,
+        *,
+        targets: str | Sequence[str],
+        out: str | os.PathLike[str],
+        ledger: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        budget: float | None = None,
+        over_budget: Literal["raise", "skip"] = "raise",
+        max_in_flight: int = 4,
+        retries: int = 2,
+        strict_locales: bool = True,
+        start: bool = True,
+        **options: Any,
+    ) -> Any:
+        """Dub many files into several locales as one :class:`dubkit.batch.DubbingBatch`
+        that survives any crash and never pays twice.
+
+        ``files``: paths, a glob, a folder, or registered materials (one upload per distinct
+        file, by content). ``targets``: locales from the service's list (``strict_locales``).
+        Results go to ``out/<locale>/<file stem>.<ext>`` with their subtitles; an earlier
+        result there is never overwritten. The ledger (``out/dubkit-batch.sqlite3``, or
+        ``ledger="postgresql://…"`` shared by several processes or hosts, rows of batch
+        ``name``) writes down every paid step before and after it is sent, so the same call
+        run again after a restart, Ctrl-C or ``kill -9`` reuses every material and task and
+        creates nothing twice; a changed option, voice or cast makes a new revision of only
+        the rows it touches. Every row is quoted first; ``budget`` refuses (``over_budget=
+        "raise"``, before any upload) or leaves unstarted (``"skip"``) the rows it cannot
+        cover. At most ``max_in_flight`` tasks run at once; a transient failure is tried again
+        ``retries`` times. ``options`` are :meth:`create`'s (``cast=``, ``speakers=``,
+        ``voices=``, ``lipsync=``...). Everything is checked before anything is uploaded: a
+        missing file, an unknown locale, a cast lacking a role's voice in one target.
+
+        >>> course = client.dubbing.batch("lessons/", targets=["fr-FR", "de-DE"], out="dubs")
+        >>> course.wait().to_frame()
+        """
+        if self._batches is None:
+            raise ValidationError("batch", "batches run through a Client: client.dubbing.batch")
+        return self._batches(
+            files,
+            targets=targets,
+            out=out,
+            ledger=ledger,
+            name=name,
+            budget=budget,
+            over_budget=over_budget,
+            max_in_flight=max_in_flight,
+            retries=retries,
+            strict_locales=strict_locales,
+            start=start,
+            options=options,
+        )
 
     def redub(
         self,
@@ -125,6 +213,63 @@ class DubbingResource(Resource):
         >>> task = client.dubbing.create(material, target="de-DE", speaker_num=2,
         ...                              timbre_method="smart", text={"burn": True})
         """
+        draft = self.draft(
+            target=target,
+            source=source,
+            task_type=task_type,
+            clone_mode=clone_mode,
+            clone_style=clone_style,
+            clone_provider=clone_provider,
+            speaker_num=speaker_num,
+            timbre_method=timbre_method,
+            voices=voices,
+            cast=cast,
+            speakers=speakers,
+            separation_mode=separation_mode,
+            dynamic_video_length=dynamic_video_length,
+            lipsync=lipsync,
+            text=text,
+            translate_mode=translate_mode,
+            translate_prompt=translate_prompt,
+            transcribe_mode=transcribe_mode,
+            options=options,
+        )
+        # Bad options, unknown voices and a dub over the budget never cost an upload.
+        if self._transport.budget is not None and _is_local_file(material):
+            self._transport.budget.check(self.quote(material, lipsync=draft.lipsync))
+        return self.start(
+            draft, self._material(material), extra_data=extra_data, idempotency_key=idempotency_key
+        )
+
+    def draft(
+        self,
+        *,
+        target: str,
+        source: str = "auto",
+        task_type: Literal["vt", "at"] | None = None,
+        clone_mode: Literal["role", "mix", "sentence"] | None = None,
+        clone_style: Literal["emotional", "consistent"] | None = None,
+        clone_provider: str | None = None,
+        speaker_num: int | Literal["auto"] | None = None,
+        timbre_method: Literal["clone", "smart"] | None = None,
+        voices: Sequence[VoiceLike | Mapping[str, Any]] | None = None,
+        cast: CastLike | None = None,
+        speakers: Mapping[int, str] | None = None,
+        separation_mode: str | None = None,
+        dynamic_video_length: bool | None = None,
+        lipsync: bool | None = None,
+        text: Mapping[str, Any] | None = None,
+        translate_mode: Literal["default", "machine"] | None = None,
+        translate_prompt: str | None = None,
+        transcribe_mode: Literal["fast", "normal"] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> DubDraft:
+        """A dub's request checked whole, waiting only for its material: the options of
+        :meth:`create`, with every voice looked up; nothing is uploaded or charged.
+
+        >>> draft = client.dubbing.draft(target="fr-FR", cast=cast, speakers={1: "Host"})
+        >>> task = client.dubbing.start(draft, material)
+        """
         if not isinstance(target, str) or not target.strip():
             raise ValidationError(
                 "language.target", "is required: the locale to dub into, e.g. 'fr-FR'"
@@ -150,33 +295,27 @@ class DubbingResource(Resource):
             ),
             python_names(MediaOptions, options or {}),
         )
+        made = DubDraft(source, target, task_type, wire_options)
+        self._check_voices(made.request("not-uploaded-yet"), raw=_chooses_voices(options))
+        return made
 
-        def request(kind: str, material_id: str) -> MediaTranslationRequest:
-            return checked(
-                MediaTranslationRequest,
-                {
-                    "task_type": kind,
-                    "source": {"material_id": material_id},
-                    "language": {"source": source, "target": target},
-                    "options": wire_options,
-                },
-            )
-
-        # Bad options, unknown voices and a dub over the budget never cost an upload.
-        draft = request(task_type or "vt", "not-uploaded-yet")
-        self._check_voices(draft, raw=_chooses_voices(options))
-        if self._transport.budget is not None and _is_local_file(material):
-            asked = bool(draft.options.lipsync and draft.options.lipsync.enable)
-            self._transport.budget.check(self.quote(material, lipsync=asked))
-        chosen = self._material(material)
-        kind = task_type or ("vt" if chosen.category == "video" else "at")
-        body = request(kind, chosen.material_id or "")
+    def start(
+        self,
+        draft: DubDraft,
+        material: Material,
+        *,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Send a :meth:`draft` for a registered ``material``; the running :class:`Task`."""
+        self._materials._require_registered(material)
+        body = draft.request(material.material_id or "", material.category)
         return self._start(
             "media.create_async",
             body,
             extra_data=extra_data,
             idempotency_key=idempotency_key,
-            context=DubbingContext(source, target, chosen),
+            context=DubbingContext(draft.source, draft.target, material),
         )
 
     translate = renamed("create")
