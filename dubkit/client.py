@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,6 +19,7 @@ from ._transport import Budget, RetryPolicy, Timeout, Transport, is_read
 from ._util.deprecation import warn_renamed
 from ._util.masking import mask_key
 from ._util.urls import is_web_url
+from .batch import start_batch
 from .errors import APIConnectionError, DubkitError, ValidationError, origin_of
 from .resources import (
     CloneResource,
@@ -67,7 +69,13 @@ class Client:
         self.translate = TranslateResource(transport)
         self.tts = TTSResource(transport, self.voices, self.materials)
         self.clones = CloneResource(transport, self.voices, self.materials, self.tts)
-        self.dubbing = DubbingResource(transport, self.voices, self.materials, self.tts)
+        self.dubbing = DubbingResource(
+            transport,
+            self.voices,
+            self.materials,
+            self.tts,
+            batches=functools.partial(start_batch, self),
+        )
         if budget is not None:  # quotes each paid call before it is sent (see Budget)
             transport.budget = Budget(budget, self.dubbing.material_facts)
         self.recording: Cassette | None = None  # the cassette this client records into

@@ -91,6 +91,24 @@ class BudgetExceededError(DubkitError):
         self.budget, self.spent, self.cost, self.quote = budget, spent, quote.credits, quote
 
 
+class BatchOverBudgetError(BudgetExceededError):
+    """A batch whose rows do not all fit its ``budget``: refused before any upload, naming the
+    rows that do not fit (``rows``, as "talk → fr-FR"); ``cost`` is what they would add."""
+
+    def __init__(self, budget: float, spent: float, cost: float, rows: list[str]) -> None:
+        left = max(0.0, budget - spent)
+        shown = ", ".join(rows[:10]) + (f" and {len(rows) - 10} more" if len(rows) > 10 else "")
+        DubkitError.__init__(
+            self,
+            f"over budget: the budget is {budget:g} credits ({spent:g} spent by this batch, "
+            f"{left:g} left); {len(rows)} rows do not fit, {cost:g} credits more: {shown}. "
+            f"Nothing was sent: raise budget=, or pass over_budget='skip' to dub the rows that "
+            f"fit",
+        )
+        self.budget, self.spent, self.cost, self.rows = budget, spent, cost, rows
+        self.quote = None
+
+
 class APIError(DubkitError):
     """The service answered with a business code other than 200.
 

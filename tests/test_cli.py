@@ -167,20 +167,32 @@ def test_dub_into_two_languages_downloads_media_and_subtitles(env, sandbox, new_
     )
     before = sandbox.credits(new_key)
     done = run_cli(
-        env, "dub", str(clip), "--to", "fr-FR,de-DE", "--out-dir", "dubs", "--json", cwd=tmp_path
+        env, "dub", str(clip), "--to", "fr-FR,de-DE", "--out", "dubs", "--json", cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
-    outcomes = {o["target"]: o for o in json.loads(done.stdout)}
-    assert sorted(outcomes) == ["de-DE", "fr-FR"]
-    for target, outcome in outcomes.items():
-        files = {kind: tmp_path / path for kind, path in outcome["files"].items()}
-        assert files["video"].name == f"talk.{target}.mp4"
-        assert av.probe(files["video"]).has_video and av.probe(files["audio"]).duration > 1
-        assert "-->" in files["srt"].read_text(encoding="utf-8")
-        assert files["vtt"].read_text(encoding="utf-8").startswith("WEBVTT")
-        assert f"task {outcome['taskId']}" in done.stderr  # the ids are said as tasks start
-    assert sandbox.credits(new_key) < before
+    rows = {row["locale"]: row for row in json.loads(done.stdout)}
+    assert sorted(rows) == ["de-DE", "fr-FR"]
+    for target, row in rows.items():
+        files = {Path(p).suffix: tmp_path / p for p in row["outputs"].split()}
+        assert files[".mp4"] == tmp_path / "dubs" / target / "talk.mp4"
+        assert av.probe(files[".mp4"]).has_video and av.probe(files[".mp4"]).duration > 1
+        assert "-->" in files[".srt"].read_text(encoding="utf-8")
+        assert files[".vtt"].read_text(encoding="utf-8").startswith("WEBVTT")
+        assert f"talk → {target}: task {row['task_id']}" in done.stderr  # said as tasks start
+        assert row["status"] == "dubbed" and row["charged"] == row["quote"] == 60
+    assert before - sandbox.credits(new_key) == 120
     assert_clean(done, new_key)
+    again = run_cli(env, "dub", str(clip), "--to", "fr-FR,de-DE", "--out", "dubs", cwd=tmp_path)
+    assert again.returncode == 0 and "2 rows (0 to dub)" in again.stderr  # resumed: nothing sent
+    assert before - sandbox.credits(new_key) == 120
+    status = run_cli(env, "dub", "--status", "dubs", "--json", cwd=tmp_path)
+    assert status.returncode == 0 and len(json.loads(status.stdout)) == 2
+
+
+def test_dub_status_of_a_folder_without_a_batch_is_one_line_and_exit_2(env, tmp_path):
+    done = run_cli(env, "dub", "--status", str(tmp_path))
+    assert done.returncode == 2 and "no dubbing batch here" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_tasks_list_show_wait_and_delete(env, sandbox, new_key):
@@ -207,7 +219,8 @@ def test_tasks_list_show_wait_and_delete(env, sandbox, new_key):
         (["voices", "--bogus"], "unrecognized arguments: --bogus"),
         (["tts", "--voice", "x"], "give one text, or --file"),
         (["tts", "--file", "no-such.txt", "--voice", "x"], "--file: no such file: no-such.txt"),
-        (["dub", "no-such.mp4", "--to", "fr-FR"], "media: no such file: no-such.mp4"),
+        (["dub", "no-such.mp4", "--to", "fr-FR"], "files: no such file: 'no-such.mp4'"),
+        (["dub", "a.mp4", "b.mp4"], "--to: at least one locale"),
         (["tts", "hi", "--voice", "x", "-o", "a.ogg"], "-o: a.ogg is not one of wav, mp3, m4a"),
         (["voices", "--clones", "--locale", "fr-FR"], "--locale and --gender filter presets"),
     ],
@@ -263,6 +276,7 @@ def test_ctrl_c_while_waiting_leaves_the_dub_running_and_says_its_id(
         assert dubbing.returncode == 130, said
         task_id = said.split("task ", 1)[1].split()[0]
         assert f"the tasks keep running: {task_id}" in said
+        assert "the same command picks them up" in said
         with dubkit.Client(new_key, sandbox.url) as api:
             assert api.tasks.get(task_id).status == "running"
     finally:

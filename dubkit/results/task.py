@@ -93,7 +93,7 @@ class Task(ShowsMedia):
         self.raw_result: dict[str, Any] | None = None
         self._pushed = False  # the raw result came by webhook (documented fields only)
         self._result: Any = None
-        self._started = _parse_time(created_at) or time.time()
+        self._started = parse_time(created_at) or time.time()
         self._ended: float | None = None
         self._watchers: list[Callable[[Task], object]] = []
 
@@ -299,7 +299,7 @@ def canonical_status(status: str | None) -> str | None:
     return status
 
 
-def _parse_time(stamp: str | None) -> float | None:
+def parse_time(stamp: str | None) -> float | None:
     if not stamp:
         return None
     try:

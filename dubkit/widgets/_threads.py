@@ -13,6 +13,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import frontends
+
+SETTLE_AFTER = 3.0  # seconds a screen reader gets to say what changed before the redraw
+
 
 def _shell() -> Any:
     try:
@@ -46,3 +50,15 @@ def start_cell_thread(target: Callable[[], None], *, name: str) -> threading.Thr
     thread = threading.Thread(target=lambda: cell.run(target), name=name, daemon=True)
     thread.start()
     return thread
+
+
+def settle_later(widget: Any, cell: CellContext) -> None:
+    """Write ``widget``'s final picture into the saved output (``widget.settle()``): at once
+    where nobody watches (nbclient, nbconvert), else after :data:`SETTLE_AFTER` seconds, once
+    its live region has been read out (writing the output draws the widget anew)."""
+    if frontends.current().name == "plain":
+        widget.settle()
+        return
+    timer = threading.Timer(SETTLE_AFTER, lambda: cell.run(widget.settle))
+    timer.daemon = True
+    timer.start()

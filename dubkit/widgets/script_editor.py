@@ -12,7 +12,7 @@ voice...) is said in the status line; nothing was spoken. Saved notebooks keep t
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ..errors import DubkitError
@@ -85,9 +85,11 @@ class ScriptEditor(LiveHTML):
         *,
         voices: int = 8,
         cast: Iterable[Any] | None = None,
+        on_redub: Callable[[Redub], object] | None = None,
     ) -> None:
         self._client, self.dub = client, dub
         self.redub: Redub | None = None
+        self._on_redub = on_redub  # told of each re-dub made (a batch records it as a revision)
         presets = client.voices.presets(locale=dub.target_locale or None, limit=voices)
         choices = _role_choices(cast, dub.target_locale) if cast is not None else {}
         for line in dub.script:
@@ -118,7 +120,15 @@ class ScriptEditor(LiveHTML):
         except DubkitError as exc:
             self._say(error_html(str(exc)))
             return None
-        self._say(muted(html.escape(self.redub.notices[0])))
+        said = self.redub.notices[0]
+        if self._on_redub is not None:
+            try:
+                extra = self._on_redub(self.redub)
+            except DubkitError as exc:
+                self._say(error_html(str(exc)))
+                return self.redub
+            said += f"; {extra}" if isinstance(extra, str) and extra else ""
+        self._say(muted(html.escape(said)))
         return self.redub
 
     def _pressed(self, act: Action) -> None:

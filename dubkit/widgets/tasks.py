@@ -21,18 +21,14 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .. import frontends
 from ..frontends.channel import LiveHTML
 from ..results import Task
 from ..views.tasks import task_table_html
 from ..webhooks import push
-from ._threads import CellContext, start_cell_thread
+from ._threads import CellContext, settle_later, start_cell_thread
 
 if TYPE_CHECKING:
     from ..webhooks import WebhookEvent
-
-
-SETTLE_AFTER = 3.0  # seconds a screen reader gets to say a task ended before the redraw
 
 
 class TaskMonitor(LiveHTML):
@@ -162,15 +158,7 @@ class TaskMonitor(LiveHTML):
             self._settle_soon()
 
     def _settle_soon(self) -> None:
-        """Write the final picture into the saved output: at once where nobody watches
-        (nbclient, nbconvert), else after :data:`SETTLE_AFTER` seconds, once the live region
-        has been read out (writing the output draws the widget anew)."""
-        if frontends.current().name == "plain":
-            self.settle()
-            return
-        timer = threading.Timer(SETTLE_AFTER, lambda: self._cell.run(self.settle))
-        timer.daemon = True
-        timer.start()
+        settle_later(self, self._cell)
 
     def _poll_once(self) -> None:
         for task in [t for t in self.tasks if not t.done]:
