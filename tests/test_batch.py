@@ -9,25 +9,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _course import course_of
 
 import dubkit
-from dubkit import samples
+from dubkit.batch import recovery
 from dubkit.batch.ledger import LEDGER_FILE
 from dubkit.errors import BatchOverBudgetError, ValidationError
 from dubkit.media import av
+from dubkit.webhooks import Receiver
 
 PATH = "/task/media-translation/create-async"
 
 
-def clip(folder: Path, name: str, words: str) -> Path:
-    """A tiny narrated clip (160x90): a dub of it takes about a second of the sandbox's time."""
-    return samples.narrated_clip(folder / name, [words], width=160, height=90, fps=10)
-
-
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory) -> list[Path]:
-    folder = tmp_path_factory.mktemp("course")
-    return [clip(folder, f"lesson{i:02d}.mp4", f"Lesson {i}. Hello and welcome.") for i in range(3)]
+    return course_of(tmp_path_factory.mktemp("course"), 3, stem="lesson", words="Hello there.")
 
 
 @pytest.fixture
@@ -169,18 +165,6 @@ def test_an_earlier_result_at_a_rows_name_is_never_overwritten(api, clips, tmp_p
     course.close()
 
 
-def test_lost_answers_create_no_task_twice(api, sandbox, clips, tmp_path):
-    sandbox.set_faults(drop_after_commit=0.5, paths=[PATH], seed=7)
-    try:
-        course = api.dubbing.batch(clips, targets=["fr-FR", "de-DE"], out=tmp_path / "d").wait()
-    finally:
-        sandbox.set_faults()
-    assert [r.status for r in course.rows] == ["done"] * 6
-    assert len(dub_tasks(api)) == 6
-    assert len({r.task_id for r in course.rows}) == 6
-    course.close()
-
-
 def test_a_throttled_create_is_tried_again_and_a_failed_row_is_kept_alone(
     api, sandbox, clips, tmp_path
 ):
@@ -211,3 +195,112 @@ def test_the_ledger_is_one_sqlite_file_in_the_output_folder(api, clips, tmp_path
         ).fetchall()
     assert status == "done" and key.startswith("dk-") and task_id == course.rows[0].task_id
     assert dubkit.batch.read_rows(tmp_path / "d")[0].task_id == task_id
+
+
+def test_review_marks_and_the_course_report(api, clips, tmp_path):
+    course = api.dubbing.batch(clips[:2], targets="fr-FR", out=tmp_path / "d").wait()
+    course.approve("lesson00")
+    course.flag("lesson01", "fr-FR", "the name is said wrong")
+    with pytest.raises(ValidationError, match="note: say what is wrong"):
+        course.flag("lesson01", "fr-FR", "")
+    with pytest.raises(ValidationError, match="no row 'lesson09'"):
+        course.approve("lesson09", "fr-FR")
+    csv_text = course.report(tmp_path / "report.csv").read_text(encoding="utf-8").splitlines()
+    assert csv_text[0].startswith("file,locale,revision,status,quote,charged")
+    assert "approved" in csv_text[1] and "flagged,the name is said wrong" in csv_text[2]
+    page = course.report(tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "<h1>Course report: d</h1>" in page and "2 of 2 dubbed" in page
+    with pytest.raises(ValidationError, match=".csv or .html"):
+        course.report(tmp_path / "report.txt")
+    course.close()
+
+
+def test_a_redub_of_a_rows_dub_is_its_next_revision_with_its_cost(api, clips, tmp_path):
+    out = tmp_path / "d"
+    course = api.dubbing.batch(clips[:1], targets="fr-FR", out=out).wait()
+    dub = course.result("lesson00", "fr-FR")
+    dub.edit(dub.script[0].id, translation="Bonjour et bienvenue à tous.")
+    row = course.redub("lesson00", "fr-FR", dub)
+    assert (row.revision, row.kind, row.status) == (2, "redub", "done")
+    assert row.quote == 2 and row.task_id == course.ledger.history(row.key)[0].task_id
+    assert av.probe(out / row.outputs["video"]).has_video
+    assert row.outputs["video"] == "fr-FR/lesson00.r2.mp4" and (out / "fr-FR/lesson00.mp4").exists()
+    assert course.rows[0].revision == 2  # the row now stands at its re-dub
+    again = api.dubbing.batch(clips[:1], targets="fr-FR", out=out, start=False)
+    assert again.plan.to_send == [] and again.rows[0].kind == "redub"  # not dubbed over
+    course.close()
+    again.close()
+
+
+def test_cancel_starts_no_more_rows_and_the_same_call_picks_up_the_rest(
+    api, sandbox, clips, tmp_path
+):
+    sandbox.set_timing("polls", 3)  # a task ends on its third poll: no clock involved
+    try:
+        course = api.dubbing.batch(
+            clips, targets=["fr-FR", "de-DE"], out=tmp_path / "d", max_in_flight=1
+        )
+        while not any(r.status == "running" for r in course.rows):
+            assert not course._runner.finished.wait(0.05)
+        course.cancel().wait()
+        statuses = [r.status for r in course.rows]
+        assert statuses.count("done") == 1 and statuses.count("cancelled") == 5, statuses
+        assert len(dub_tasks(api)) == 1
+        course.close()
+        rest = api.dubbing.batch(clips, targets=["fr-FR", "de-DE"], out=tmp_path / "d").wait()
+        assert [r.status for r in rest.rows] == ["done"] * 6 and len(dub_tasks(api)) == 6
+        rest.close()
+    finally:
+        sandbox.set_timing("immediate")
+
+
+def test_a_lost_answer_the_task_list_cannot_tell_apart_is_found_by_its_webhook(
+    api, sandbox, clips, tmp_path
+):
+    """A dub of the same file into the same locale made by hand just before: the batch's own
+    create loses its answer, and the key's task list then holds two tasks alike. The batch
+    waits (never creating a third) until the webhook, whose extraData echoes the create's
+    idempotency key, names its own."""
+    key = api.transport._secret
+    secret = sandbox.set_webhook(None, api_key=key)["secret"]
+    receiver = Receiver(secret, store=tmp_path / "events.sqlite3")
+    sandbox.set_webhook(receiver.serve(), api_key=key)
+    try:
+        by_hand = api.dubbing.create(clips[0], target="fr-FR").wait()
+        sandbox.set_faults(drop_after_commit=1.0, paths=[PATH])
+        course = api.dubbing.batch(clips[:1], targets="fr-FR", out=tmp_path / "d").wait()
+    finally:
+        sandbox.set_faults()
+        sandbox.set_webhook(None, api_key=key)
+        receiver.stop()
+    (row,) = course.rows
+    assert row.status == "done" and row.task_id != by_hand.task_id
+    assert sorted(dub_tasks(api)) == sorted([by_hand.task_id, row.task_id])
+    # the key's tasks alone could not tell them apart: the webhook named the row's own
+    material = course._runner._materials.known(row.file_hash).material_id
+    details = lambda task_id: api.tasks.get(task_id).raw_result  # noqa: E731
+    alike = recovery.find(api.tasks, details, row, set(), material)
+    assert sorted(alike) == sorted([by_hand.task_id, row.task_id])
+    course.close()
+
+
+def test_a_lost_answer_nothing_can_tell_apart_waits_for_a_person_and_is_never_sent_again(
+    api, sandbox, clips, tmp_path
+):
+    """As above with no receiver: the row ends the run ``unresolved`` naming both tasks (its
+    cost counted as spent), and ``adopt`` settles it; no third task is made."""
+    by_hand = api.dubbing.create(clips[0], target="fr-FR").wait()
+    sandbox.set_faults(drop_after_commit=1.0, paths=[PATH])
+    try:
+        course = api.dubbing.batch(clips[:1], targets="fr-FR", out=tmp_path / "d").wait()
+    finally:
+        sandbox.set_faults()
+    (row,) = course.rows
+    (theirs,) = [t for t in dub_tasks(api) if t != by_hand.task_id]
+    assert row.status == "unresolved" and by_hand.task_id in row.error and theirs in row.error
+    assert course.spent == 60 and not course.finished
+    course.adopt("lesson00", "fr-FR", theirs)
+    course.start().wait()
+    assert course.rows[0].status == "done" and course.rows[0].task_id == theirs
+    assert sorted(dub_tasks(api)) == sorted([by_hand.task_id, theirs])
+    course.close()

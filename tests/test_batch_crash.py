@@ -9,42 +9,26 @@ import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _course import LOCALES, course_of, dubbing
 
 import dubkit
-from dubkit import samples
 from dubkit.batch import read_rows
 from dubkit.media import _ffmpeg, av
 
 pytestmark = pytest.mark.heavy
 
 PATH = "/task/media-translation/create-async"
-LOCALES = "fr-FR,de-DE,es-ES"
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     """Twelve short clips (a sentence each, 160x90): a dub of one takes about a second."""
     folder = tmp_path_factory.mktemp("course")
-    for i in range(12):
-        samples.narrated_clip(
-            folder / f"clip{i:02d}.mp4", [f"Part {i}. Welcome back."], width=160, height=90, fps=10
-        )
+    course_of(folder, 12)
     return folder
-
-
-def dub(env: dict[str, str], course: Path, out: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "dubkit", "dub", str(course), "--to", LOCALES, "--out", str(out)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def kill_and_rerun(env: dict[str, str], course: Path, out: Path, kills: int, seed: int) -> int:
@@ -53,7 +37,7 @@ def kill_and_rerun(env: dict[str, str], course: Path, out: Path, kills: int, see
     moments = random.Random(seed)
     killed = 0
     for _ in range(kills):
-        run = dub(env, course, out)
+        run = dubbing(env, course, out)
         try:
             run.wait(moments.uniform(0.3, 3.0))  # a random moment, not a budget: it is killed
         except subprocess.TimeoutExpired:
@@ -61,7 +45,7 @@ def kill_and_rerun(env: dict[str, str], course: Path, out: Path, kills: int, see
             killed += 1
         run.wait()
         run.stderr.close()  # type: ignore[union-attr]
-    last = dub(env, course, out)
+    last = dubbing(env, course, out)
     _, said = last.communicate()  # waits for the end itself; pytest's timeout is the guard
     assert last.returncode == 0, said
     return killed
@@ -125,3 +109,18 @@ def test_a_course_killed_while_answers_are_lost_creates_nothing_twice(
         sandbox.set_faults()
     with dubkit.Client(new_key, sandbox.url) as api:
         check_course(api, out, before - sandbox.credits(new_key))
+
+
+def test_lost_answers_in_one_run_create_no_task_twice(sandbox, new_key, course, tmp_path):
+    sandbox.set_faults(drop_after_commit=0.5, paths=[PATH], seed=7)
+    try:
+        with dubkit.Client(new_key, sandbox.url) as api:
+            clips = sorted(course.glob("clip0[0-3].mp4"))  # 12 rows: each lost answer costs 4 s
+            batch = api.dubbing.batch(clips, targets=LOCALES.split(","), out=tmp_path / "d")
+            batch.wait()
+            tasks = [t.task_id for t in api.tasks.list() if t.task_type in ("vt", "at")]
+    finally:
+        sandbox.set_faults()
+    assert [r.status for r in batch.rows] == ["done"] * 12
+    assert sorted(tasks) == sorted(r.task_id for r in batch.rows)  # 12, each once
+    batch.close()

@@ -16,12 +16,14 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import Unpack
 
 from ..errors import BatchOverBudgetError, ValidationError
+from ..resources.dubbing import BATCH_SETTINGS, BatchOptions
 from ..schema import prices
 from ..views.batch import summary
 from . import plan as planning
@@ -141,6 +143,8 @@ class DubbingBatch:
                 )
             if runner.error is not None:
                 raise runner.error
+        for shown in self._views:
+            shown.ended()
         return self
 
     def cancel(self) -> DubbingBatch:
@@ -181,6 +185,21 @@ class DubbingBatch:
         if not isinstance(note, str) or not note.strip():
             raise ValidationError("note", "say what is wrong, e.g. 'names mispronounced'")
         return self.ledger.update(self.row(file, locale), review="flagged", note=note)
+
+    def adopt(self, file: str, locale: str | None, task_id: str) -> Row:
+        """Settle a row left ``unresolved`` (its create was accepted, and the service's task
+        list could not tell its task from another alike): ``task_id`` is its task, which is
+        then waited for and saved (``start()``, or the same call again)."""
+        row = self.row(file, locale)
+        if row.status != "unresolved":
+            raise ValidationError("row", f"{row.name} is {row.word}: it has its task")
+        if not self.ledger.claim(row.key):
+            raise ValidationError("row", f"{row.name} is being worked on by another process")
+        try:
+            self.client.tasks.get(task_id)  # NotFoundError for a task this key does not have
+            return self.ledger.update(row, status="running", task_id=task_id, error=None)
+        finally:
+            self.ledger.release(row.key)
 
     def result(self, file: str, locale: str | None = None) -> Any:
         """The dub of a row as a :class:`dubkit.DubbingResult` (side by side, its script)."""
@@ -278,24 +297,22 @@ def start_batch(
     *,
     targets: Any,
     out: str | os.PathLike[str],
-    ledger: str | os.PathLike[str] | None = None,
-    name: str | None = None,
-    budget: float | None = None,
-    over_budget: Literal["raise", "skip"] = "raise",
-    max_in_flight: int = 4,
-    retries: int = 2,
-    strict_locales: bool = True,
-    start: bool = True,
-    options: Mapping[str, Any] | None = None,
+    **options: Unpack[BatchOptions],
 ) -> DubbingBatch:
-    """``client.dubbing.batch``: plan, check and quote every row, then (``start``) run them."""
+    """``client.dubbing.batch`` (its docstring says what each keyword does): plan, check and
+    quote every row, then, unless ``start=False``, run them."""
+    given: dict[str, Any] = dict(options)
+    run = {name: given.pop(name) for name in BATCH_SETTINGS & set(given)}  # the rest: the dub's
+    ledger, budget = run.get("ledger"), run.get("budget")
+    over_budget = run.get("over_budget", "raise")
+    settings = Settings(run.get("max_in_flight", 4), run.get("retries", 2))
     folder = Path(out).expanduser()
-    _check_settings(max_in_flight, retries, budget, over_budget)
-    checked = planning.check_targets(targets, strict=strict_locales)
-    drafts = planning.drafts_for(client.dubbing, checked, options or {})
+    _check_settings(settings.max_in_flight, settings.retries, budget, over_budget)
+    checked = planning.check_targets(targets, strict=run.get("strict_locales", True))
+    drafts = planning.drafts_for(client.dubbing, checked, given)
     named = planning.expand(files)  # a missing file is refused here, before the ledger
     folder.mkdir(parents=True, exist_ok=True)
-    kept = open_ledger(ledger, folder, _batch_name(folder, ledger, name))
+    kept = open_ledger(ledger, folder, _batch_name(folder, ledger, run.get("name")))
     try:
         sources = {s.md5: s for s in planning.measure(named, kept)}
         made = planning.plan(list(sources.values()), drafts, kept)
@@ -305,10 +322,8 @@ def start_batch(
     except BaseException:
         kept.close()
         raise
-    batch = DubbingBatch(
-        client, kept, made, sources, drafts, folder, Settings(max_in_flight, retries)
-    )
-    return batch.start() if start else batch
+    batch = DubbingBatch(client, kept, made, sources, drafts, folder, settings)
+    return batch.start() if run.get("start", True) else batch
 
 
 def read_rows(

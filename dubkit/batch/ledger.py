@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .rows import COLUMNS, Row
+from .rows import COLUMNS, ENDED, IN_FLIGHT, Row
 
 LEDGER_FILE = "dubkit-batch.sqlite3"
 LOCK_FILE = ".dubkit-batch.lock"
@@ -139,6 +139,26 @@ class Ledger:
     def rows(self) -> list[Row]:
         """Every row at its newest revision, in the batch's order."""
         return [_row(r) for r in self._rows(_CURRENT + " ORDER BY seq", (self.batch,))]
+
+    def open_rows(self) -> list[Row]:
+        """The rows not yet ended, at their newest revision, in order: what a runner looks at
+        each time (a long course's ended rows are not read again and again)."""
+        ended = ", ".join(f"'{s}'" for s in sorted(ENDED))
+        return [
+            _row(r)
+            for r in self._rows(
+                f"SELECT * FROM ({_CURRENT}) c WHERE status NOT IN ({ended}) ORDER BY seq",
+                (self.batch,),
+            )
+        ]
+
+    def in_flight(self) -> int:
+        """How many of the batch's rows have a task that may be running (every process's)."""
+        flying = ", ".join(f"'{s}'" for s in sorted(IN_FLIGHT))
+        found = self._rows(
+            f"SELECT COUNT(*) AS n FROM ({_CURRENT}) c WHERE status IN ({flying})", (self.batch,)
+        )
+        return int(found[0]["n"])
 
     def row(self, key: str) -> Row | None:
         found = self._rows(_CURRENT + " AND row_key = ?", (self.batch, key))
@@ -322,26 +342,33 @@ class SQLiteLedger(Ledger):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.batch, self.where = batch, str(self.path)
-        self._local = threading.local()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._io = threading.Lock()
         self._locks = _LockFile.of(self.path.parent / LOCK_FILE)
         for statement in SCHEMA:
             self._run(statement)
 
     def _db(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None or self._local.pid != os.getpid():
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        """One connection for the process's threads, taken in turn (the caller holds
+        ``_io``): one per row's thread would be a page cache made and dropped per row."""
+        if self._connection is None or self._pid != os.getpid():
+            db = sqlite3.connect(
+                self.path, timeout=60, isolation_level=None, check_same_thread=False
+            )
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db, self._local.pid = db, os.getpid()
-        return db
+            self._connection, self._pid = db, os.getpid()
+        return self._connection
 
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> int:
-        return self._db().execute(sql, args).rowcount
+        with self._io:
+            return self._db().execute(sql, args).rowcount
 
     def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._db().execute(sql, args).fetchall()]
+        with self._io:
+            return [dict(r) for r in self._db().execute(sql, args).fetchall()]
 
     def _try_lock(self, number: int) -> bool:
         return self._locks.try_lock(number)
@@ -359,3 +386,7 @@ class SQLiteLedger(Ledger):
             for key in list(self._claimed):
                 self._unlock(lock_number(self.batch, key))
             self._claimed.clear()
+        with self._io:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None

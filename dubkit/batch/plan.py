@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -139,35 +140,13 @@ def expand(files: Any) -> list[tuple[str, Path | Material]]:
 
 
 def measure(named: list[tuple[str, Path | Material]], ledger: Ledger) -> list[Source]:
-    """Each distinct file once: its MD5, length and kind (cached in the ledger); two files
-    whose outputs would share a name are refused, naming both."""
-    from ..media.av import probe  # ffmpeg loads with the first file
-    from ..uploads.files import file_md5
-
+    """Each distinct file once: its MD5, length and kind (cached in the ledger, measured two
+    at a time otherwise); two files whose outputs would share a name are refused, naming both."""
+    with ThreadPoolExecutor(max_workers=2) as pool:  # ffprobe runs and MD5 release the GIL
+        found = list(pool.map(lambda pair: _source(pair[0], pair[1], ledger), named))
     sources: dict[str, Source] = {}
     by_name: dict[str, Source] = {}
-    for where, item in named:
-        if isinstance(item, Material):
-            source = _material_source(where, item)
-        else:
-            path = check_media_file(item, where).resolve()
-            stat = path.stat()
-            facts = ledger.facts(str(path), stat.st_size, stat.st_mtime_ns)
-            if facts is None:
-                try:
-                    info = probe(path)
-                except Exception as exc:
-                    raise ValidationError(
-                        where, f"{str(item)!r} is not audio or video ({exc})"
-                    ) from None
-                md5 = file_md5(path)
-                ledger.put_facts(
-                    str(path), stat.st_size, stat.st_mtime_ns, md5, info.duration, info.has_video
-                )
-                facts = {"md5": md5, "seconds": info.duration, "video": info.has_video}
-            source = Source(
-                path.stem, where, path, None, facts["md5"], facts["seconds"], bool(facts["video"])
-            )
+    for source in found:
         if source.md5 in sources:
             continue  # the same bytes named twice: one upload, one set of rows
         other = by_name.get(source.name)
@@ -179,6 +158,31 @@ def measure(named: list[tuple[str, Path | Material]], ledger: Ledger) -> list[So
             )
         sources[source.md5] = by_name[source.name] = source
     return list(sources.values())
+
+
+def _source(where: str, item: Path | Material, ledger: Ledger) -> Source:
+    """A file's facts, from the ledger's cache when the file is as it was measured."""
+    if isinstance(item, Material):
+        return _material_source(where, item)
+    from ..media.av import probe  # ffmpeg loads with the first file
+    from ..uploads.files import file_md5
+
+    path = check_media_file(item, where).resolve()
+    stat = path.stat()
+    facts = ledger.facts(str(path), stat.st_size, stat.st_mtime_ns)
+    if facts is None:
+        try:
+            info = probe(path)
+        except Exception as exc:
+            raise ValidationError(where, f"{str(item)!r} is not audio or video ({exc})") from None
+        md5 = file_md5(path)
+        ledger.put_facts(
+            str(path), stat.st_size, stat.st_mtime_ns, md5, info.duration, info.has_video
+        )
+        facts = {"md5": md5, "seconds": info.duration, "video": info.has_video}
+    return Source(
+        path.stem, where, path, None, facts["md5"], facts["seconds"], bool(facts["video"])
+    )
 
 
 def _material_source(where: str, material: Material) -> Source:
@@ -255,16 +259,15 @@ def plan(sources: Sequence[Source], drafts: Mapping[str, Any], ledger: Ledger) -
     """The rows of ``sources`` × ``drafts`` (one per target), written to the ledger: new rows,
     new revisions of changed ones; rows the ledger has as they were are kept as they are."""
     made = Plan(rows=[])
-    seq = 0
+    seq = max((r.seq for r in ledger.rows()), default=0)  # a new row goes after the rest
     for source in sources:
         for locale, draft in drafts.items():
-            seq += 1
             digest, settings = fingerprint(source, draft)
             quote = prices.dub_quote(source.seconds, lipsync=draft.lipsync and source.video)
             fresh = Row(
                 key=row_key(source.name, locale),
                 revision=1,
-                seq=seq,
+                seq=seq + 1,
                 file_name=source.name,
                 file_path=str(source.path) if source.path else f"material:{source.name}",
                 file_hash=source.md5,
@@ -276,10 +279,11 @@ def plan(sources: Sequence[Source], drafts: Mapping[str, Any], ledger: Ledger) -
             )
             old = ledger.row(fresh.key)
             if old is None:
+                seq += 1
                 made.new.append(ledger.add(fresh))
                 made.rows.append(made.new[-1])
             elif old.fingerprint != digest:
-                fresh.revision = old.revision + 1
+                fresh.revision, fresh.seq = old.revision + 1, old.seq  # keeps its place
                 new = ledger.add(fresh)
                 made.changed.append((old, new))
                 made.rows.append(new)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
-from ..views.batch import batch_table_html, status_words
+from ..views.batch import batch_table_html, shown_first, status_words
 from .rows import Row
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def records(rows: list[Row], out: Path) -> list[dict[str, object]]:
             "voices": " ".join(v for v in row.settings.get("voices") or [] if v)
             or "chosen by the service",
             "task_id": row.task_id,
-            "outputs": " ".join(str(out / p) for p in row.outputs.values()),
+            "outputs": " ".join(str(out / row.outputs[k]) for k in shown_first(row.outputs)),
             "review": row.review or "",
             "note": row.note or "",
             "error": row.error if row.status in ("failed", "unresolved") else "",

@@ -67,7 +67,7 @@ class Settings:
     max_in_flight: int = 4
     retries: int = 2  # new attempts after a transient failure, per revision
     poll_interval: float = 0.5
-    max_poll_interval: float = 2.0
+    max_poll_interval: float = 1.0  # a dub noticed late leaves its slot empty that long
     push_interval: float = 30.0  # polling while a local receiver pushes events
     look_interval: float = 1.0  # how often rows held by other processes are looked at again
     progress: Callable[[], None] | None = field(default=None, repr=False)
@@ -92,6 +92,7 @@ class Runner:
         settings: Settings,
     ) -> None:
         self.client, self.ledger, self.keys = client, ledger, keys
+        self._wanted = set(keys)
         self.sources, self.drafts, self.out, self.settings = sources, drafts, out, settings
         self.cancelled = threading.Event()
         self.finished = threading.Event()
@@ -102,6 +103,7 @@ class Runner:
         self._pushed: dict[str, Any] = {}  # idempotency key -> the webhook event that named it
         self._waiting: dict[str, threading.Event] = {}  # rows waiting for their task, by key
         self._not_before: dict[str, float] = {}  # a row tried again after a transient failure
+        self._parked: set[str] = set()  # unresolved rows only a person can settle, this run
         self._materials = MaterialShelf(client, ledger, sources)
         self._thread: threading.Thread | None = None
         self._me = worker_id()
@@ -134,8 +136,9 @@ class Runner:
             self._changed()
 
     def _rows(self) -> list[Row]:
-        wanted = set(self.keys)
-        return [r for r in self.ledger.rows() if r.key in wanted]
+        """This batch's rows still to end (ended rows are not read again)."""
+        wanted = self._wanted
+        return [r for r in self.ledger.open_rows() if r.key in wanted]
 
     def _all_ended(self, rows: list[Row]) -> bool:
         with self._active_lock:
@@ -144,12 +147,12 @@ class Runner:
             return False
         if self.cancelled.is_set():
             return not any(r.status in IN_FLIGHT or r.status == "saving" for r in rows)
-        return all(r.ended for r in rows)
+        return all(r.key in self._parked for r in rows)
 
     def _claim_what_can_run(self, rows: list[Row]) -> None:
-        in_flight = sum(r.status in IN_FLIGHT for r in rows)
+        in_flight = self.ledger.in_flight()  # every process's, across the ledger
         for row in rows:
-            if row.ended:
+            if row.ended or row.key in self._parked:
                 continue
             with self._active_lock:
                 if row.key in self._active:
@@ -185,6 +188,8 @@ class Runner:
             row = self.ledger.row(key)
             if row is None:
                 return
+            if row.worker != self._me:  # taken over from a process that is gone, or new
+                row = self.ledger.update(row, worker=self._me)
             task = None
             if row.status in ("planned", "cancelled"):
                 row = self._start(row)
@@ -205,9 +210,6 @@ class Runner:
                 self._active.discard(key)
             self._wake.set()
 
-    def _in_flight(self) -> int:
-        return sum(r.status in IN_FLIGHT for r in self._rows())
-
     def _start(self, row: Row) -> Row:
         """Create the row's task: ``sending`` (key, tag) written first, ``running`` after."""
         if self.cancelled.is_set():
@@ -217,7 +219,7 @@ class Runner:
         except DubkitError as exc:
             return self._failed(row, exc)
         with self.ledger.creating():
-            if self._in_flight() >= self.settings.max_in_flight:
+            if self.ledger.in_flight() >= self.settings.max_in_flight:
                 return row  # the slots filled meanwhile (another process): later
             attempt = row.attempt + (1 if row.idempotency_key else 0)
             key = new_idempotency_key()
@@ -231,7 +233,6 @@ class Runner:
                 started_at=row.started_at or time.time(),
                 ended_at=None,
                 task_id=None,
-                worker=self._me,
             )
             try:
                 task = self._send(row, material)
@@ -263,12 +264,22 @@ class Runner:
         counted as spent) until one does."""
         if len(found) == 1:
             return self._running(row, found[0], None)
+        if not found:
+            why = "the service may have accepted this dub, and does not list its task yet"
+            return self.ledger.update(row, status="unresolved", error=why)
         why = (
-            f"the service accepted this dub; its task is one of {', '.join(found)}"
-            if found
-            else "the service may have accepted this dub, and does not list its task yet"
+            f"the service accepted this dub; its task is one of {', '.join(found)}, which "
+            "nothing the service says tells apart: batch.adopt(file, locale, task_id) takes one"
         )
+        if all(self._ended(task_id) for task_id in found):
+            self._parked.add(row.key)  # nothing more can tell: a person decides (adopt)
         return self.ledger.update(row, status="unresolved", error=why)
+
+    def _ended(self, task_id: str) -> bool:
+        try:
+            return bool(self.client.tasks.get(task_id).done)
+        except DubkitError:
+            return False
 
     def _resolve(self, row: Row) -> Row:
         """A row left ``sending`` or ``unresolved``: adopt its task if one fits; if none is

@@ -19,7 +19,7 @@ from ..frontends.channel import Action, LiveHTML
 from ..frontends.display import show
 from ..views.batch import batch_table_html
 from ..views.palette import error_html, muted
-from ..widgets._threads import CellContext, settle_later
+from ..widgets._threads import CellContext, settle_later, start_cell_thread
 from .rows import Row
 
 
@@ -52,8 +52,7 @@ class BatchView(LiveHTML):
         self.on_action("compare", self._compare)
         self.on_action("edit", self._edit)
         self._draw()
-        self._thread = threading.Thread(target=self._refresh, name="dub-batch-view", daemon=True)
-        self._thread.start()
+        self._thread = start_cell_thread(self._refresh, name="dub-batch-view")
 
     def __repr__(self) -> str:
         return f"BatchView({self.batch!r})"
@@ -84,6 +83,12 @@ class BatchView(LiveHTML):
                 self._cell.run(self._draw)
                 settle_later(self, self._cell)
                 return
+
+    def ended(self) -> None:
+        """The batch's run has ended (``wait()`` returned): draw it now and write the picture
+        into the saved output, from the waiting cell, before a notebook can end."""
+        self._draw()
+        settle_later(self, self._cell)
 
     # -- a finished row's buttons
     def _row_of(self, act: Action) -> Any:

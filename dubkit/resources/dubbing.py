@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypedDict, Union
+
+from typing_extensions import Unpack
 
 from .._transport import Transport
 from .._util.deprecation import renamed, renamed_keywords
@@ -35,6 +37,47 @@ from .tts import TTSResource
 from .voices import VoicesResource
 
 MaterialLike = Union[Material, str, "os.PathLike[str]"]  # a Material, its id, or a local file
+
+
+class DubOptions(TypedDict, total=False):
+    """A dub's options: the keywords :meth:`DubbingResource.create`, ``draft`` and ``batch``
+    take besides the material and the target, named after the wire fields (``clone_mode`` is
+    ``options.voiceClone.mode``...); ``options`` is sent as is on top of them."""
+
+    source: str  # the source locale, or "auto" (the default)
+    task_type: Literal["vt", "at"] | None
+    clone_mode: Literal["role", "mix", "sentence"] | None
+    clone_style: Literal["emotional", "consistent"] | None
+    clone_provider: str | None
+    speaker_num: int | Literal["auto"] | None
+    timbre_method: Literal["clone", "smart"] | None
+    voices: Sequence[VoiceLike | Mapping[str, Any]] | None
+    cast: CastLike | None
+    speakers: Mapping[int, str] | None
+    separation_mode: str | None
+    dynamic_video_length: bool | None
+    lipsync: bool | None
+    text: Mapping[str, Any] | None
+    translate_mode: Literal["default", "machine"] | None
+    translate_prompt: str | None
+    transcribe_mode: Literal["fast", "normal"] | None
+    options: Mapping[str, Any] | None
+
+
+class BatchOptions(DubOptions, total=False):
+    """``DubbingResource.batch``'s keywords: a dub's options and how the batch runs."""
+
+    ledger: str | os.PathLike[str] | None
+    name: str | None
+    budget: float | None
+    over_budget: Literal["raise", "skip"]
+    max_in_flight: int
+    retries: int
+    strict_locales: bool
+    start: bool
+
+
+BATCH_SETTINGS = BatchOptions.__optional_keys__ - DubOptions.__optional_keys__
 
 
 @dataclass(frozen=True)
@@ -90,15 +133,7 @@ class DubbingResource(Resource):
         *,
         targets: str | Sequence[str],
         out: str | os.PathLike[str],
-        ledger: str | os.PathLike[str] | None = None,
-        name: str | None = None,
-        budget: float | None = None,
-        over_budget: Literal["raise", "skip"] = "raise",
-        max_in_flight: int = 4,
-        retries: int = 2,
-        strict_locales: bool = True,
-        start: bool = True,
-        **options: Any,
+        **options: Unpack[BatchOptions],
     ) -> Any:
         """Dub many files into several locales as one :class:`dubkit.batch.DubbingBatch`
         that survives any crash and never pays twice.
@@ -114,29 +149,17 @@ class DubbingResource(Resource):
         the rows it touches. Every row is quoted first; ``budget`` refuses (``over_budget=
         "raise"``, before any upload) or leaves unstarted (``"skip"``) the rows it cannot
         cover. At most ``max_in_flight`` tasks run at once; a transient failure is tried again
-        ``retries`` times. ``options`` are :meth:`create`'s (``cast=``, ``speakers=``,
-        ``voices=``, ``lipsync=``...). Everything is checked before anything is uploaded: a
-        missing file, an unknown locale, a cast lacking a role's voice in one target.
+        ``retries`` times; ``start=False`` plans and quotes only. The other options are
+        :meth:`create`'s (``cast=``, ``speakers=``, ``voices=``, ``lipsync=``...). Everything
+        is checked before anything is uploaded: a missing file, an unknown locale, a cast
+        lacking a role's voice in one target.
 
         >>> course = client.dubbing.batch("lessons/", targets=["fr-FR", "de-DE"], out="dubs")
         >>> course.wait().to_frame()
         """
         if self._batches is None:
             raise ValidationError("batch", "batches run through a Client: client.dubbing.batch")
-        return self._batches(
-            files,
-            targets=targets,
-            out=out,
-            ledger=ledger,
-            name=name,
-            budget=budget,
-            over_budget=over_budget,
-            max_in_flight=max_in_flight,
-            retries=retries,
-            strict_locales=strict_locales,
-            start=start,
-            options=options,
-        )
+        return self._batches(files, targets=targets, out=out, **options)
 
     def redub(
         self,
@@ -174,26 +197,9 @@ class DubbingResource(Resource):
         material: MaterialLike,
         *,
         target: str,
-        source: str = "auto",
-        task_type: Literal["vt", "at"] | None = None,
-        clone_mode: Literal["role", "mix", "sentence"] | None = None,
-        clone_style: Literal["emotional", "consistent"] | None = None,
-        clone_provider: str | None = None,
-        speaker_num: int | Literal["auto"] | None = None,
-        timbre_method: Literal["clone", "smart"] | None = None,
-        voices: Sequence[VoiceLike | Mapping[str, Any]] | None = None,
-        cast: CastLike | None = None,
-        speakers: Mapping[int, str] | None = None,
-        separation_mode: str | None = None,
-        dynamic_video_length: bool | None = None,
-        lipsync: bool | None = None,
-        text: Mapping[str, Any] | None = None,
-        translate_mode: Literal["default", "machine"] | None = None,
-        translate_prompt: str | None = None,
-        transcribe_mode: Literal["fast", "normal"] | None = None,
-        options: Mapping[str, Any] | None = None,
         extra_data: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        **options: Unpack[DubOptions],
     ) -> Task:
         """Start dubbing ``material`` into ``target``; returns the running :class:`Task`.
 
@@ -213,27 +219,7 @@ class DubbingResource(Resource):
         >>> task = client.dubbing.create(material, target="de-DE", speaker_num=2,
         ...                              timbre_method="smart", text={"burn": True})
         """
-        draft = self.draft(
-            target=target,
-            source=source,
-            task_type=task_type,
-            clone_mode=clone_mode,
-            clone_style=clone_style,
-            clone_provider=clone_provider,
-            speaker_num=speaker_num,
-            timbre_method=timbre_method,
-            voices=voices,
-            cast=cast,
-            speakers=speakers,
-            separation_mode=separation_mode,
-            dynamic_video_length=dynamic_video_length,
-            lipsync=lipsync,
-            text=text,
-            translate_mode=translate_mode,
-            translate_prompt=translate_prompt,
-            transcribe_mode=transcribe_mode,
-            options=options,
-        )
+        draft = self.draft(target=target, **options)
         # Bad options, unknown voices and a dub over the budget never cost an upload.
         if self._transport.budget is not None and _is_local_file(material):
             self._transport.budget.check(self.quote(material, lipsync=draft.lipsync))
@@ -241,29 +227,7 @@ class DubbingResource(Resource):
             draft, self._material(material), extra_data=extra_data, idempotency_key=idempotency_key
         )
 
-    def draft(
-        self,
-        *,
-        target: str,
-        source: str = "auto",
-        task_type: Literal["vt", "at"] | None = None,
-        clone_mode: Literal["role", "mix", "sentence"] | None = None,
-        clone_style: Literal["emotional", "consistent"] | None = None,
-        clone_provider: str | None = None,
-        speaker_num: int | Literal["auto"] | None = None,
-        timbre_method: Literal["clone", "smart"] | None = None,
-        voices: Sequence[VoiceLike | Mapping[str, Any]] | None = None,
-        cast: CastLike | None = None,
-        speakers: Mapping[int, str] | None = None,
-        separation_mode: str | None = None,
-        dynamic_video_length: bool | None = None,
-        lipsync: bool | None = None,
-        text: Mapping[str, Any] | None = None,
-        translate_mode: Literal["default", "machine"] | None = None,
-        translate_prompt: str | None = None,
-        transcribe_mode: Literal["fast", "normal"] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> DubDraft:
+    def draft(self, *, target: str, **options: Unpack[DubOptions]) -> DubDraft:
         """A dub's request checked whole, waiting only for its material: the options of
         :meth:`create`, with every voice looked up; nothing is uploaded or charged.
 
@@ -274,29 +238,21 @@ class DubbingResource(Resource):
             raise ValidationError(
                 "language.target", "is required: the locale to dub into, e.g. 'fr-FR'"
             )
-        voices = _cast_voices(voices, cast, speakers, target)
-        if speakers and speaker_num is None:  # the roles say how many speak
-            speaker_num = len(speakers)
-        wire_options = _merge(
-            _options(
-                clone_mode=clone_mode,
-                clone_style=clone_style,
-                clone_provider=clone_provider,
-                speaker_num=speaker_num,
-                timbre_method=timbre_method,
-                voices=voices,
-                separation_mode=separation_mode,
-                dynamic_video_length=dynamic_video_length,
-                lipsync=lipsync,
-                text=text,
-                translate_mode=translate_mode,
-                translate_prompt=translate_prompt,
-                transcribe_mode=transcribe_mode,
-            ),
-            python_names(MediaOptions, options or {}),
+        unknown = sorted(set(options) - DubOptions.__optional_keys__)
+        if unknown:
+            raise TypeError(f"dubbing options have no {', '.join(map(repr, unknown))}")
+        voices = _cast_voices(
+            options.get("voices"), options.get("cast"), options.get("speakers"), target
         )
-        made = DubDraft(source, target, task_type, wire_options)
-        self._check_voices(made.request("not-uploaded-yet"), raw=_chooses_voices(options))
+        given: dict[str, Any] = {**options, "voices": voices}
+        if options.get("speakers") and options.get("speaker_num") is None:
+            given["speaker_num"] = len(options["speakers"] or {})  # the roles say how many
+        raw = options.get("options")
+        wire_options = _merge(_options(given), python_names(MediaOptions, raw or {}))
+        made = DubDraft(
+            options.get("source", "auto"), target, options.get("task_type"), wire_options
+        )
+        self._check_voices(made.request("not-uploaded-yet"), raw=_chooses_voices(raw))
         return made
 
     def start(
@@ -395,43 +351,37 @@ def _is_local_file(material: MaterialLike) -> bool:
     )
 
 
-def _options(
-    *,
-    clone_mode: str | None,
-    clone_style: str | None,
-    clone_provider: str | None,
-    speaker_num: int | str | None,
-    timbre_method: str | None,
-    voices: Sequence[VoiceLike | Mapping[str, Any]] | None,
-    separation_mode: str | None,
-    dynamic_video_length: bool | None,
-    lipsync: bool | None,
-    text: Mapping[str, Any] | None,
-    translate_mode: str | None,
-    translate_prompt: str | None,
-    transcribe_mode: str | None,
-) -> dict[str, Any]:
+def _options(given: Mapping[str, Any]) -> dict[str, Any]:
     """Typed keyword options -> the ``options`` object (``voice_clone`` always present)."""
     options: dict[str, Any] = {
-        "voice_clone": _present(mode=clone_mode, style=clone_style, provider=clone_provider)
+        "voice_clone": _present(
+            mode=given.get("clone_mode"),
+            style=given.get("clone_style"),
+            provider=given.get("clone_provider"),
+        )
     }
     chosen = None
-    if voices is not None:
+    if given.get("voices") is not None:
         chosen = [
-            dict(v) if isinstance(v, Mapping) else {"voice_id": voice_id_of(v)} for v in voices
+            dict(v) if isinstance(v, Mapping) else {"voice_id": voice_id_of(v)}
+            for v in given["voices"]
         ]
+    number = given.get("speaker_num")
     speakers = _present(
         selected_voices_list=chosen,
-        timbre_method=timbre_method,
-        speaker_num=None if speaker_num is None else str(speaker_num),
+        timbre_method=given.get("timbre_method"),
+        speaker_num=None if number is None else str(number),
     )
+    text = given.get("text")
     parts = {
         "voice_speakers": speakers,
-        "separation": _present(mode=separation_mode),
-        "dynamic_video_length": _present(enable=dynamic_video_length),
-        "lipsync": _present(enable=lipsync),
-        "translate": _present(mode=translate_mode, prompt=translate_prompt),
-        "transcribe": _present(mode=transcribe_mode),
+        "separation": _present(mode=given.get("separation_mode")),
+        "dynamic_video_length": _present(enable=given.get("dynamic_video_length")),
+        "lipsync": _present(enable=given.get("lipsync")),
+        "translate": _present(
+            mode=given.get("translate_mode"), prompt=given.get("translate_prompt")
+        ),
+        "transcribe": _present(mode=given.get("transcribe_mode")),
         "text": dict(text) if text is not None else {},
     }
     options.update({name: value for name, value in parts.items() if value})

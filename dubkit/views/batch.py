@@ -9,7 +9,7 @@ refresh; the rows below it are read when the reader goes there.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .palette import error_html, muted
 from .shapes import BatchRowShape
@@ -27,6 +27,14 @@ STATUS_WORDS: dict[str, tuple[str, str]] = {
     "over budget": ("–", "over budget"),
 }
 SHOWN_ROWS = 200  # a longer batch shows its first rows; to_frame() has them all
+
+
+OUTPUT_ORDER = ("video", "audio", "srt", "vtt")
+
+
+def shown_first(outputs: Mapping[str, str]) -> list[str]:
+    """A row's output kinds, the dub first, then its subtitles."""
+    return sorted(outputs, key=lambda k: OUTPUT_ORDER.index(k) if k in OUTPUT_ORDER else 9)
 
 
 def status_words(status: str) -> tuple[str, str]:
@@ -76,7 +84,8 @@ def _row_html(row: BatchRowShape, i: int, me: str, live: bool) -> str:
     if row.status == "unresolved" and row.error:
         problem = muted(html.escape(row.error[:160]))
     files = " ".join(
-        f"<code>{html.escape(path.split('/')[-1])}</code>" for path in row.outputs.values()
+        f"<code>{html.escape(row.outputs[kind].split('/')[-1])}</code>"
+        for kind in shown_first(row.outputs)
     )
     review = html.escape(row.review or "")
     if row.note:
@@ -123,8 +132,11 @@ def batch_table_html(
     )
     return (
         "<style>table.dubkit-batch th, table.dubkit-batch td {padding:3px 10px;"
-        "border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top}</style>"
-        f"<div role='status' class='dubkit-batch-summary' data-dubkit-part='{me}-summary'>"
+        "border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top}"
+        "table.dubkit-batch td:nth-child(-n+2), table.dubkit-batch td:nth-child(4),"
+        "table.dubkit-batch td:nth-child(5) {white-space:nowrap}</style>"
+        f"<div role='status' class='dubkit-batch-summary dubkit-announce' "
+        f"data-dubkit-part='{me}-summary'>"
         f"<b>{html.escape(title)}</b>: {html.escape(summary(rows))}</div>"
         + (muted(note, tag="div", size="90%") if note else "")
         + "<table class='dubkit-batch' style='border-collapse:collapse'>"
