@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from _waiting import PATIENCE
 from accessibility import assert_no_violations, assert_players_named, set_lab_theme
 from jupyter_servers import NOTEBOOKS, SCREENSHOTS
 from lab_page import OUTPUTS, LabNotebook, RunReport
@@ -53,6 +54,7 @@ PROMISES = {
     "04_text_translation": {"task_cell"},
     "06_translate_and_dub": {"task_cell", "video"},
     "07_tasks_and_webhooks": {"task_cell"},
+    "11_dub_a_course": {"batch_table"},
 }
 # The README's pictures: the notebook, and the cell it scrolls to.
 DOC_SHOTS = {
@@ -64,6 +66,7 @@ FOCUS = {
     "voice_table": "table.dubkit-voices",  # in order of preference
     "speech": ".dubkit-speech, .dubkit-audition",
     "task_cell": "table.dubkit-tasks",
+    "batch_table": "table.dubkit-batch",
 }
 
 
@@ -90,6 +93,8 @@ def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
         _check_task_cells(page, report, watched="task_cell" in promises)
         if "task_cell" in promises:
             _check_saved_task_pictures(page, lab, path)
+        if "batch_table" in promises:
+            _check_batch_table(page)
         if "voice_table" in promises:
             _check_plays(page, _in_outputs("table.dubkit-voices audio"), "a voice preview")
         if "speech" in promises:
@@ -213,6 +218,37 @@ def _check_task_cells(page, report: RunReport, *, watched: bool) -> None:
     assert announced, f"no live region announced a task's end: {report.announced}"
 
 
+def _check_batch_table(page) -> None:
+    """The batch's live table ended with every row dubbed, having refreshed itself: its summary,
+    a polite live region (the same element all along), said each change once, from "0 of 8"
+    to "8 of 8 dubbed"; a finished row's buttons are named by the row they open. Its saved
+    picture is its last state: the notebook's last cell re-makes one row (revision 2), and the
+    saved output shows it dubbed (the view writes it a few seconds after the end)."""
+    live = f"{OUTPUTS} .dubkit-live .dubkit-batch-summary"
+    page.wait_for_function(
+        """() => window.jupyterapp.shell.currentWidget.content.widgets
+            .flatMap(c => c.model.type === 'code' ? c.model.outputs.toJSON() : [])
+            .map(o => [].concat((o.data || {})['text/html'] || []).join(''))
+            .some(h => h.includes('8 of 8 dubbed') && h.includes(' r2<'))""",
+        timeout=PATIENCE * 1000,
+    )
+    page.wait_for_function(
+        f"() => [...document.querySelectorAll({live!r})].some(r => /8 of 8 dubbed/.test(r.textContent))",
+        timeout=PATIENCE * 1000,
+    )
+    announced = page.evaluate("() => window.__dubkitAnnounced")  # the run's, and since
+    # the region first shown (a settled picture draws the widget anew, with a region of its own)
+    region = next(region for region, role, said in announced if "of 8 dubbed" in said)
+    said = [s for r, role, s in announced if r == region and role == "status"]
+    assert said[-1].endswith("8 of 8 dubbed") and "0 of 8 dubbed" in said[0], said
+    assert all(a != b for a, b in zip(said, said[1:])), said  # each change once
+    names = page.eval_on_selector_all(
+        f"{OUTPUTS} .dubkit-live table.dubkit-batch button", "bs => bs.map(b => b.ariaLabel)"
+    )
+    assert len(names) == 16 and len(set(names)) == 16, names  # Compare, Edit script: 8 rows
+    assert "Compare lesson01 → fr-FR" in names
+
+
 def _check_saved_task_pictures(page, lab, path: str) -> None:
     """Saved from Lab, a task cell's picture is its last state: the file shows the tasks
     finished, not "running" as they were when the cell was first shown. (The monitor writes it
@@ -284,6 +320,8 @@ def _focus(page, selectors: list[str]) -> None:
     for selector in selectors:
         found = page.locator(_in_outputs(selector))
         if found.count():
-            found.first.evaluate("el => el.closest('.jp-Cell').scrollIntoView({block: 'start'})")
+            found.first.evaluate(
+                "el => (el.closest('.jp-Cell') || el).scrollIntoView({block: 'start'})"
+            )
             page.wait_for_timeout(300)  # let the scroll settle before the picture
             return

@@ -85,6 +85,30 @@ def test_a_lesson_plays_in_marimo(lesson, page, tmp_path, shots):
         screenshot(page, shots / f"marimo-{stem}.png")
 
 
+def test_a_course_is_dubbed_with_its_live_table_in_marimo(page, tmp_path, shots):
+    """Notebook 11 in marimo: the batch's live table (an anywidget) refreshes by itself until
+    every row is dubbed, its summary a polite live region, its buttons named by their rows."""
+    notebook = NOTEBOOKS / "11_dub_a_course.ipynb"
+    with in_marimo(page, notebook, tmp_path, shots / "marimo-course.log"):
+        text = page.inner_text("body")
+        assert "Traceback" not in text and "not supported in marimo" not in text, text[-2000:]
+        summary = page.locator(".dubkit-batch-summary").first
+        summary.wait_for(timeout=PATIENCE * 1000)
+        assert summary.get_attribute("role") == "status"
+        page.wait_for_function(
+            f"""() => ({DEEP})(document, '.dubkit-batch-summary')
+                .some(r => /8 of 8 dubbed/.test(r.textContent))""",
+            timeout=PATIENCE * 1000,
+        )
+        names = page.evaluate(
+            f"() => ({DEEP})(document, 'table.dubkit-batch button').map(b => b.ariaLabel)"
+        )
+        assert len(names) == 16 and len(set(names)) == 16, names
+        assert_no_violations(page, "11_dub_a_course in marimo")
+        page.locator("table.dubkit-batch").first.scroll_into_view_if_needed()
+        screenshot(page, shots / "marimo-11_dub_a_course.png")
+
+
 def test_the_voice_table_filters_ticks_and_auditions_in_marimo(page, tmp_path, shots):
     """Notebook 01's voice browser in marimo (which has no ipywidgets): a filter chosen, two
     voices ticked, the line heard, all from the keyboard (the focus staying on a box through
