@@ -304,3 +304,19 @@ def test_a_lost_answer_nothing_can_tell_apart_waits_for_a_person_and_is_never_se
     assert course.rows[0].status == "done" and course.rows[0].task_id == theirs
     assert sorted(dub_tasks(api)) == sorted([by_hand.task_id, theirs])
     course.close()
+
+
+def test_a_dub_made_but_not_saved_is_saved_again_not_dubbed_again(api, clips, tmp_path):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "fr-FR").write_text("a file where the locale's folder goes")
+    course = api.dubbing.batch(clips[:1], targets="fr-FR", out=out).wait()
+    (row,) = course.rows
+    assert row.status == "failed" and row.task_id and "fr-FR" in row.error
+    assert course.spent == 60  # its dub was made and charged: the failure does not hide it
+    (out / "fr-FR").unlink()
+    course.retry_failed().wait()
+    assert course.rows[0].status == "done" and course.rows[0].task_id == row.task_id
+    assert av.probe(out / "fr-FR" / "lesson00.mp4").has_video
+    assert dub_tasks(api) == [row.task_id]  # saved again, not dubbed again
+    course.close()

@@ -30,7 +30,7 @@ from . import plan as planning
 from . import report
 from .ledger import LEDGER_FILE, Ledger, SQLiteLedger
 from .plan import Plan, Source, spend_of
-from .rows import PAID, Row, row_key
+from .rows import Row, row_key
 from .runner import Runner, Services, Settings
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class DubbingBatch:
     def spent(self) -> float:
         """Credits this batch may have been charged: every row with a task (or a create that
         may have been accepted), at its charge where known, else its quote."""
-        return sum(spend_of(r) for r in self.rows if r.status in PAID)
+        return sum(spend_of(r) for r in self.rows if r.may_be_charged)
 
     @property
     def done(self) -> bool:
@@ -161,11 +161,13 @@ class DubbingBatch:
         return self
 
     def retry_failed(self) -> DubbingBatch:
-        """Dub again (a new attempt: a new task, a new charge) every row that failed."""
+        """Try every failed row again: a dub that failed is dubbed again (a new attempt: a new
+        task, a new charge); one whose dub was made but not saved is only saved again."""
         for row in self.rows:
             if row.status == "failed" and self.ledger.claim(row.key):
+                again = "saving" if row.outputs and row.task_id else "planned"
                 try:
-                    self.ledger.update(row, status="planned", error=None, attempt=row.attempt)
+                    self.ledger.update(row, status=again, error=None)
                 finally:
                     self.ledger.release(row.key)
         return self.start()
@@ -378,7 +380,7 @@ def _reopen(ledger: Ledger, made: Plan) -> None:
 def _hold_to(ledger: Ledger, made: Plan, budget: float, over_budget: str) -> None:
     """Refuse (``raise``, before any upload) or leave unstarted (``skip``) the rows, in the
     batch's order, that the budget cannot cover after what the batch has already spent."""
-    spent = sum(spend_of(r) for r in made.rows if r.status in PAID)
+    spent = sum(spend_of(r) for r in made.rows if r.may_be_charged)
     left, over = budget - spent, []
     for row in made.rows:
         if row.status != "planned":

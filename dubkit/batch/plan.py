@@ -30,7 +30,7 @@ from ..results import Material
 from ..schema import prices
 from ..uploads import check_media_file
 from .ledger import Ledger
-from .rows import PAID, Row, row_key
+from .rows import Row, row_key
 
 MEDIA_SUFFIXES = frozenset(
     ".mp4 .m4v .mov .mkv .webm .avi .flv .ts .mpg .mpeg .wav .mp3 .m4a .aac .flac .ogg .opus "
@@ -90,7 +90,7 @@ class Plan:
 
 def spend_of(row: Row) -> float:
     """What a row costs the batch: its charge where the service said it, else its quote."""
-    if row.status in PAID and row.charged is not None:
+    if row.may_be_charged and row.charged is not None:
         return row.charged
     return row.quote
 

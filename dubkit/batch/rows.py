@@ -68,6 +68,13 @@ class Row:
         return status_words(self.status)[1]
 
     @property
+    def may_be_charged(self) -> bool:
+        """A task exists for the row's attempt (or may: a create whose answer was lost), so
+        its cost counts as spent; a failed one too, since the interface does not say whether a
+        failed task is refunded (the sandbox refunds it)."""
+        return self.status in PAID or self.task_id is not None
+
+    @property
     def ended(self) -> bool:
         return self.status in ENDED
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,7 +69,6 @@ class Settings:
     max_poll_interval: float = 1.0  # a dub noticed late leaves its slot empty that long
     push_interval: float = 30.0  # polling while a local receiver pushes events
     look_interval: float = 1.0  # how often rows held by other processes are looked at again
-    progress: Callable[[], None] | None = field(default=None, repr=False)
 
 
 def transient(exc: BaseException) -> bool:
@@ -104,6 +102,7 @@ class Runner:
         self._waiting: dict[str, threading.Event] = {}  # rows waiting for their task, by key
         self._not_before: dict[str, float] = {}  # a row tried again after a transient failure
         self._parked: set[str] = set()  # unresolved rows only a person can settle, this run
+        self._save_tries: dict[str, int] = {}
         self._materials = MaterialShelf(client, ledger, sources)
         self._thread: threading.Thread | None = None
         self._me = worker_id()
@@ -123,7 +122,6 @@ class Runner:
                 if self._all_ended(rows):
                     return
                 self._claim_what_can_run(rows)
-                self._changed()
                 self._wake.wait(self.settings.look_interval)
                 self._wake.clear()
         except BaseException as exc:  # shown by wait(); the rows stay as the ledger has them
@@ -133,7 +131,6 @@ class Runner:
             self._unsubscribe()
             self._materials.stop()
             self.finished.set()
-            self._changed()
 
     def _rows(self) -> list[Row]:
         """This batch's rows still to end (ended rows are not read again)."""
@@ -162,7 +159,7 @@ class Runner:
                 continue
             if starting and row.file_hash not in self.sources:
                 continue  # another caller's file: theirs to start
-            if starting and self._not_before.get(row.key, 0.0) > time.monotonic():
+            if self._not_before.get(row.key, 0.0) > time.monotonic():
                 continue  # backing off after a transient failure
             if not self.ledger.claim(row.key):
                 continue  # a live process holds it
@@ -174,13 +171,6 @@ class Runner:
             threading.Thread(
                 target=self._work, args=(row.key,), name=f"dub-row {row.key}", daemon=True
             ).start()
-
-    def _changed(self) -> None:
-        if self.settings.progress is not None:
-            try:
-                self.settings.progress()
-            except Exception:
-                log.exception("batch progress display")
 
     # -- one row, as far as it goes
     def _work(self, key: str) -> None:
@@ -384,9 +374,19 @@ class Runner:
 
     # -- saving
     def _save(self, row: Row, task: Task | None) -> None:
-        if task is None or task.raw_result is None:
-            task = self._task(row).refresh()
-        outputs.download(self.client.transport, self.out, row, task.raw_result or {})
+        """Download the row's files; a transient failure leaves it ``saving``, tried again
+        after a pause (its task is done and paid: only the download is repeated)."""
+        try:
+            if task is None or task.raw_result is None:
+                task = self._task(row).refresh()
+            outputs.download(self.client.transport, self.out, row, task.raw_result or {})
+        except DubkitError as exc:
+            if not transient(exc):
+                raise
+            tries = self._save_tries[row.key] = self._save_tries.get(row.key, 0) + 1
+            self._not_before[row.key] = time.monotonic() + min(60.0, 2.0**tries)
+            self.ledger.update(row, error=f"saving, try {tries}: {exc}")
+            return
         self.ledger.update(row, status="done", error=None, ended_at=time.time())
 
     # -- events pushed by a local webhook receiver
