@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _course import LOCALES, course_of, dubbing
+from _course import course_of, dubbing
 
 import dubkit
 from dubkit.batch import read_rows
@@ -109,18 +109,3 @@ def test_a_course_killed_while_answers_are_lost_creates_nothing_twice(
         sandbox.set_faults()
     with dubkit.Client(new_key, sandbox.url) as api:
         check_course(api, out, before - sandbox.credits(new_key))
-
-
-def test_lost_answers_in_one_run_create_no_task_twice(sandbox, new_key, course, tmp_path):
-    sandbox.set_faults(drop_after_commit=0.5, paths=[PATH], seed=7)
-    try:
-        with dubkit.Client(new_key, sandbox.url) as api:
-            clips = sorted(course.glob("clip0[0-3].mp4"))  # 12 rows: each lost answer costs 4 s
-            batch = api.dubbing.batch(clips, targets=LOCALES.split(","), out=tmp_path / "d")
-            batch.wait()
-            tasks = [t.task_id for t in api.tasks.list() if t.task_type in ("vt", "at")]
-    finally:
-        sandbox.set_faults()
-    assert [r.status for r in batch.rows] == ["done"] * 12
-    assert sorted(tasks) == sorted(r.task_id for r in batch.rows)  # 12, each once
-    batch.close()

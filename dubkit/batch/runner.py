@@ -44,6 +44,8 @@ from .rows import IN_FLIGHT, Row
 log = logging.getLogger("dubkit.batch")
 
 TAG = "dubkitBatch"  # the extraData key a batch's creates carry their row under
+WEBHOOK_GRACE = 60.0  # seconds a receiver's webhook may take to name an unresolved row's task
+UPLOAD_TRIES = 3  # a file's upload, tried again after a transient failure
 
 
 class Services(Protocol):
@@ -103,6 +105,7 @@ class Runner:
         self._not_before: dict[str, float] = {}  # a row tried again after a transient failure
         self._parked: set[str] = set()  # unresolved rows only a person can settle, this run
         self._save_tries: dict[str, int] = {}
+        self._alike_since: dict[str, float] = {}  # when an unresolved row's look-alikes ended
         self._materials = MaterialShelf(client, ledger, sources)
         self._thread: threading.Thread | None = None
         self._me = worker_id()
@@ -262,7 +265,11 @@ class Runner:
             "nothing the service says tells apart: batch.adopt(file, locale, task_id) takes one"
         )
         if all(self._ended(task_id) for task_id in found):
-            self._parked.add(row.key)  # nothing more can tell: a person decides (adopt)
+            since = self._alike_since.setdefault(row.key, time.monotonic())
+            # every one has ended; while a local receiver runs, its webhook may yet name the
+            # row's own (deliveries come a little after the end): wait for it a while
+            if not push.active() or time.monotonic() - since > WEBHOOK_GRACE:
+                self._parked.add(row.key)  # nothing more can tell: a person decides (adopt)
         return self.ledger.update(row, status="unresolved", error=why)
 
     def _ended(self, task_id: str) -> bool:
@@ -487,9 +494,7 @@ class MaterialShelf:
                 if self.known(file_hash) is not None:
                     return
                 source = self.sources[file_hash]
-                material = source.material or self.client.materials.upload(
-                    source.path, progress=False
-                )
+                material = source.material or self._uploaded(source)
                 self.ledger.put_material(
                     file_hash,
                     material.name or source.name,
@@ -503,6 +508,20 @@ class MaterialShelf:
                 self.ledger.release(claim)
                 with self._lock:
                     self._lock.notify_all()
+
+    def _uploaded(self, source: Source) -> Material:
+        """Upload a file; a transient failure (or a session call whose answers kept being
+        lost) is tried again: an upload is free, and its bytes dedupe by MD5."""
+        for tried in range(1, UPLOAD_TRIES + 1):
+            try:
+                material: Material = self.client.materials.upload(source.path, progress=False)
+                return material
+            except DubkitError as exc:
+                lost = isinstance(exc, IdempotencyConflictError) and exc.first_attempt_accepted
+                if tried == UPLOAD_TRIES or not (lost or transient(exc)):
+                    raise
+                self._stop.wait(min(8.0, 0.5 * 2**tried))
+        raise AssertionError("unreachable")
 
     def get(self, file_hash: str) -> Material:
         """The file's material: uploaded here, unless the uploader (or another process) is

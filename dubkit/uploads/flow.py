@@ -38,6 +38,9 @@ from .state import UploadState
 MULTIPART_THRESHOLD = 32 * 1024 * 1024
 
 
+SESSION_ASKS = 4  # a session call whose answers keep being lost is asked this often in all
+
+
 class UploadError(DubkitError):
     """An upload stopped. ``resumable``: calling ``upload`` again continues where it stopped."""
 
@@ -366,13 +369,16 @@ class Upload:
 
     # -- API calls
     def _call(self, op: str, payload: Any) -> Any:
-        """Send a call that only opens or describes a session: a lost answer is asked again."""
-        try:
-            return self.transport.call(op, payload)
-        except IdempotencyConflictError as exc:
-            if not exc.first_attempt_accepted:
-                raise
-            return self.transport.call(op, payload)
+        """Send a call that only opens or describes a session: a lost answer is asked again,
+        with a new key (it costs nothing and makes nothing usable), up to
+        :data:`SESSION_ASKS` times in all."""
+        for asked in range(1, SESSION_ASKS + 1):
+            try:
+                return self.transport.call(op, payload)
+            except IdempotencyConflictError as exc:
+                if not exc.first_attempt_accepted or asked == SESSION_ASKS:
+                    raise
+        raise AssertionError("unreachable")
 
     def _register(self, op: str, payload: Any, file_hash: str) -> dict[str, Any]:
         """Complete the upload; if the answer was lost, find the material it registered."""
