@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from dubkit import samples
 
@@ -20,6 +25,24 @@ def course_of(
         )
         for i in range(count)
     ]
+
+
+def shared_course(tmp_path_factory: pytest.TempPathFactory, count: int = 12) -> Path:
+    """A folder of ``count`` clips made once for the whole test session (the first worker to
+    ask makes them under a lock; the clips are the same bytes for the same words), which a test
+    only reads: the modules that dub a course share it."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # pytest-xdist: every worker's temp dir is in this one
+    folder = shared / f"course-of-{count}"
+    with open(shared / f"course-of-{count}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (folder / "made").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a half-made one
+            folder.mkdir()
+            course_of(folder, count)
+            (folder / "made").write_text("")
+    return folder
 
 
 LOCALES = "fr-FR,de-DE,es-ES"

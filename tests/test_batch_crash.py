@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _course import course_of, dubbing
+from _course import dubbing, shared_course
 
 import dubkit
 from dubkit.batch import read_rows
@@ -26,9 +26,7 @@ PATH = "/task/media-translation/create-async"
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     """Twelve short clips (a sentence each, 160x90): a dub of one takes about a second."""
-    folder = tmp_path_factory.mktemp("course")
-    course_of(folder, 12)
-    return folder
+    return shared_course(tmp_path_factory)
 
 
 def kill_and_rerun(env: dict[str, str], course: Path, out: Path, kills: int, seed: int) -> int:
@@ -102,7 +100,8 @@ def test_a_course_killed_while_answers_are_lost_creates_nothing_twice(
 ):
     out = tmp_path / "dubs"
     before = sandbox.credits(new_key)
-    sandbox.set_faults(drop_after_commit=0.3, latency_ms=100, paths=[PATH, "/assets/"], seed=5)
+    # about one create and one upload call in seven answered into the void after the work
+    sandbox.set_faults(drop_after_commit=0.15, latency_ms=100, paths=[PATH, "/assets/"], seed=5)
     try:
         kill_and_rerun(env, course, out, kills=8, seed=46)
     finally:

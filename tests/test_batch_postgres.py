@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _course import course_of, dubbing
+from _course import dubbing, shared_course
 from _postgres import pg_url, postgres  # noqa: F401  (fixtures)
 
 import dubkit
@@ -22,9 +22,14 @@ pytestmark = pytest.mark.heavy
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("course")
-    course_of(folder, 12)
-    return folder
+    """Twelve short clips (a sentence each, 160x90): a dub of one takes about a second."""
+    return shared_course(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def short_course(tmp_path_factory) -> Path:
+    """Four of the same clips: twelve rows, enough for one process to be killed mid-row."""
+    return shared_course(tmp_path_factory, 4)
 
 
 def start(env: dict[str, str], course: Path, out: Path, ledger: str) -> subprocess.Popen[str]:
@@ -58,8 +63,9 @@ def test_two_processes_share_the_rows_and_none_is_done_twice(
 
 
 def test_when_one_process_is_killed_mid_row_the_other_takes_it_over(
-    sandbox, new_key, env, course, tmp_path, pg_url
+    sandbox, new_key, env, short_course, tmp_path, pg_url
 ):
+    course = short_course
     out = tmp_path / "dubs"
     first = start(env, course, out, pg_url)
     me = f":{first.pid}"
@@ -81,6 +87,6 @@ def test_when_one_process_is_killed_mid_row_the_other_takes_it_over(
     _, said = second.communicate()
     assert second.returncode == 0, said
     rows = {r.key: r for r in read_rows(out, ledger=pg_url, name="course")}
-    assert len(rows) == 36 and {r.status for r in rows.values()} == {"done"}
+    assert len(rows) == 12 and {r.status for r in rows.values()} == {"done"}
     assert all(rows[key].worker.endswith(f":{second.pid}") for key in mid_row)  # taken over
     assert sorted(dub_tasks(sandbox, new_key)) == sorted(r.task_id for r in rows.values())

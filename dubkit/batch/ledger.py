@@ -21,6 +21,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,6 +50,9 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS dubkit_batch_facts (
     path TEXT NOT NULL, size BIGINT NOT NULL, mtime_ns BIGINT NOT NULL, md5 TEXT NOT NULL,
     seconds DOUBLE PRECISION NOT NULL, video INTEGER NOT NULL, PRIMARY KEY (path))""",
+    """CREATE TABLE IF NOT EXISTS dubkit_batch_tasks (
+    batch TEXT NOT NULL, task_id TEXT NOT NULL, row_key TEXT NOT NULL,
+    PRIMARY KEY (batch, task_id))""",
     """CREATE TABLE IF NOT EXISTS dubkit_batch_meta (
     batch TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (batch, name))""",
 )
@@ -212,13 +216,17 @@ class Ledger:
         return _row(found[0]) if found else row
 
     def known_task_ids(self) -> set[str]:
-        """Every task id any row of this batch ever recorded (every revision and attempt's
-        newest)."""
-        found = self._rows(
-            "SELECT task_id FROM dubkit_batch_rows WHERE batch = ? AND task_id IS NOT NULL",
-            (self.batch,),
+        """Every task id any row of this batch ever recorded, every attempt's."""
+        found = self._rows("SELECT task_id FROM dubkit_batch_tasks WHERE batch = ?", (self.batch,))
+        return {r["task_id"] for r in found}
+
+    def add_task(self, key: str, task_id: str) -> None:
+        """Keep a row's task id for good (a later attempt's replaces it on the row)."""
+        self._run(
+            "INSERT INTO dubkit_batch_tasks (batch, task_id, row_key) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (self.batch, task_id, key),
         )
-        return {r["task_id"] for r in found} | set(self.meta_list("tasks"))
 
     # -- files and what was measured of them
     def material(self, file_hash: str) -> dict[str, Any] | None:
@@ -257,21 +265,19 @@ class Ledger:
             (path, size, mtime_ns, md5, seconds, int(video)),
         )
 
-    # -- small lists kept beside the rows (task ids seen, ...)
-    def meta_list(self, name: str) -> list[str]:
-        found = self._rows(
-            "SELECT value FROM dubkit_batch_meta WHERE batch = ? AND name = ?", (self.batch, name)
+    @property
+    def batch_id(self) -> str:
+        """The batch's own id, made once (the tag a create carries names it): two batches of
+        the same name in two folders are told apart."""
+        self._run(
+            "INSERT INTO dubkit_batch_meta (batch, name, value) VALUES (?, 'id', ?) "
+            "ON CONFLICT (batch, name) DO NOTHING",
+            (self.batch, uuid.uuid4().hex),
         )
-        return found[0]["value"].split() if found else []
-
-    def add_to_meta_list(self, name: str, value: str) -> None:
-        values = self.meta_list(name)
-        if value not in values:
-            self._run(
-                "INSERT INTO dubkit_batch_meta (batch, name, value) VALUES (?, ?, ?) "
-                "ON CONFLICT (batch, name) DO UPDATE SET value = excluded.value",
-                (self.batch, name, " ".join([*values, value])),
-            )
+        found = self._rows(
+            "SELECT value FROM dubkit_batch_meta WHERE batch = ? AND name = 'id'", (self.batch,)
+        )
+        return str(found[0]["value"])
 
 
 def _row(record: dict[str, Any]) -> Row:

@@ -109,6 +109,7 @@ class Runner:
         self._materials = MaterialShelf(client, ledger, sources)
         self._thread: threading.Thread | None = None
         self._me = worker_id()
+        self._batch_id = ledger.batch_id
 
     # -- the scheduler
     def start(self) -> None:
@@ -221,7 +222,7 @@ class Runner:
                 status="sending",
                 attempt=attempt,
                 idempotency_key=key,
-                tag=f"{self.ledger.batch}|{row.key}|{row.revision}|{attempt}",
+                tag=f"{self._batch_id}/{row.key}/r{row.revision}/a{attempt}",
                 sent_at=time.time(),
                 started_at=row.started_at or time.time(),
                 ended_at=None,
@@ -247,7 +248,7 @@ class Runner:
         return task
 
     def _running(self, row: Row, task_id: str, task_type: str | None) -> Row:
-        self.ledger.add_to_meta_list("tasks", task_id)
+        self.ledger.add_task(row.key, task_id)
         return self.ledger.update(
             row, status="running", task_id=task_id, task_type=task_type, error=None
         )

@@ -1,4 +1,5 @@
-"""The batch's live table: the ledger read every second and drawn, until every row has ended.
+"""The batch's live table: the ledger read every second and drawn while the batch runs, and
+every few seconds after (a review, or a revision another call makes, still shows).
 
 One live-channel widget of plain HTML (it refreshes in JupyterLab, Notebook 7, Voilà, VS Code,
 Colab and marimo). The summary line is a polite live region that says what changed once ("12
@@ -21,6 +22,8 @@ from ..views.batch import batch_table_html
 from ..views.palette import error_html, muted
 from ..widgets._threads import CellContext, settle_later, start_cell_thread
 from .rows import Row
+
+IDLE_REFRESH = 3.0  # seconds between looks at an ended batch's ledger
 
 
 class ShownBatch(Protocol):
@@ -46,6 +49,7 @@ class BatchView(LiveHTML):
         self.batch, self.interval = batch, refresh
         self.opened = ""  # the side-by-side view of the row last compared
         self.note = ""
+        self._settled = ""  # the picture last written into the saved output
         self._stop = threading.Event()
         self._cell = CellContext()
         super().__init__()
@@ -74,21 +78,28 @@ class BatchView(LiveHTML):
         return self._table(live=False)
 
     def _refresh(self) -> None:
-        while not self._stop.wait(self.interval):
+        """Draw the ledger every ``interval`` while the batch runs, then every few seconds
+        (a review, a revision made by another call or process still shows); each picture of
+        an ended batch that differs from the last one saved is written into the saved output."""
+        while not self._stop.wait(self.interval if self.batch.running else IDLE_REFRESH):
             try:
                 self._cell.run(self._draw)
             except Exception as exc:  # shown, and the view keeps refreshing
                 self.note = error_html(f"refresh failed: {type(exc).__name__}: {exc}")
             if self.batch.done and not self.batch.running:
-                self._cell.run(self._draw)
-                settle_later(self, self._cell)
-                return
+                self._settle_if_changed()
+
+    def _settle_if_changed(self) -> None:
+        picture = self.fallback_html()
+        if picture != self._settled:
+            self._settled = picture
+            settle_later(self, self._cell)
 
     def ended(self) -> None:
         """The batch's run has ended (``wait()`` returned): draw it now and write the picture
         into the saved output, from the waiting cell, before a notebook can end."""
         self._draw()
-        settle_later(self, self._cell)
+        self._settle_if_changed()
 
     # -- a finished row's buttons
     def _row_of(self, act: Action) -> Any:

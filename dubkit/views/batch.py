@@ -89,7 +89,7 @@ def _row_html(row: BatchRowShape, i: int, me: str, live: bool) -> str:
     )
     review = html.escape(row.review or "")
     if row.note:
-        review += f" {muted(html.escape(row.note))}"
+        review += (": " if review else "") + muted(html.escape(row.note))
     revision = muted(f" r{row.revision}") if row.revision > 1 else ""
     return (
         f"<tr data-dubkit-part='{me}-row-{i}' data-status='{html.escape(row.status)}'>"
