@@ -7,10 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import dubkit
 from dubkit import samples
 
 
@@ -25,6 +28,24 @@ def course_of(
         )
         for i in range(count)
     ]
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Three lessons of the batch tests (import it as a fixture)."""
+    return course_of(tmp_path_factory.mktemp("course"), 3, stem="lesson", words="Hello there.")
+
+
+@pytest.fixture
+def api(sandbox: Any, new_key: str) -> Iterator[dubkit.Client]:
+    """A client on a key of its own: its materials and tasks are the test's alone."""
+    with dubkit.Client(new_key, sandbox.url, sandbox=sandbox) as made:
+        yield made
+
+
+def dub_tasks(api: dubkit.Client) -> list[str]:
+    """The ids of the key's dub tasks."""
+    return [t.task_id for t in api.tasks.list() if t.task_type in ("vt", "at")]
 
 
 def shared_course(tmp_path_factory: pytest.TempPathFactory, count: int = 12) -> Path:
