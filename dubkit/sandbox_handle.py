@@ -13,7 +13,7 @@ is the sandbox's admin token, sent as ``X-Sandbox-Admin-Token`` only below ``/_s
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
@@ -289,6 +289,7 @@ class SandboxHandle:
         error429: float = 0,
         retry_after: int = 1,
         retry_after_as_date: bool = False,
+        line_gain_db: Mapping[str, float] | None = None,
         paths: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> None:
@@ -297,8 +298,9 @@ class SandboxHandle:
         ``error502_before``/``error502_after``: answer 502 before or after the work;
         ``latency_ms``: answer late; ``crash_after_handler``: a 500 after the work, which must
         charge nothing; ``error429``: a 429 before any work, with ``Retry-After`` of
-        ``retry_after`` seconds (as an HTTP date with ``retry_after_as_date``); ``seed``:
-        repeatable runs.
+        ``retry_after`` seconds (as an HTTP date with ``retry_after_as_date``);
+        ``line_gain_db``: dubs made meanwhile lay these line ids that many dB off (``{"4":
+        -15}``: a quiet take); ``seed``: repeatable runs.
 
         >>> sandbox.set_faults(drop_after_commit=0.3, latency_ms=200, paths=["/task/"])
         """
@@ -312,6 +314,7 @@ class SandboxHandle:
             error429=error429,
             retry_after=retry_after,
             retry_after_as_date=retry_after_as_date,
+            line_gain_db=dict(line_gain_db or {}),
             paths=list(paths) if paths is not None else None,
             seed=seed,
         )

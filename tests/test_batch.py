@@ -11,6 +11,7 @@ from _course import api, clips, dub_tasks  # noqa: F401  (fixtures)
 
 import dubkit
 from dubkit.batch.ledger import LEDGER_FILE
+from dubkit.cast import Cast
 from dubkit.errors import BatchOverBudgetError, ValidationError
 from dubkit.media import av
 
@@ -188,5 +189,34 @@ def test_a_redub_of_a_rows_dub_is_its_next_revision_with_its_cost(api, clips, tm
     assert course.rows[0].revision == 2  # the row now stands at its re-dub
     again = api.dubbing.batch(clips[:1], targets="fr-FR", out=out, start=False)
     assert again.plan.to_send == [] and again.rows[0].kind == "redub"  # not dubbed over
+    course.close()
+    again.close()
+
+
+def test_a_course_is_checked_with_its_glossary_and_each_verdict_shows_in_its_table(
+    api, clips, tmp_path
+):
+    course = api.dubbing.batch(clips[:2], targets="fr-FR", out=tmp_path / "d").wait()
+    cast = Cast("Lessons")
+    cast.add_term("Hello", {"fr-FR": "Bonjour"})  # the sandbox's French never says it
+    checked = course.check(cast=cast)
+    assert sorted(checked.reports) == ["lesson00|fr-FR", "lesson01|fr-FR"]
+    assert checked.verdict == "fix"
+    frame = checked.to_frame()
+    assert set(frame["file"]) == {"lesson00", "lesson01"}
+    missed = frame[
+        frame["problems"].str.contains("term ('Hello' should read 'Bonjour')", regex=False)
+    ]
+    assert sorted(missed["file"]) == ["lesson00", "lesson01"]  # the term's line, in each dub
+    kept = course.qa()
+    assert sorted(kept) == sorted(checked.reports)
+    assert all(
+        kept[k] == f"fix: {r.summary().split(': ', 1)[1]}" for k, r in checked.reports.items()
+    )
+    table = course._repr_html_()
+    assert table.count("<th scope='col'>QA</th>") == 1 and table.count("■</span> fix") == 2
+    assert "qa" in course.to_frame().columns
+    again = api.dubbing.batch(clips[:2], targets="fr-FR", out=tmp_path / "d", start=False)
+    assert again.qa() == course.qa()  # kept in the ledger: a new kernel's table shows it
     course.close()
     again.close()

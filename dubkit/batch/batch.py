@@ -24,10 +24,12 @@ from typing_extensions import Unpack
 
 from ..errors import BatchOverBudgetError, ValidationError
 from ..resources.dubbing import BATCH_SETTINGS, BatchOptions
+from ..results.quality import Limits
 from ..schema import prices
 from ..views.batch import summary
 from . import plan as planning
 from . import report
+from .checks import BatchCheck, check_rows, qa_of
 from .ledger import LEDGER_FILE, Ledger, SQLiteLedger
 from .plan import Plan, Source, spend_of
 from .rows import Row, row_key
@@ -111,7 +113,7 @@ class DubbingBatch:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per file and locale: status, credits, elapsed, outputs, review."""
-        return report.frame(self.rows, self.out)
+        return report.frame(self.rows, self.out, self.qa())
 
     # -- running
     def start(self) -> DubbingBatch:
@@ -260,10 +262,21 @@ class DubbingBatch:
             on_redub=lambda made: f"kept as revision {self.record_redub(row, made).revision}",
         )
 
+    def check(self, limits: Limits | None = None, *, cast: Any = None) -> BatchCheck:
+        """Every dubbed row's dub checked (:meth:`dubkit.DubbingResult.check`; ``cast``: its
+        glossary across every dub); each verdict kept for the table's QA column."""
+        return check_rows(
+            self.rows, self.ledger, lambda row: self.result(row.file_name, row.locale), limits, cast
+        )
+
+    def qa(self) -> dict[str, str]:
+        """Each row's last check verdict, by row key (what the QA column shows)."""
+        return qa_of(self.rows, self.ledger)
+
     def report(self, path: str | os.PathLike[str]) -> Path:
         """The course report, CSV or HTML by the suffix: every file and locale, its voices,
-        quote and charge, status and review."""
-        return report.write(self.rows, self.out, Path(path))
+        quote and charge, status, review and check."""
+        return report.write(self.rows, self.out, Path(path), self.qa())
 
     # -- showing
     def view(self) -> BatchView:
@@ -277,7 +290,7 @@ class DubbingBatch:
     def _repr_html_(self) -> str:
         from ..views.batch import batch_table_html
 
-        return batch_table_html(self.rows, live=False)
+        return batch_table_html(self.rows, live=False, qa=self.qa())
 
     def _ipython_display_(self, **kwargs: Any) -> None:
         from ..frontends.display import show

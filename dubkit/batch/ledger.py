@@ -279,6 +279,25 @@ class Ledger:
         )
         return str(found[0]["value"])
 
+    def set_checked(self, key: str, revision: int, verdict: str) -> None:
+        """Keep a row revision's check verdict (``"fix: 2 to fix, ..."``) for its QA column."""
+        self._run(
+            "INSERT INTO dubkit_batch_meta (batch, name, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (batch, name) DO UPDATE SET value = excluded.value",
+            (self.batch, f"qa|{key}|{revision}", verdict),
+        )
+
+    def checked(self) -> dict[tuple[str, int], str]:
+        """Every kept check verdict, by (row key, revision)."""
+        found = {}
+        for record in self._rows(
+            "SELECT name, value FROM dubkit_batch_meta WHERE batch = ? AND name LIKE 'qa|%'",
+            (self.batch,),
+        ):
+            key, revision = str(record["name"]).split("|", 1)[1].rsplit("|", 1)
+            found[(key, int(revision))] = str(record["value"])
+        return found
+
 
 def _row(record: dict[str, Any]) -> Row:
     record = dict(record)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,11 +30,15 @@ COLUMNS = (
     "outputs",
     "review",
     "note",
+    "qa",
     "error",
 )
 
 
-def records(rows: list[Row], out: Path) -> list[dict[str, object]]:
+def records(
+    rows: list[Row], out: Path, qa: Mapping[str, str] | None = None
+) -> list[dict[str, object]]:
+    qa = qa or {}
     return [
         {
             "file": row.file_name,
@@ -49,19 +54,20 @@ def records(rows: list[Row], out: Path) -> list[dict[str, object]]:
             "outputs": " ".join(str(out / row.outputs[k]) for k in shown_first(row.outputs)),
             "review": row.review or "",
             "note": row.note or "",
+            "qa": qa.get(row.key, ""),
             "error": row.error if row.status in ("failed", "unresolved") else "",
         }
         for row in rows
     ]
 
 
-def frame(rows: list[Row], out: Path) -> pd.DataFrame:
+def frame(rows: list[Row], out: Path, qa: Mapping[str, str] | None = None) -> pd.DataFrame:
     import pandas as pd
 
-    return pd.DataFrame(records(rows, out), columns=list(COLUMNS))
+    return pd.DataFrame(records(rows, out, qa), columns=list(COLUMNS))
 
 
-def write(rows: list[Row], out: Path, path: Path) -> Path:
+def write(rows: list[Row], out: Path, path: Path, qa: Mapping[str, str] | None = None) -> Path:
     """``path`` ending in .csv or .html; the path written."""
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".html", ".htm"):
@@ -71,18 +77,18 @@ def write(rows: list[Row], out: Path, path: Path) -> Path:
         text = io.StringIO()
         writer = csv.DictWriter(text, fieldnames=list(COLUMNS))
         writer.writeheader()
-        writer.writerows(records(rows, out))
+        writer.writerows(records(rows, out, qa))
         path.write_text(text.getvalue(), encoding="utf-8")
         return path
     quoted = sum(r.quote for r in rows)
     charged = sum(r.charged or 0 for r in rows)
-    table = frame(rows, out).to_html(index=False, na_rep="", escape=True)
+    table = frame(rows, out, qa).to_html(index=False, na_rep="", escape=True)
     path.write_text(
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>Course report: {html.escape(out.name)}</title></head><body>"
         f"<h1>Course report: {html.escape(out.name)}</h1>"
         f"<p>Quoted {quoted:g} credits; charged {charged:g} where the service reported it.</p>"
-        + batch_table_html(rows, live=False, title="Dubbing batch")
+        + batch_table_html(rows, live=False, title="Dubbing batch", qa=qa)
         + f"<h2>Every row</h2>{table}</body></html>",
         encoding="utf-8",
     )

@@ -40,6 +40,7 @@ class ShownBatch(Protocol):
     def row(self, file: str, locale: str | None = None) -> Row: ...
     def result(self, file: str, locale: str | None = None) -> Any: ...
     def edit(self, file: str, locale: str | None = None) -> Any: ...
+    def qa(self) -> dict[str, str]: ...
 
 
 class BatchView(LiveHTML):
@@ -64,7 +65,12 @@ class BatchView(LiveHTML):
     def _table(self, live: bool) -> str:
         title = f"Dubbing batch {self.batch.out.name}"
         return batch_table_html(
-            self.batch.rows, live=live, me=self.model_id[:8], title=title, note=self.note
+            self.batch.rows,
+            live=live,
+            me=self.model_id[:8],
+            title=title,
+            note=self.note,
+            qa=self.batch.qa(),
         )
 
     def _draw(self) -> None:

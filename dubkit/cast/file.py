@@ -8,8 +8,14 @@
       "roles": [
         {"name": "Narrator", "note": "warm, unhurried",
          "voices": {"en-US": {"voice_id": "sv_s3_en_us_story_f", "kind": "preset", ...}}}
-      ]
+      ],
+      "terms": {"Harbour Lights": {"fr-FR": "Phare du Port"}},
+      "pronunciations": {"Nguyen": {"*": "Win"}}
     }
+
+``terms`` is the series glossary (translations send it as ``options.glossary``; a dub's check
+flags a line that misses a rendering); ``pronunciations`` are spellings TTS says a name by
+(``"*"``: every locale). Both are left out of a file that has none.
 
 Written with sorted settings and two-space indents, so a change shows as the lines it changed;
 a file loaded and saved unchanged is written back byte for byte, whatever its layout. A file
@@ -30,7 +36,7 @@ from .roles import SAMPLE_LINE, Role, Roles, RoleVoice
 
 R = TypeVar("R", bound=Roles)
 
-TOP = {"title", "default_locale", "fallbacks", "sample_line", "roles"}
+TOP = {"title", "default_locale", "fallbacks", "sample_line", "roles", "terms", "pronunciations"}
 ROLE = {"name", "note", "voices"}
 VOICE = {f.name for f in fields(RoleVoice)}
 
@@ -121,7 +127,32 @@ def _read(document: Any, at: _Lines, kind: type[R]) -> R:
                 voice, f"role {name!r}, {locale}", at, at.line_of(locale, after) - 1
             )
         cast.roles[name] = role
+    _glossary(document, cast, at)
     return cast
+
+
+def _glossary(document: dict[str, Any], cast: Roles, at: _Lines) -> None:
+    """``terms`` (term -> locale -> rendering) and ``pronunciations`` (name -> locale or
+    ``"*"`` -> spelling); an unknown locale is an error naming its line."""
+    for key in ("terms", "pronunciations"):
+        entries = document.get(key) or {}
+        if not isinstance(entries, dict):
+            raise at.error(key, f"{key}: an object of {{text: {{locale: text}}}} is expected")
+        after = at.line_of(key) - 1
+        for name, per_locale in entries.items():
+            below = at.line_of(name, after) - 1
+            if not isinstance(per_locale, dict) or not per_locale:
+                raise at.error(
+                    name, f"{key} {name!r}: an object of {{locale: text}} is expected", below
+                )
+            for locale, text in per_locale.items():
+                try:
+                    if key == "terms":
+                        cast.add_term(name, {locale: text})
+                    else:
+                        cast.add_pronunciation(name, text, locale=None if locale == "*" else locale)
+                except ValidationError as exc:
+                    raise at.error(locale, f"{key} {name!r}: {exc.problem}", below) from None
 
 
 def _voice(entry: Any, what: str, at: _Lines, after: int) -> RoleVoice:

@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -80,6 +81,10 @@ class Roles:
         self.title, self.default_locale = title, default_locale
         self.fallbacks, self.sample_line = list(fallbacks), sample_line
         self.roles: dict[str, Role] = {role.name: role for role in roles}
+        # the series glossary: source term -> its rendering per locale; a name -> the spelling
+        # that makes TTS say it right, per locale ("*": every locale)
+        self.terms: dict[str, dict[str, str]] = {}
+        self.pronunciations: dict[str, dict[str, str]] = {}
         self.path: Any = None  # the file it was loaded from or saved to
         self._saved: tuple[str, Any] | None = None  # (text, state) as last read or written
 
@@ -117,6 +122,59 @@ class Roles:
         chosen = _role_voice(voice, emotion=emotion, weight=weight, speed=speed, **details)
         self.roles[role].voices[locale] = chosen
         return chosen
+
+    def add_term(self, term: str, renderings: Mapping[str, str]) -> dict[str, str]:
+        """Keep ``term`` the same across a series: its rendering per locale (a locale code
+        the service lists, or a bare language, ``"fr"``, for all its locales).
+
+        >>> cast.add_term("Harbour Lights", {"fr-FR": "Phare du Port", "de-DE": "Hafenlichter"})
+        """
+        if not isinstance(term, str) or not term.strip():
+            raise ValidationError("term", f"a non-empty text is expected, got {term!r}")
+        if not isinstance(renderings, Mapping) or not renderings:
+            raise ValidationError(
+                "renderings",
+                f"a rendering per locale is expected, e.g. {{'fr-FR': ...}}, got {renderings!r}",
+            )
+        checked = {}
+        for locale, text in renderings.items():
+            checked[glossary_locale(locale, f"renderings[{locale!r}]")] = _said(
+                text, f"renderings[{locale!r}]"
+            )
+        self.terms[term.strip()] = {**self.terms.get(term.strip(), {}), **checked}
+        return self.terms[term.strip()]
+
+    def add_pronunciation(self, name: str, spelling: str, *, locale: str | None = None) -> None:
+        """Say ``name`` as ``spelling`` (how TTS is to read it) in ``locale`` (default: every
+        locale); applied to TTS scripts spoken through the cast and to re-dubs.
+
+        >>> cast.add_pronunciation("Nguyen", "Win")
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError("name", f"a non-empty text is expected, got {name!r}")
+        where = "*" if locale is None else glossary_locale(locale, "locale")
+        self.pronunciations.setdefault(name.strip(), {})[where] = _said(spelling, "spelling")
+
+    def glossary(self, locale: str) -> dict[str, str]:
+        """``{term: rendering}`` for ``locale``: what a translation request sends as its
+        ``options.glossary``."""
+        found = {}
+        for term, renderings in self.terms.items():
+            text = renderings.get(locale) or renderings.get(locale.split("-")[0])
+            if text is not None:
+                found[term] = text
+        return found
+
+    def pronounce(self, text: str, locale: str | None = None) -> str:
+        """``text`` with each name that has a pronunciation replaced by its spelling."""
+        for name in sorted(self.pronunciations, key=len, reverse=True):
+            said = self.pronunciations[name]
+            spelling = (
+                (said.get(locale) or said.get(locale.split("-")[0])) if locale else None
+            ) or said.get("*")
+            if spelling is not None:
+                text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", spelling, text)
+        return text
 
     def remove_role(self, name: str) -> None:
         self.role(name)
@@ -162,6 +220,13 @@ class Roles:
 
     def state(self) -> dict[str, Any]:
         """Everything the cast file holds, as plain data (what its file is written from)."""
+        glossary: dict[str, Any] = {}
+        if self.terms:
+            glossary["terms"] = {t: dict(sorted(r.items())) for t, r in sorted(self.terms.items())}
+        if self.pronunciations:
+            glossary["pronunciations"] = {
+                n: dict(sorted(s.items())) for n, s in sorted(self.pronunciations.items())
+            }
         return {
             "title": self.title,
             "default_locale": self.default_locale,
@@ -175,6 +240,7 @@ class Roles:
                 }
                 for role in self
             ],
+            **glossary,
         }
 
     def with_voice(self, role: str, locale: str, **changes: Any) -> RoleVoice:
@@ -184,6 +250,26 @@ class Roles:
             raise ValidationError("locale", f"{role!r} has no voice for {locale}")
         self.roles[role].voices[locale] = changed = replace(current, **changes)
         return changed
+
+
+def glossary_locale(locale: Any, where: str) -> str:
+    """A glossary's locale: a target locale the service lists, or a bare language of one."""
+    from .. import locales
+
+    languages = {code.split("-")[0] for code in locales.TARGET}
+    if isinstance(locale, str) and (locale in locales.TARGET or locale in languages):
+        return locale
+    near = locales.closest(str(locale), locales.TARGET) if isinstance(locale, str) else []
+    hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+    raise ValidationError(
+        where, f"{locale!r} is not a target locale the service lists, nor a language{hint}"
+    )
+
+
+def _said(text: Any, where: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError(where, f"a non-empty text is expected, got {text!r}")
+    return text.strip()
 
 
 def _voice_state(voice: RoleVoice) -> dict[str, Any]:

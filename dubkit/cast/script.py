@@ -28,6 +28,8 @@ def lines_for(cast: Roles, lines: Sequence[Any], locale: str | None) -> list[dic
     for i, line in enumerate(lines):
         role, fields = _role_of(cast, line, i)
         voice = cast.voice(role, locale)
+        if isinstance(fields.get("text"), str):  # names said as the cast spells them
+            fields["text"] = cast.pronounce(fields["text"], locale or cast.default_locale)
         spoken.append({**voice.tts_fields(), **fields})
     return spoken
 

@@ -20,7 +20,7 @@ import html
 import re
 from dataclasses import dataclass
 
-__all__ = ["Cue", "to_srt", "to_vtt", "parse_srt", "parse_vtt", "ass_style"]
+__all__ = ["Cue", "to_srt", "to_vtt", "parse_srt", "parse_vtt", "parse_numbered", "ass_style"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,14 @@ def parse_vtt(text: str) -> list[Cue]:
     if not re.fullmatch(r"WEBVTT([ \t].*)?", first):
         raise ValueError("not WebVTT: the first line must be 'WEBVTT'")
     return [Cue(start, end, html.unescape(body)) for start, end, body, _ in _blocks(text, vtt=True)]
+
+
+def parse_numbered(text: str) -> list[tuple[Cue, int]]:
+    """Cues of SubRip or WebVTT text (told apart by the ``WEBVTT`` header), each with the line
+    (from 1) its block starts on, for errors that point into the file."""
+    if re.match(r"WEBVTT([ \t\n]|$)", text.lstrip("\ufeff")):
+        return [(Cue(a, b, html.unescape(t)), n) for a, b, t, n in _blocks(text, vtt=True)]
+    return [(Cue(a, b, t), n) for a, b, t, n in _blocks(text, vtt=False)]
 
 
 def ass_style(style: dict[str, object]) -> str:

@@ -32,7 +32,7 @@ from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest, pric
 from ..schema.prices import Quote
 from ._base import CastLike, Resource
 from .materials import MaterialsResource
-from .redub import redub
+from .redub import Pronouncing, redub
 from .tts import TTSResource
 from .voices import VoicesResource
 
@@ -168,9 +168,12 @@ class DubbingResource(Resource):
         *,
         audio_format: str = "m4a",
         progress: bool = True,
+        cast: Pronouncing | None = None,
     ) -> Redub:
-        """Re-dub the lines of ``result`` edited since it was made (``result.edit(...)`` or
-        changing ``result.script[i]``), and render the dub again on this machine.
+        """Re-dub the lines of ``result`` edited since it was made (``result.edit(...)``,
+        ``result.edit_from_subtitles(...)`` or changing ``result.script[i]``), and render the
+        dub again on this machine. With ``cast``, names are said as its pronunciations spell
+        them (the subtitles keep the translation as written).
 
         Only the edited lines cost TTS; the rest keep the service's audio. Every edit is
         checked first (a line that does not exist, an unknown voice, an end before its start,
@@ -189,6 +192,7 @@ class DubbingResource(Resource):
             folder,
             audio_format=audio_format,
             progress=progress,
+            cast=cast,
         )
 
     @renamed_keywords(selected_voices="voices")

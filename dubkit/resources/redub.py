@@ -16,6 +16,7 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 from tqdm import tqdm
 
@@ -41,6 +42,7 @@ def redub(
     *,
     audio_format: str = "m4a",
     progress: bool = True,
+    cast: Pronouncing | None = None,
 ) -> Redub:
     timings: dict[str, float] = {}
     out = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="dubkit-redub-"))
@@ -56,7 +58,7 @@ def redub(
         edited = _checked(result, voices)
         step("check", started)
         started = time.monotonic()
-        spoken = _speak(tts, result, edited, out)
+        spoken = _speak(tts, result, edited, out, cast)
         step("speak", started)
         started = time.monotonic()
         script = [
@@ -123,8 +125,18 @@ def _checked(result: DubbingResult, voices: VoicesResource) -> list[ScriptLine]:
     return edited
 
 
+class Pronouncing(Protocol):
+    """A cast (:class:`dubkit.Cast`) as a re-dub uses it: names said as it spells them."""
+
+    def pronounce(self, text: str, locale: str | None = None) -> str: ...
+
+
 def _speak(
-    tts: TTSResource, result: DubbingResult, edited: list[ScriptLine], out: Path
+    tts: TTSResource,
+    result: DubbingResult,
+    edited: list[ScriptLine],
+    out: Path,
+    cast: Pronouncing | None = None,
 ) -> dict[str, Path]:
     """The edited lines' new speech, one batch per provider (the service's rule)."""
     by_provider: dict[str, list[ScriptLine]] = defaultdict(list)
@@ -135,7 +147,9 @@ def _speak(
         speech = tts.batch(
             [
                 {
-                    "text": line.translation,
+                    "text": cast.pronounce(line.translation, result.target_locale)
+                    if cast is not None
+                    else line.translation,
                     "voice_id": line.voice_id,
                     "duration": round(line.end - line.start, 3),
                 }

@@ -49,8 +49,9 @@ class TranslateResource(Resource):
         ``segments`` are strings or segment dicts (``text``, ``speaker``, ``start``/``end``,
         ``context``...). Options: ``glossary``, ``context_mode`` (independent, provided_only,
         neighbor), ``context_window`` (1-20), ``scene``, ``allow_stutter``, ``prompt``,
-        ``skip_missing_translation_check``, or ``options={...}`` as on the wire. A raw wire
-        body dict is accepted as the first argument.
+        ``skip_missing_translation_check``, or ``options={...}`` as on the wire. ``cast=``
+        (a :class:`dubkit.Cast`) sends its terms for ``target`` as the ``glossary``. A raw
+        wire body dict is accepted as the first argument.
         """
         body = self._request(TranslateRequest, segments, source, target, options)
         data = self._transport.call("translate.create", body, idempotency_key=idempotency_key)
@@ -142,6 +143,7 @@ class TranslateResource(Resource):
     ) -> TranslateRequest:
         if isinstance(segments, Mapping):  # a raw wire body
             return checked(model, segments)
+        options = _with_glossary(dict(options), target)
         segments = [{"text": s} if isinstance(s, str) else dict(s) for s in as_list(segments)]
         if len(segments) > MAX_LINES:
             raise ValidationError(
@@ -163,6 +165,22 @@ class TranslateResource(Resource):
                     exc.problem,
                 ) from None
             raise
+
+
+def _with_glossary(options: dict[str, Any], target: str | None) -> dict[str, Any]:
+    """``cast=`` (a :class:`dubkit.Cast`) becomes its terms for ``target`` as the glossary;
+    a ``glossary=`` given too wins term by term."""
+    cast = options.pop("cast", None)
+    if cast is None:
+        return options
+    if not hasattr(cast, "glossary"):
+        raise ValidationError("cast", f"a dubkit.Cast is expected, got {cast!r}")
+    if not target:
+        raise ValidationError("target", "a cast's glossary is kept per locale: give target=")
+    terms = {**cast.glossary(target), **dict(options.get("glossary") or {})}
+    if terms:
+        options["glossary"] = terms
+    return options
 
 
 def _options(

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,13 +22,25 @@ from ..media import subtitles
 from ..media.mime import format_of
 from ..schema import DubbingContext
 from ..views.dubbing import dubbing_html
+from . import quality
 from ._display import ShowsMedia
 from ._held import fetch_held
+from .subtitle_edits import SubtitleEdits, edit_from_subtitles
 from .voices import HasVoiceId, VoiceLike, voice_id_of
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd  # imported where a table is made: pandas is slow to import
+
+
+BREATH = 0.05  # seconds a borrowed slot stops short of the next line
+SPEEDS = (0.8, 1.6)  # what set_speed allows, times natural pace
+
+
+class HasTerms(Protocol):
+    """A cast (:class:`dubkit.Cast`) as a check reads it: its glossary's terms."""
+
+    terms: Mapping[str, Mapping[str, str]]
 
 
 class RoleVoices(Protocol):
@@ -177,6 +190,15 @@ class DubbingResult(ShowsMedia):
         self.poster_url = next((image.url for image in build.images if image.url), None)
         self.original = _original(result, result.source, context.material)
         self.script = _script(result, self._bytes)
+        self._service = {  # what the service said of each line's fitting (sandbox extras)
+            str(line.id): {
+                "raw_duration": line.raw_duration,
+                "stretch": line.stretch,
+                "truncated": line.truncated,
+            }
+            for line in (result.tts.result if result.tts else [])
+        }
+        self._measured: dict[str, tuple[float, float]] = {}  # audio url -> (seconds, LUFS)
         self._as_made = [replace(line) for line in self.script]  # what edits are measured against
         separation = result.audio_separation
         self.no_speech_url = (separation.mns_url if separation else None) or None
@@ -261,6 +283,68 @@ class DubbingResult(ShowsMedia):
         ):
             if value is not None:
                 setattr(line, name, value)
+        return line
+
+    def check(
+        self, limits: quality.Limits | None = None, *, cast: HasTerms | None = None
+    ) -> quality.DubCheck:
+        """Every line measured before anyone listens: pace, speech past its slot or under
+        the next line, cut short, silence, loudness, reading speed; with ``cast``, its
+        glossary's terms. Each line's audio is fetched once (a second check fetches nothing).
+        See :mod:`dubkit.results.quality` for the limits and where they come from.
+
+        >>> dub.check().to_frame()
+        """
+        return quality.check(self, limits, cast.terms if cast is not None else None, cache=self._measured)
+
+    def subtitle_text(self) -> str | None:
+        """The dub's own SRT (fetched once), or ``None`` when it has none."""
+        if not self.subtitles.srt:
+            return None
+        return self._bytes(self.subtitles.srt).decode("utf-8", errors="replace")
+
+    def service_lines(self) -> dict[str, dict[str, Any]]:
+        """Per line id, what the service said of fitting it (``raw_duration``, ``stretch``,
+        ``truncated``: sandbox extras; empty from a service that does not say)."""
+        return self._service
+
+    def edit_from_subtitles(self, path: str | os.PathLike[str]) -> SubtitleEdits:
+        """A translator's SRT or WebVTT file as this dub's translations: cues matched to
+        lines by time; ``client.dubbing.redub(dub)`` then re-speaks only the lines changed.
+
+        >>> dub.edit_from_subtitles("fr.srt")     # SubtitleEdits(fr.srt: 3 lines changed ...)
+        """
+        return edit_from_subtitles(self.script, path)
+
+    def borrow_silence(self, line_id: str) -> ScriptLine:
+        """Let a line's slot run on into the silence after it (to the next line, less a
+        breath), so its speech need not be squeezed; re-dub to hear it."""
+        line = self.line(line_id)
+        later = [other.start for other in self.script if other.start > line.start]
+        total = self.original.duration if self.original and self.original.duration else None
+        limit = min(later) - BREATH if later else total
+        if limit is None or limit <= line.end + 0.01:
+            raise ValidationError("line_id", f"line {line.id} has no silence after it to borrow")
+        line.end = round(limit, 3)
+        return line
+
+    def set_speed(self, line_id: str, speed: float) -> ScriptLine:
+        """Speak a line at ``speed`` times its natural pace (0.8 to 1.6): its slot becomes
+        its natural length over ``speed``, which a re-dub's TTS is asked to fill."""
+        if not isinstance(speed, (int, float)) or not SPEEDS[0] <= speed <= SPEEDS[1]:
+            raise ValidationError(
+                "speed", f"from {SPEEDS[0]} to {SPEEDS[1]} times natural pace, got {speed!r}"
+            )
+        line = self.line(line_id)
+        made = next(m for m in self._as_made if m.id == line.id)
+        natural = self._service.get(line.id, {}).get("raw_duration")
+        if natural is None or line.translation != made.translation:
+            raise ValidationError(
+                "line_id",
+                f"line {line.id}'s natural length is not known "
+                "(the service did not say, or its text was changed): re-dub it first",
+            )
+        line.end = round(line.start + float(natural) / speed, 3)
         return line
 
     def as_made(self) -> list[ScriptLine]:

@@ -19,8 +19,9 @@ from .._util.words import noun
 from ..frontends.media import data_uri
 from ..media.mime import format_of, known_mime_type
 from ..views.dubbing import dubbing_html
+from . import quality
 from ._display import ShowsMedia
-from .dubbing import DubbingResult, MediaFile, ScriptLine
+from .dubbing import DubbingResult, HasTerms, MediaFile, ScriptLine
 
 LOCAL_EMBED_LIMIT = 8_000_000  # bytes
 
@@ -92,6 +93,24 @@ class Redub(ShowsMedia):
             width=like.width if like else None,
             height=like.height if like else None,
         )
+
+    def check(
+        self, limits: quality.Limits | None = None, *, cast: HasTerms | None = None
+    ) -> quality.DubCheck:
+        """The re-dub's lines checked as a dub's are (:meth:`DubbingResult.check`)."""
+        report = quality.check(
+            self, limits, cast.terms if cast is not None else None, cache=self.made_from._measured
+        )
+        report.label = "re-dub"
+        return report
+
+    def subtitle_text(self) -> str | None:
+        return self.subtitles.text("srt")
+
+    def service_lines(self) -> dict[str, dict[str, Any]]:
+        """What the service said of the lines it made; a line spoken anew here has nothing."""
+        made = self.made_from.service_lines()
+        return {key: value for key, value in made.items() if key not in self.redubbed}
 
     def captions(self, side: Literal["dub", "source"] = "dub") -> str | None:
         """WebVTT captions: the re-dub's own subtitles file, or the original's words."""

@@ -158,6 +158,9 @@ class Faults(RouteBody):
     error429: float = Field(default=0, ge=0, le=1)
     retry_after: int = Field(default=1, ge=0)
     retry_after_as_date: bool = False
+    # A dub made while this is set lays these line ids this many dB off (a take quieter or
+    # louder than the rest, as a service's voice can give): what a dub's check must find.
+    line_gain_db: dict[str, float] = Field(default_factory=dict)
     paths: list[str] | None = None
     seed: int | None = None
 

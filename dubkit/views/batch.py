@@ -12,6 +12,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 
 from .palette import error_html, muted
+from .quality import verdict_text
 from .shapes import BatchRowShape
 
 # status -> (mark, the word a person reads)
@@ -77,7 +78,7 @@ def _buttons(row: BatchRowShape, me: str) -> str:
     )
 
 
-def _row_html(row: BatchRowShape, i: int, me: str, live: bool) -> str:
+def _row_html(row: BatchRowShape, i: int, me: str, live: bool, qa: str) -> str:
     mark, word = status_words(row.status)
     elapsed = f"{row.elapsed:.0f} s" if row.elapsed is not None else ""
     problem = error_html(row.error[:160]) if row.status == "failed" and row.error else ""
@@ -96,9 +97,18 @@ def _row_html(row: BatchRowShape, i: int, me: str, live: bool) -> str:
         f"<td>{html.escape(row.file_name)}{revision}</td><td>{html.escape(row.locale)}</td>"
         f"<td><span aria-hidden='true'>{mark}</span> {html.escape(word)} {problem}</td>"
         f"<td style='text-align:right'>{html.escape(credits_text(row))}</td>"
-        f"<td style='text-align:right'>{elapsed}</td><td>{review}</td>"
+        f"<td style='text-align:right'>{elapsed}</td><td>{review}</td><td>{qa_html(qa)}</td>"
         f"<td>{_buttons(row, me) if live else files}</td></tr>"
     )
+
+
+def qa_html(qa: str) -> str:
+    """A row's check (``"fix: 1 to fix, 0 to listen to, 5 ok"``): its verdict's mark and
+    word, then the counts; blank until ``batch.check()`` has run."""
+    if not qa:
+        return ""
+    verdict, _, counts = qa.partition(":")
+    return f"{verdict_text(verdict)} {muted(html.escape(counts.strip()))}"
 
 
 def batch_table_html(
@@ -108,13 +118,18 @@ def batch_table_html(
     me: str = "batch",
     title: str = "Dubbing batch",
     note: str = "",
+    qa: Mapping[str, str] | None = None,
 ) -> str:
-    """The table, below its summary (a polite live region) and ``note``."""
+    """The table, below its summary (a polite live region) and ``note``; ``qa``: each row's
+    check verdict by row key."""
     rows = list(rows)
-    body = "".join(_row_html(r, i, me, live) for i, r in enumerate(rows[:SHOWN_ROWS]))
+    qa = qa or {}
+    body = "".join(
+        _row_html(r, i, me, live, qa.get(r.key, "")) for i, r in enumerate(rows[:SHOWN_ROWS])
+    )
     if len(rows) > SHOWN_ROWS:
         body += (
-            f"<tr><td colspan='7'>{muted(f'and {len(rows) - SHOWN_ROWS} more rows: to_frame() has them all')}"
+            f"<tr><td colspan='8'>{muted(f'and {len(rows) - SHOWN_ROWS} more rows: to_frame() has them all')}"
             "</td></tr>"
         )
     quoted = sum(r.quote for r in rows if r.status != "over budget")
@@ -127,6 +142,7 @@ def batch_table_html(
             "credits",
             "elapsed",
             "review",
+            "QA",
             "dub" if live else "files",
         )
     )

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,7 @@ class Job:
     outputs: Outputs
     source: DubbedSource  # the material that is dubbed
     scratch_dir: Path | None = None  # where the run's scratch folder goes (None: system temp)
+    line_gain_db: dict[str, float] = field(default_factory=dict)  # a fault the admin set
 
 
 class Stages:
@@ -156,6 +157,7 @@ def _dub(job: Job, pool: ThreadPoolExecutor, scratch: Path) -> dict[str, Any]:
         clips = dubbing.synthesize(lines, casting.speaking, scratch / "said")
     with stage("fit"):
         scale, original = _fitted(lines, clips, original, settings, notices, scratch)
+        dubbing.apply_gains(lines, job.line_gain_db)
     _render_files(job, stage, files, original, lines, settings, scale, video_task, variants)
     soft = f"subtitles.{settings.target}.srt" if settings.text.soft else None
     compressing = pool.submit(

@@ -174,6 +174,7 @@ def _plan(
         credits,
         f"dubbing {seconds:g} s of media ({minutes} min{' with lip sync' if lipsync else ''})",
     )
+    gains = dict(backend.setting("faults", {}).get("lineGainDb") or {})
     source = DubbedSource(
         material_id=material.material_id,
         url=material.address_url,
@@ -198,6 +199,7 @@ def _plan(
                     outputs,
                     source,
                     scratch_dir=backend.scratch_dir,
+                    line_gain_db=gains,
                 )
             )
         except BaseException:
