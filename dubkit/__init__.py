@@ -53,6 +53,7 @@ from .sandbox_handle import start as start_sandbox
 if TYPE_CHECKING:
     from .cast import Cast
     from .widgets import (
+        CheckView,
         ClonePanel,
         DubbingView,
         ScriptEditor,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 
 # The widgets load ipywidgets (a tenth of a second): on first use, not with `import dubkit`.
 _WIDGETS = {
+    "CheckView",
     "ClonePanel",
     "DubbingView",
     "ScriptEditor",
@@ -111,6 +113,7 @@ __all__ = [
     "Audition",
     "TaskMonitor",
     "ScriptEditor",
+    "CheckView",
     "VoiceBrowser",
     "ClonePanel",
     "DubbingView",

@@ -205,15 +205,23 @@ async function act(model, root, el) {
 
 function listen(model, root) {
   // A download is a link (Enter follows it); Space takes it too, as it would a button.
+  // A control that is not a button (a line on a timeline drawn in SVG: role=button) takes
+  // Enter and Space as a button does.
+  const CONTROL = "button[data-dubkit-action], [role='button'][data-dubkit-action]";
   root.addEventListener("keydown", (event) => {
     const link = event.target.closest && event.target.closest("a.dubkit-download");
     if (link && event.key === " ") {
       event.preventDefault();
       link.click();
     }
+    const drawn = event.target.closest && event.target.closest("[role='button'][data-dubkit-action]");
+    if (drawn && root.contains(drawn) && (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      act(model, root, drawn);
+    }
   });
   root.addEventListener("click", (event) => {
-    const el = event.target.closest("button[data-dubkit-action]");
+    const el = event.target.closest(CONTROL);
     if (el && root.contains(el) && !el.disabled) act(model, root, el);
   });
   root.addEventListener("change", (event) => {

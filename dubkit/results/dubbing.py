@@ -295,7 +295,9 @@ class DubbingResult(ShowsMedia):
 
         >>> dub.check().to_frame()
         """
-        return quality.check(self, limits, cast.terms if cast is not None else None, cache=self._measured)
+        return quality.check(
+            self, limits, cast.terms if cast is not None else None, cache=self._measured
+        )
 
     def subtitle_text(self) -> str | None:
         """The dub's own SRT (fetched once), or ``None`` when it has none."""

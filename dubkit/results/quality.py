@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..media import subtitles
-from ..media.loudness import SILENCE
 from ..views.quality import check_html, timeline_svg
 
 if TYPE_CHECKING:
@@ -262,7 +261,7 @@ def _measure_audio(
         for line, found in zip(lines, pool.map(measure, script)):
             if found is not None:
                 line.spoken = round(found[0], 3)
-                line.loudness = None if found[1] <= SILENCE else round(found[1], 1)
+                line.loudness = None if found[1] <= loudness.SILENCE else round(found[1], 1)
 
 
 def _pace(dub: Checkable, lines: list[LineCheck], limits: Limits) -> None:

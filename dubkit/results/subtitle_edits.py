@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .._util.words import count
 from ..errors import ValidationError
 from ..media import subtitles
 from .quality import best_line
@@ -48,14 +49,16 @@ class SubtitleEdits:
 
     def __repr__(self) -> str:
         return (
-            f"SubtitleEdits({Path(self.path).name}: {len(self.changed)} lines changed "
+            f"SubtitleEdits({Path(self.path).name}: {count(len(self.changed), 'line')} changed "
             f"{self.changed}, {len(self.unchanged)} unchanged, "
-            f"{len(self.unmatched_cues)} cues matched no line, "
-            f"{len(self.unreached)} lines reached by no cue)"
+            f"{count(len(self.unmatched_cues), 'cue')} matching no line, "
+            f"{count(len(self.unreached), 'line')} reached by no cue)"
         )
 
 
-def edit_from_subtitles(script: Sequence[ScriptLine], path: str | os.PathLike[str]) -> SubtitleEdits:
+def edit_from_subtitles(
+    script: Sequence[ScriptLine], path: str | os.PathLike[str]
+) -> SubtitleEdits:
     """Read ``path`` (SRT or WebVTT) into ``script``'s translations (see the module doc)."""
     where = str(path)
     cues = _read(where)

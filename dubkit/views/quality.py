@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import math
 
+from .._util.words import count
 from .palette import muted
 from .shapes import DubCheckShape, LineCheckShape
 
@@ -29,16 +30,17 @@ def verdict_text(verdict: str) -> str:
     )
 
 
-def check_html(report: DubCheckShape) -> str:
-    """The verdict, the timeline and the table."""
+def check_html(report: DubCheckShape, *, live: bool = False) -> str:
+    """The verdict, the timeline and the table; ``live``: each line a control (Enter or a
+    click plays it and opens it in the script editor: :class:`dubkit.CheckView`)."""
     return (
         f"<div class='dubkit-check'><p><b>Check of the {html.escape(report.label)}"
         f"{' (' + html.escape(report.locale) + ')' if report.locale else ''}</b>: "
-        f"{html.escape(report.summary())}</p>{timeline_svg(report)}</div>"
+        f"{html.escape(report.summary())}</p>{timeline_svg(report, live=live)}</div>"
     )
 
 
-def timeline_svg(report: DubCheckShape) -> str:
+def timeline_svg(report: DubCheckShape, *, live: bool = False) -> str:
     """The timeline, with the line table below it (the same facts, for every reader)."""
     lines = list(report.lines)
     speakers = list(dict.fromkeys(line.speaker or "speaker" for line in lines))
@@ -54,16 +56,20 @@ def timeline_svg(report: DubCheckShape) -> str:
         )
         for line in lines:
             if (line.speaker or "speaker") == speaker:
-                parts.append(_line(line, top, scale))
+                parts.append(_line(line, top, scale, live))
     flagged = sum(1 for line in lines if line.verdict != "ok")
-    label = f"Timeline of {len(lines)} lines, {flagged} flagged; the table below lists each line"
+    label = (
+        f"Timeline of {count(len(lines), 'line')}, {flagged} flagged; "
+        "the table below lists each line"
+    )
+    role = "group" if live else "img"  # live: its lines are controls, so not one picture
     svg = (
-        f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{html.escape(label)}' "
+        f"<svg xmlns='http://www.w3.org/2000/svg' role='{role}' aria-label='{html.escape(label)}' "
         f"width='{WIDTH}' height='{height}' viewBox='0 0 {WIDTH} {height}' "
         "style='max-width:100%;height:auto;font-family:sans-serif'>"
         f"<title>{html.escape(label)}</title>{''.join(parts)}</svg>"
     )
-    return f"<figure style='margin:0'>{svg}</figure>{lines_table(lines)}"
+    return f"<figure style='margin:0'>{svg}</figure>{lines_table(lines, live=live)}"
 
 
 def _axis(total: float, scale: float, height: int) -> str:
@@ -78,14 +84,14 @@ def _axis(total: float, scale: float, height: int) -> str:
     return "".join(ticks)
 
 
-def _line(line: LineCheckShape, top: int, scale: float) -> str:
+def _line(line: LineCheckShape, top: int, scale: float, live: bool) -> str:
     """The slot on the source row, the speech on the dub row, and the mark of its verdict."""
     x = LABEL + line.start * scale
     slot = max(1.0, (line.end - line.start) * scale)
     said = max(1.0, (line.spoken or 0) * scale)
     verdict = line.verdict
-    problems = "; ".join(f"{f.problem} ({f.detail})" for f in line.findings) or "ok"
-    tip = f"line {line.id}, {verdict}: {problems}"
+    problems = "; ".join(f"{f.problem} ({f.detail})" for f in line.findings)
+    tip = f"line {line.id}, {verdict}" + (f": {problems}" if problems else "")
     outline = {
         "ok": "",
         "listen": " stroke='#7a5a00' stroke-dasharray='3 2'",
@@ -100,17 +106,28 @@ def _line(line: LineCheckShape, top: int, scale: float) -> str:
             else f"<rect x='{mx:.1f}' y='{my - 5}' width='10' height='10'/>"
         )
         mark = f"{shape}<text x='{mx + 13:.1f}' y='{my + 4}' font-size='11'>{verdict} {html.escape(line.id)}</text>"
+    control = target = ""
+    if live:
+        control = (
+            f" role='button' tabindex='0' data-dubkit-action='line' data-dubkit-key='"
+            f"{html.escape(line.id)}' aria-label='{html.escape(tip)}; play it and open it in "
+            "the script editor' style='cursor:pointer'"
+        )
+        # one target over both rows and the gap between them: a click anywhere on the line
+        width = max(slot, said)
+        target = f"<rect x='{x:.1f}' y='{top}' width='{width:.1f}' height='{2 * ROW}' fill='transparent'/>"
     return (
-        f"<g data-dubkit-line='{html.escape(line.id)}' data-verdict='{verdict}'>"
+        f"<g data-dubkit-line='{html.escape(line.id)}' data-verdict='{verdict}'{control}>"
         f"<title>{html.escape(tip)}</title>"
         f"<rect x='{x:.1f}' y='{top + 2}' width='{slot:.1f}' height='{ROW - 4}' fill='{_SOURCE}'/>"
         f"<rect x='{x:.1f}' y='{top + ROW + 2}' width='{said:.1f}' height='{ROW - 4}' "
-        f"fill='{_FILL.get(verdict, _FILL['ok'])}'{outline}/>{mark}</g>"
+        f"fill='{_FILL.get(verdict, _FILL['ok'])}'{outline}/>{mark}{target}</g>"
     )
 
 
-def lines_table(lines: list[LineCheckShape]) -> str:
-    """Every line: time, speaker, verdict, what was found, pace, loudness, reading speed."""
+def lines_table(lines: list[LineCheckShape], *, live: bool = False) -> str:
+    """Every line: time, speaker, verdict, what was found, pace, loudness, reading speed;
+    ``live``: a button per line that plays it and opens it in the script editor."""
     head = "".join(
         f"<th scope='col'>{h}</th>"
         for h in (
@@ -131,17 +148,24 @@ def lines_table(lines: list[LineCheckShape]) -> str:
         pace = f"{line.speed:.2f}x" if line.speed is not None else ""
         level = f"{line.loudness_delta:+.1f} LU" if line.loudness_delta is not None else ""
         cps = f"{line.cps:.1f} cps" if line.cps is not None else ""
+        button = (
+            f" <button type='button' data-dubkit-action='line' data-dubkit-key='"
+            f"{html.escape(line.id)}' aria-label='Play line {html.escape(line.id)} and open it "
+            "in the script editor'>Play, edit</button>"
+            if live
+            else ""
+        )
         rows.append(
-            f"<tr data-verdict='{html.escape(line.verdict)}'><th scope='row'>{html.escape(line.id)}</th>"
+            f"<tr data-verdict='{html.escape(line.verdict)}'><th scope='row'>{html.escape(line.id)}{button}</th>"
             f"<td style='white-space:nowrap'>{line.start:.2f}–{line.end:.2f} s</td>"
-            f"<td>{html.escape(line.speaker)}</td><td style='white-space:nowrap'>"
+            f"<td style='white-space:nowrap'>{html.escape(line.speaker)}</td><td style='white-space:nowrap'>"
             f"{verdict_text(line.verdict)}</td><td>{html.escape(found)}</td><td>{pace}</td>"
             f"<td style='white-space:nowrap'>{level}</td><td style='white-space:nowrap'>{cps}</td>"
             f"<td>{html.escape(line.translation)}</td></tr>"
         )
     return (
         "<style>table.dubkit-check th, table.dubkit-check td {padding:2px 8px;"
-        "border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top}</style>"
+        "border-bottom:1px solid #d0d7de;text-align:left !important;vertical-align:top}</style>"
         "<table class='dubkit-check' style='border-collapse:collapse'>"
         f"<caption style='text-align:left'>{muted('Each line of the timeline above')}</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

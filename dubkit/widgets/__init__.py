@@ -4,6 +4,7 @@
 ``VoiceBrowser``  filters, a page of voices with previews, an audition panel
 ``ClonePanel``    pick a recording, clone it, hear reference against clone
 ``DubbingView``   one dub, or the original beside several (:func:`compare`)
+``ScriptEditor``  a dub's lines to edit and re-dub; ``CheckView`` its check, each line playable
 ``UploadProgressBar`` an upload's progress; ``EventLog`` what a webhook receiver got
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..results import Task
+from .check import CheckView
 from .clone import ClonePanel
 from .events import EventLog
 from .media import DubbingView, compare
@@ -31,6 +33,7 @@ def monitor(tasks: Task | Iterable[Task], **options: Any) -> TaskMonitor:
 
 
 __all__ = [
+    "CheckView",
     "ClonePanel",
     "DubbingView",
     "EventLog",

@@ -22,6 +22,7 @@ from accessibility import assert_no_violations, assert_players_named, set_lab_th
 from jupyter_servers import NOTEBOOKS, SCREENSHOTS
 from lab_page import OUTPUTS, LabNotebook, RunReport
 from page_checks import (
+    MEDIA_STATE,
     block_other_loopback_ports,
     load_media,
     media_problems,
@@ -29,6 +30,8 @@ from page_checks import (
     screenshot,
     shown_errors,
 )
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -54,12 +57,14 @@ PROMISES = {
     "04_text_translation": {"task_cell"},
     "06_translate_and_dub": {"task_cell", "video"},
     "07_tasks_and_webhooks": {"task_cell"},
+    "08_edit_and_redub": {"check_timeline"},
     "11_dub_a_course": {"batch_table"},
 }
 # The README's pictures: the notebook, and the cell it scrolls to.
 DOC_SHOTS = {
     "00_quickstart": "notebook-task-cell.png",
     "06_translate_and_dub": "notebook-dub-side-by-side.png",
+    "08_edit_and_redub": "notebook-dub-check.png",
     "11_dub_a_course": "notebook-course-batch.png",
 }
 FOCUS = {
@@ -68,6 +73,7 @@ FOCUS = {
     "speech": ".dubkit-speech, .dubkit-audition",
     "task_cell": "table.dubkit-tasks",
     "batch_table": "table.dubkit-batch",
+    "check_timeline": ".dubkit-check",
 }
 
 
@@ -96,6 +102,8 @@ def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
             _check_saved_task_pictures(page, lab, path)
         if "batch_table" in promises:
             _check_batch_table(page)
+        if "check_timeline" in promises:
+            _check_timeline(page)
         if "voice_table" in promises:
             _check_plays(page, _in_outputs("table.dubkit-voices audio"), "a voice preview")
         if "speech" in promises:
@@ -125,6 +133,41 @@ def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
         screenshot(page, *targets)
     finally:
         notebook.shutdown_kernel()
+
+
+def _check_timeline(page) -> None:
+    """A dub's check: its timeline drawn (an image with a name), each line on it, a flagged
+    line marked by a word beside its shape, and the table that is its twin."""
+    figure = page.locator(f"{OUTPUTS} .dubkit-check svg[role='img']").first
+    assert figure.get_attribute("aria-label").startswith("Timeline of 2 lines, 1 flagged")
+    assert figure.bounding_box()["width"] > 300
+    static = page.locator(f"{OUTPUTS} .dubkit-check").first
+    assert static.locator("g[data-dubkit-line]").count() == 2
+    assert static.locator("svg text", has_text="listen 1").count() == 1
+    rows = page.locator(f"{OUTPUTS} .dubkit-check table.dubkit-check tbody tr").first
+    assert "reading speed" in rows.inner_text()
+    # The live check (dubkit.CheckView): Enter on a line of its timeline plays the line and
+    # opens the script editor below; a click on another line plays that one.
+    live = page.locator(f"{OUTPUTS} .dubkit-live .dubkit-check").first
+    opened = page.locator(f"{OUTPUTS} .dubkit-check-opened").first
+    first = live.locator("g[role='button'][data-dubkit-key='1']")
+    assert "play it and open it in the script editor" in first.get_attribute("aria-label")
+    editor = page.locator(f"{OUTPUTS} input[aria-label='translation of line 1']")
+    editors = editor.count()  # the notebook's own script editor, further down
+    first.focus()
+    page.keyboard.press("Enter")
+    expect(opened).to_contain_text("Line 1", timeout=PATIENCE * 1000)
+    player = opened.locator("audio")
+    handle = player.element_handle(timeout=PATIENCE * 1000)
+    try:
+        page.wait_for_function("el => el.currentTime > 0.2", arg=handle, timeout=30_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"line 1 did not play: {player.evaluate(MEDIA_STATE)}") from None
+    assert player.get_attribute("aria-label").startswith("fr-FR dubbed, line 1")
+    expect(editor).to_have_count(editors + 1, timeout=PATIENCE * 1000)
+    live.locator("g[role='button'][data-dubkit-key='2']").click()
+    expect(opened).to_contain_text("Line 2", timeout=PATIENCE * 1000)
+    expect(editor).to_have_count(editors + 1)  # the one it opened, not a second
 
 
 def test_a_cell_thread_prints_into_the_cell_that_started_it(lab, page):

@@ -223,3 +223,8 @@ def test_every_saved_notebook_exported_to_html_plays_with_no_network(page, tmp_p
         assert_players_named(page, f"{path.name} exported")
         if path.stem == "06_translate_and_dub":
             screenshot(page, shots / "static-export-06.png")
+        if path.stem == "08_edit_and_redub":  # a dub's check: its timeline lives in the file
+            timeline = page.locator(".dubkit-check svg[role='img']").first
+            assert timeline.get_attribute("aria-label").startswith("Timeline of 2 lines")
+            timeline.scroll_into_view_if_needed()
+            screenshot(page, shots / "static-export-08-check.png")
