@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from _actions import use
 from _waiting import PATIENCE
 
 import dubkit
@@ -258,3 +259,41 @@ def test_a_redub_says_names_as_the_cast_spells_them_and_subtitles_keep_the_name(
     again = client.dubbing.redub(dub, tmp_path, progress=False, cast=cast)
     assert _tts_calls(sandbox, key)["latest"] == ["Bienvenue, monsieur Nouyèn."]
     assert "Bienvenue, monsieur Nguyen." in again.subtitles.text("srt")
+
+
+def test_the_common_mends_are_one_call_each_and_re_dub_only_their_line(made, tmp_path):
+    client, dub = fresh(made)
+    after = dub.line("3").start
+    dub.edit("2", translation=" ".join([dub.line("2").translation] * 2))
+    squeezed = client.dubbing.redub(dub, tmp_path / "a", progress=False).check().line("2")
+    line = dub.borrow_silence("2")
+    assert line.end == round(after - 0.05, 3)
+    roomy = client.dubbing.redub(dub, tmp_path / "b", progress=False)
+    assert roomy.redubbed == ["2"]
+    assert roomy.check().line("2").speed < squeezed.speed  # more room: less squeezed
+    _, other = fresh(made)
+    natural = other.service_lines()["5"]["raw_duration"]
+    assert other.set_speed("5", 1.25).end == round(other.line("5").start + natural / 1.25, 3)
+    assert [line.id for line in other.edited()] == ["5"]
+    with pytest.raises(dubkit.ValidationError, match="speed: from 0.8 to 1.6"):
+        other.set_speed("5", 3)
+    assert other.borrow_silence("8").end == other.original.duration  # the last: to the end
+    with pytest.raises(dubkit.ValidationError, match="no silence after it"):
+        other.borrow_silence("8")
+
+
+def test_the_live_check_opens_a_line_and_mends_it_with_one_button(made):
+    client, dub = fresh(made)
+    view = dubkit.CheckView(client, dub)
+    assert view.value.count("role='button'") == 8 and "role='group'" in view.value
+    assert "role='img'" in view.fallback_html()  # saved notebooks keep the picture
+    use(view, "line", "2")
+    assert "<b>Line 2</b>" in view.opened and "<audio autoplay" in view.opened
+    assert view.editor is not None and view.editor.dub is dub
+    use(view, "borrow", "2")
+    assert "line 2 now ends at" in view.value and [x.id for x in dub.edited()] == ["2"]
+    use(view, "pace", "3")
+    assert [x.id for x in dub.edited()] == ["2", "3"]
+    use(view, "borrow", "8")
+    use(view, "borrow", "8")  # the second time there is nothing left to borrow
+    assert "no silence after it" in view.value

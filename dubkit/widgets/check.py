@@ -10,14 +10,16 @@ do; saved notebooks keep the static check (:func:`dubkit.views.quality.check_htm
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import Any
 
+from ..errors import DubkitError
 from ..frontends.channel import Action, LiveHTML
 from ..frontends.display import show
-from ..results import DubbingResult
+from ..results import DubbingResult, ScriptLine
 from ..results.quality import DubCheck, Limits
 from ..views.dubbing import line_player_html
-from ..views.palette import muted
+from ..views.palette import error_html, muted
 from ..views.quality import check_html
 from ._threads import CellContext
 from .script_editor import RedubbingClient, ScriptEditor
@@ -41,6 +43,8 @@ class CheckView(LiveHTML):
         self._cell = CellContext()
         super().__init__()
         self.on_action("line", self._line)
+        self.on_action("borrow", lambda act: self._mend(act, self.dub.borrow_silence))
+        self.on_action("pace", lambda act: self._mend(act, lambda i: self.dub.set_speed(i, 1.0)))
         self._draw()
 
     def __repr__(self) -> str:
@@ -63,9 +67,37 @@ class CheckView(LiveHTML):
         self.opened = (
             f"<p><b>Line {html.escape(line.id)}</b> ({html.escape(checked.verdict)}: "
             f"{html.escape(found)}) {muted('is playing; the script editor is below')}</p>"
-            f"{player}"
+            f"{player} {_mends(line.id)}"
         )
         self._draw()
         if self.editor is None:
             self.editor = ScriptEditor(self._client, self.dub)
             self._cell.run(lambda: show(self.editor))
+
+    def _mend(self, act: Action, mend: Callable[[str], ScriptLine]) -> None:
+        """One of the common mends, on the dub's line: the editor's Re-dub speaks it."""
+        try:
+            line = mend(act.key)
+            said = muted(
+                f"line {html.escape(line.id)} now ends at {line.end:.2f} s; press Re-dub "
+                "changed lines in the script editor to hear it"
+            )
+        except DubkitError as exc:
+            said = error_html(str(exc))
+        self.opened = f"{self.opened.split('<p class=', 1)[0]}<p class='dubkit-mended'>{said}</p>"
+        self._draw()
+
+
+def _mends(line_id: str) -> str:
+    """The common mends of a line that is squeezed: room from the silence after it, or its
+    natural pace (a longer slot). A shorter text is the editor's translation field."""
+    key = html.escape(line_id)
+    mends = (
+        ("borrow", "Borrow the silence after it", f"Let line {key} borrow the silence after it"),
+        ("pace", "Natural pace", f"Speak line {key} at its natural pace"),
+    )
+    return "".join(
+        f"<button type='button' data-dubkit-action='{action}' data-dubkit-key='{key}' "
+        f"aria-label='{name}'>{label}</button> "
+        for action, label, name in mends
+    )
