@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -234,7 +235,10 @@ def test_the_teacher_view_shows_the_class_and_its_levers_work(sandbox, make_clas
         assert [s.name for s in view.table] == ["s00", "s01", "s02"]
         for name in ("s00", "s01", "s02"):
             assert f"data-student='{name}'" in view.value
-        assert "tts <span title='1 finished' aria-label='1 finished'>1✓</span>" in view.value
+        assert (
+            "tts <span role='img' title='1 finished' aria-label='1 finished'>1✓</span>"
+            in view.value
+        )
         assert not any(s.api_key in view.value for s in room.students.values())
         assert "dubkit-class-csv" in view.value and "download='class.csv'" in view.value
 
@@ -409,3 +413,19 @@ def test_the_view_follows_students_added_and_removed_meanwhile(sandbox, make_cla
         assert [s.name for s in view.table] == ["s00", "late"]
     finally:
         view.close()
+
+
+def test_a_status_mark_is_named_in_a_way_assistive_technology_reads():
+    """A name on a bare ``<span>`` is ignored by screen readers (axe: aria-prohibited-attr,
+    found on 99838da): each mark of the teacher's table is an image with its words."""
+    from dubkit.views.classroom import class_table_html
+
+    student = SimpleNamespace(
+        name="s00", api_key="sk_…abcd", credits=90.0, spent=10.0, disabled=False,
+        max_tasks=None, max_storage=None, stored=0, last_seen=None, errors=[], latest=[],
+        tasks={"tts": {"finished": 2, "failed": 1}},
+    )  # fmt: skip
+    table = class_table_html([student])
+    named = re.findall(r"<span([^>]*)aria-label='([^']+)'", table)
+    assert [said for _, said in named] == ["2 finished", "1 failed"]
+    assert all("role='img'" in attributes for attributes, _ in named)

@@ -317,3 +317,20 @@ def test_takes_cast_from_a_card_and_the_shortlist_make_a_cast_heard_saved_and_re
     assert reopened.cast == studio.cast and "Narrator" in reopened.value
     use(studio, "cast", first.key, "Nar:rator")  # a role name the cast refuses
     assert "Error:" in studio.status and "Nar:rator" not in studio.cast
+
+
+def test_every_id_in_the_studio_is_its_own_and_every_label_names_its_field(client):
+    """A round, then readings of one of its voices (the default flow): a voice's take in the
+    round and its neutral 1x reading share a take key, never an id (issue 47: on 99838da the
+    two cards shared their note, cast and star ids, and each label pointed at the round's)."""
+    studio = AuditionStudio(client, locale="en-US", voices=2, in_app=True)
+    studio.hear(LINE)
+    studio.readings(studio.takes[0].voice.voice_id, emotions=["neutral"], speeds=[1.0, 1.25])
+    page = studio.value
+    ids = re.findall(r"\bid='([^']+)'", page)
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+    labelled = re.findall(r"<label for='([^']+)'", page)
+    assert labelled and all(ids.count(target) == 1 for target in labelled)
+    assert len(labelled) == len(set(labelled))  # one label per field
+    notes = re.findall(r"<input id='([^']+)' class='dubkit-note-input'", page)
+    assert len(notes) == 4 and set(notes) <= set(labelled)  # two round cards, two readings

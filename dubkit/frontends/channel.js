@@ -204,12 +204,13 @@ async function act(model, root, el) {
 }
 
 function listen(model, root) {
-  // A download is a link (Enter follows it); Space takes it too, as it would a button.
+  // A download is a link (Enter follows it); Space takes it too, as it would a button: every
+  // download link, whatever its class (a teacher's CSV, a take, a dub's subtitles).
   // A control that is not a button (a line on a timeline drawn in SVG: role=button) takes
   // Enter and Space as a button does.
   const CONTROL = "button[data-dubkit-action], [role='button'][data-dubkit-action]";
   root.addEventListener("keydown", (event) => {
-    const link = event.target.closest && event.target.closest("a.dubkit-download");
+    const link = event.target.closest && event.target.closest("a[download]");
     if (link && event.key === " ") {
       event.preventDefault();
       link.click();

@@ -373,7 +373,7 @@ class AuditionStudio(LiveHTML):
             )
         else:
             self.blind_round = None
-            self.round_cards = [TakeCard(t) for t in takes]
+            self.round_cards = [TakeCard(t, place="round") for t in takes]
             self.status = ""
             self.readings_panel.offer(takes)
         self._draw()

@@ -26,15 +26,20 @@ PICKED_STYLE = CARD_STYLE.replace("1px solid #d0d7de", "2px solid #1f6feb")
 class TakeCard:
     """One take: who (or a letter while blind), its level, the player, and what to do with it."""
 
-    def __init__(self, take: Take, *, letter: str | None = None, hidden: bool = False) -> None:
+    def __init__(
+        self, take: Take, *, letter: str | None = None, hidden: bool = False, place: str = "take"
+    ) -> None:
         self.take, self.letter, self.hidden = take, letter, hidden
+        self.place = place  # where the card is shown ("round", "reading"): part of its id
         self.picked = False
 
     @property
     def id(self) -> str:
-        """Unique in the studio: the take's key, or its letter in a blind round."""
+        """Unique in the studio: the card's place and its take's key (a voice's take in a round
+        and the same voice's neutral reading share a key, never a place), or its letter in a
+        blind round."""
         safe = "".join(c if c.isalnum() else "-" for c in (self.letter or self.take.key))
-        return f"{'blind' if self.letter else 'take'}-{safe}"
+        return f"blind-{safe}" if self.letter else f"{self.place}-{safe}"
 
     def reveal(self, *, picked: bool = False) -> None:
         """Show who this take was (after a blind pick) and let it be shortlisted."""

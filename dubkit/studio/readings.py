@@ -148,7 +148,7 @@ class ReadingsPanel:
 
     def show(self, takes: list[Take], info: VoiceInfo, emotions: list[str]) -> None:
         """Cards for the takes, and a warning when the voice is known to ignore emotions."""
-        self.cards = [TakeCard(t) for t in takes]
+        self.cards = [TakeCard(t, place="reading") for t in takes]
         self.status = (
             f"<small>The catalogue says {html.escape(info.name)} does not follow emotion "
             "prompts: on the service its emotions may sound alike.</small>"

@@ -53,8 +53,9 @@ def _tasks_cell(tasks: Mapping[str, Mapping[str, int]]) -> str:
     parts = []
     for product, by_status in sorted(tasks_by_product(tasks).items()):
         marks = " ".join(
-            f"<span title='{by_status[status]} {status}' aria-label='{by_status[status]} "
-            f"{status}'>{by_status[status]}{MARKS[status]}</span>"
+            # an image with its words: a name on a bare span is one screen readers ignore
+            f"<span role='img' title='{by_status[status]} {status}' aria-label="
+            f"'{by_status[status]} {status}'>{by_status[status]}{MARKS[status]}</span>"
             for status in _SHOWN
             if by_status.get(status)
         )

@@ -306,6 +306,14 @@ def test_the_teacher_watches_the_class_and_pulls_its_levers(class_hub, lessons_r
             assert_no_violations(page, "the teacher's view, a student picked")
             assert_players_named(page, "the teacher's view, a student picked")
 
+            # Export CSV from the keyboard: Space takes the link as it would a button (on
+            # 99838da only a.dubkit-download answered Space, and this link's class is its own).
+            page.locator(f"{VIEW} a.dubkit-class-csv").focus()
+            with page.expect_download(timeout=PATIENCE * 1000) as pending:
+                page.keyboard.press("Space")
+            exported = Path(pending.value.path()).read_text(encoding="utf-8")
+            assert pending.value.suggested_filename == "class.csv" and DUBBER in exported
+
             # Top up: 100 more, in the table and in the note; from the keyboard alone.
             before = float(page.evaluate(TABLE)[DUBBER]["credits"])
             page.locator(f"{VIEW} select[name='student']").focus()
