@@ -35,9 +35,19 @@ RUN = f"""async (tags) => {{
     const keep = (r) => {{ found.push(...r.violations); review.push(...r.incomplete); }};
     // axe is given a selector for what is in the page, and each element inside a shadow
     // root (marimo's widgets) on its own
-    const here = ours.filter(el => el.getRootNode() === document);
-    here.forEach(el => el.setAttribute('data-dubkit-axe', ''));
-    if (here.length) keep(await axe.run({{include: [['[data-dubkit-axe]']]}}, options));
+    // A live view may draw itself anew while axe runs (a batch table writing its settled
+    // picture into the saved output): what was marked is then gone, so mark again and rerun.
+    for (let attempt = 0; ; attempt++) {{
+        const here = ({OURS})().filter(el => el.getRootNode() === document);
+        here.forEach(el => el.setAttribute('data-dubkit-axe', ''));
+        if (!here.length) break;
+        try {{
+            keep(await axe.run({{include: [['[data-dubkit-axe]']]}}, options));
+            break;
+        }} catch (error) {{
+            if (attempt >= 4 || !String(error).includes('No elements found')) throw error;
+        }}
+    }}
     for (const el of ours.filter(el => el.getRootNode() !== document))
         keep(await axe.run(el, options));
     const shown = (v) => ({{
