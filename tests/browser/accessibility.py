@@ -34,22 +34,25 @@ RUN = f"""async (tags) => {{
     const found = [], review = [];
     const keep = (r) => {{ found.push(...r.violations); review.push(...r.incomplete); }};
     // axe is given a selector for what is in the page, and each element inside a shadow
-    // root (marimo's widgets) on its own
-    // A live view may draw itself anew while axe runs (a batch table writing its settled
-    // picture into the saved output): what was marked is then gone, so mark again and rerun.
+    // root (marimo's widgets) on its own. A live view may draw itself anew while axe runs (a
+    // batch table writing its settled picture into the saved output): an element it replaced
+    // is detached (its root is then neither the document nor a shadow root), so what is there
+    // is looked up again and audited again.
     for (let attempt = 0; ; attempt++) {{
-        const here = ({OURS})().filter(el => el.getRootNode() === document);
+        const now = ({OURS})().filter(el => el.isConnected);
+        const here = now.filter(el => el.getRootNode() === document);
         here.forEach(el => el.setAttribute('data-dubkit-axe', ''));
-        if (!here.length) break;
+        const start = [found.length, review.length];
         try {{
-            keep(await axe.run({{include: [['[data-dubkit-axe]']]}}, options));
+            if (here.length) keep(await axe.run({{include: [['[data-dubkit-axe]']]}}, options));
+            for (const el of now.filter(el => el.getRootNode() instanceof ShadowRoot))
+                keep(await axe.run(el, options));
             break;
         }} catch (error) {{
             if (attempt >= 4 || !String(error).includes('No elements found')) throw error;
+            found.length = start[0]; review.length = start[1];  // this attempt's, dropped
         }}
     }}
-    for (const el of ours.filter(el => el.getRootNode() !== document))
-        keep(await axe.run(el, options));
     const shown = (v) => ({{
         id: v.id, impact: v.impact, help: v.help,
         where: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': ' + n.html.slice(0, 160))
