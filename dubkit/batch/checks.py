@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..results.quality import RANK, DubCheck, Limits
+from ..results.quality import DubCheck, Limits, worst
 from ..views.quality import verdict_text
 from .ledger import Ledger
 from .rows import Row
@@ -28,8 +28,7 @@ class BatchCheck:
 
     @property
     def verdict(self) -> str:
-        found = [r.verdict for r in self.reports.values()]
-        return max(found, key=RANK.__getitem__, default="ok")
+        return worst(r.verdict for r in self.reports.values())
 
     @property
     def flagged(self) -> list[tuple[str, str]]:
@@ -85,9 +84,7 @@ def check_rows(
             skipped.append(row.key)
             continue
         made = dub_of(row).check(limits, cast=cast)
-        ledger.set_checked(
-            row.key, row.revision, f"{made.verdict}: {made.summary().split(': ', 1)[1]}"
-        )
+        ledger.set_checked(row.key, row.revision, made.summary())  # "fix: 1 to fix, ..."
         reports[row.key], kept[row.key] = made, row
     return BatchCheck(reports, kept, skipped)
 

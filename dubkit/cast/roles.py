@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from ..errors import ValidationError
 from ..results import Clone
+from ..results.quality import rendering_for
 from ..schema import ClonedVoice
 
 NEUTRAL = "neutral"
@@ -158,20 +159,14 @@ class Roles:
     def glossary(self, locale: str) -> dict[str, str]:
         """``{term: rendering}`` for ``locale``: what a translation request sends as its
         ``options.glossary``."""
-        found = {}
-        for term, renderings in self.terms.items():
-            text = renderings.get(locale) or renderings.get(locale.split("-")[0])
-            if text is not None:
-                found[term] = text
-        return found
+        found = {term: rendering_for(renderings, locale) for term, renderings in self.terms.items()}
+        return {term: text for term, text in found.items() if text is not None}
 
     def pronounce(self, text: str, locale: str | None = None) -> str:
         """``text`` with each name that has a pronunciation replaced by its spelling."""
         for name in sorted(self.pronunciations, key=len, reverse=True):
             said = self.pronunciations[name]
-            spelling = (
-                (said.get(locale) or said.get(locale.split("-")[0])) if locale else None
-            ) or said.get("*")
+            spelling = rendering_for(said, locale) or said.get("*")
             if spelling is not None:
                 text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", spelling, text)
         return text

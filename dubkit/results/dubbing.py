@@ -199,6 +199,7 @@ class DubbingResult(ShowsMedia):
             for line in (result.tts.result if result.tts else [])
         }
         self._measured: dict[str, tuple[float, float]] = {}  # audio url -> (seconds, LUFS)
+        self._subtitle_text: str | None = None  # what a check reads, fetched once
         self._as_made = [replace(line) for line in self.script]  # what edits are measured against
         separation = result.audio_separation
         self.no_speech_url = (separation.mns_url if separation else None) or None
@@ -300,10 +301,14 @@ class DubbingResult(ShowsMedia):
         )
 
     def subtitle_text(self) -> str | None:
-        """The dub's own SRT (fetched once), or ``None`` when it has none."""
-        if not self.subtitles.srt:
-            return None
-        return self._bytes(self.subtitles.srt).decode("utf-8", errors="replace")
+        """The dub's own subtitles: its WebVTT when the result holds it, else its SRT,
+        fetched once; ``None`` when it has neither."""
+        if self._subtitle_text is None:
+            url = self.subtitles.vtt if self.held(self.subtitles.vtt) else self.subtitles.srt
+            url = url or self.subtitles.vtt
+            if url:
+                self._subtitle_text = self._bytes(url).decode("utf-8", errors="replace")
+        return self._subtitle_text
 
     def service_lines(self) -> dict[str, dict[str, Any]]:
         """Per line id, what the service said of fitting it (``raw_duration``, ``stretch``,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..media import subtitles
 from ..views.quality import check_html, timeline_svg
+from ..views.shapes import ScriptLineShape
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,6 +40,13 @@ if TYPE_CHECKING:
 
 Verdict = Literal["ok", "listen", "fix"]
 RANK: dict[str, int] = {"ok": 0, "listen": 1, "fix": 2}
+
+
+def worst(verdicts: Iterable[Verdict]) -> Verdict:
+    """The worst of ``verdicts`` (``ok`` for none): a line's, a dub's, a batch's verdict."""
+    return max(verdicts, key=RANK.__getitem__, default="ok")
+
+
 WORKERS = 4  # lines fetched and measured at once (each is one download and one ffmpeg run)
 
 
@@ -103,7 +111,7 @@ class LineCheck:
 
     @property
     def verdict(self) -> Verdict:
-        return max((f.verdict for f in self.findings), key=RANK.__getitem__, default="ok")
+        return worst(f.verdict for f in self.findings)
 
     def add(self, problem: str, verdict: Verdict, detail: str) -> None:
         self.findings.append(Finding(problem, verdict, detail))
@@ -124,7 +132,7 @@ class DubCheck:
 
     @property
     def verdict(self) -> Verdict:
-        return max((line.verdict for line in self.lines), key=RANK.__getitem__, default="ok")
+        return worst(line.verdict for line in self.lines)
 
     @property
     def flagged(self) -> list[str]:
@@ -179,23 +187,10 @@ class Timeline:
         return timeline_svg(self.report)
 
 
-class ScriptLine(Protocol):
-    """A dubbed line as a check reads it (:class:`dubkit.results.ScriptLine`)."""
+class ScriptLine(ScriptLineShape, Protocol):
+    """A dubbed line as a check reads it (:class:`dubkit.results.ScriptLine`): as its views
+    read it, and its audio decoded."""
 
-    @property
-    def id(self) -> str: ...
-    @property
-    def start(self) -> float: ...
-    @property
-    def end(self) -> float: ...
-    @property
-    def speaker(self) -> str: ...
-    @property
-    def source_text(self) -> str: ...
-    @property
-    def translation(self) -> str: ...
-    @property
-    def audio_url(self) -> str | None: ...
     def audio(self) -> tuple[np.ndarray, int]: ...
 
 
@@ -342,11 +337,7 @@ def _reading(lines: list[LineCheck], text: str | None, speed: float, limits: Lim
     """Each line's subtitle cues (matched by time): characters a second, and cue lengths."""
     if text is None:
         return
-    cues = (
-        subtitles.parse_vtt(text)
-        if text.lstrip("\ufeff").startswith("WEBVTT")
-        else (subtitles.parse_srt(text))
-    )
+    cues = [cue for cue, _ in subtitles.parse_numbered(text)]
     mine: dict[str, list[subtitles.Cue]] = {}
     for cue in cues:
         line = best_line(cue, lines)
@@ -380,10 +371,15 @@ def best_line(cue: subtitles.Cue, lines: Iterable[Any]) -> Any | None:
     it overlaps none."""
     best, most = None, 0.0
     for line in lines:
-        shared = min(cue.end, line.end) - max(cue.start, line.start)
+        shared = shared_seconds(cue, line)
         if shared > most:
             best, most = line, shared
     return best
+
+
+def shared_seconds(a: Any, b: Any) -> float:
+    """How long two spans (anything with ``start``/``end``) overlap; negative when apart."""
+    return float(min(a.end, b.end) - max(a.start, b.start))
 
 
 def _terms(source: str, line: LineCheck, terms: Terms, locale: str | None) -> None:

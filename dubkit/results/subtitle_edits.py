@@ -22,7 +22,7 @@ from typing import Protocol
 from .._util.words import count
 from ..errors import ValidationError
 from ..media import subtitles
-from .quality import best_line
+from .quality import best_line, shared_seconds
 
 
 class ScriptLine(Protocol):
@@ -74,7 +74,7 @@ def edit_from_subtitles(
             report.unmatched_cues.append((number, text))
             astray.append(number)
             continue
-        if _shared(cue, line) < ALIGNED * max(cue.end - cue.start, 1e-3):
+        if shared_seconds(cue, line) < ALIGNED * max(cue.end - cue.start, 1e-3):
             astray.append(number)
         texts.setdefault(line.id, []).append(text)
     if len(astray) * 2 > len(cues):
@@ -112,10 +112,6 @@ def _read(where: str) -> list[tuple[subtitles.Cue, int]]:
     if not cues:
         raise ValidationError(where, "holds no cues (SRT or WebVTT expected)")
     return cues
-
-
-def _shared(cue: subtitles.Cue, line: ScriptLine) -> float:
-    return min(cue.end, line.end) - max(cue.start, line.start)
 
 
 def _same(a: str, b: str) -> bool:

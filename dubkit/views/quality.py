@@ -16,7 +16,6 @@ from .palette import muted
 from .shapes import DubCheckShape, LineCheckShape
 
 VERDICT_MARKS = {"ok": "✓", "listen": "▲", "fix": "■"}
-VERDICT_WORDS = {"ok": "ok", "listen": "listen", "fix": "fix"}
 WIDTH, LABEL, ROW, LANE_GAP = 860, 120, 18, 26
 _FILL = {"ok": "#8fb8de", "listen": "#f2c14e", "fix": "#e07a5f"}
 _SOURCE = "#d0d7de"
@@ -25,8 +24,7 @@ _SOURCE = "#d0d7de"
 def verdict_text(verdict: str) -> str:
     """``'▲ listen'``: the mark (hidden from screen readers) and the word."""
     return (
-        f"<span aria-hidden='true'>{VERDICT_MARKS.get(verdict, '')}</span> "
-        f"{html.escape(VERDICT_WORDS.get(verdict, verdict))}"
+        f"<span aria-hidden='true'>{VERDICT_MARKS.get(verdict, '')}</span> {html.escape(verdict)}"
     )
 
 

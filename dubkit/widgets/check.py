@@ -39,7 +39,7 @@ class CheckView(LiveHTML):
         self._client, self.dub = client, dub
         self.report: DubCheck = dub.check(limits, cast=cast)
         self.editor: ScriptEditor | None = None
-        self.opened = ""
+        self.opened = self.mended = ""  # the line opened; what its last mend did
         self._cell = CellContext()
         super().__init__()
         self.on_action("line", self._line)
@@ -56,7 +56,7 @@ class CheckView(LiveHTML):
     def _draw(self) -> None:
         self.value = (
             f"{check_html(self.report, live=True)}"
-            f"<div class='dubkit-check-opened' role='status'>{self.opened}</div>"
+            f"<div class='dubkit-check-opened' role='status'>{self.opened}{self.mended}</div>"
         )
 
     def _line(self, act: Action) -> None:
@@ -69,6 +69,7 @@ class CheckView(LiveHTML):
             f"{html.escape(found)}) {muted('is playing; the script editor is below')}</p>"
             f"{player} {_mends(line.id)}"
         )
+        self.mended = ""
         self._draw()
         if self.editor is None:
             self.editor = ScriptEditor(self._client, self.dub)
@@ -84,7 +85,7 @@ class CheckView(LiveHTML):
             )
         except DubkitError as exc:
             said = error_html(str(exc))
-        self.opened = f"{self.opened.split('<p class=', 1)[0]}<p class='dubkit-mended'>{said}</p>"
+        self.mended = f"<p class='dubkit-mended'>{said}</p>"
         self._draw()
 
 

@@ -28,10 +28,10 @@ OURS = f"""() => ({DEEP})(document, '[class*="dubkit-"]').filter(el =>
     !(el.parentElement && el.parentElement.closest('[class*="dubkit-"]')))"""
 
 RUN = f"""async (tags) => {{
-    const ours = ({OURS})();
     const options = {{runOnly: {{type: 'tag', values: tags}},
                      resultTypes: ['violations', 'incomplete']}};
     const found = [], review = [];
+    let checked = 0;
     const keep = (r) => {{ found.push(...r.violations); review.push(...r.incomplete); }};
     // axe is given a selector for what is in the page, and each element inside a shadow
     // root (marimo's widgets) on its own. A live view may draw itself anew while axe runs (a
@@ -47,6 +47,7 @@ RUN = f"""async (tags) => {{
             if (here.length) keep(await axe.run({{include: [['[data-dubkit-axe]']]}}, options));
             for (const el of now.filter(el => el.getRootNode() instanceof ShadowRoot))
                 keep(await axe.run(el, options));
+            checked = now.length;
             break;
         }} catch (error) {{
             if (attempt >= 4 || !String(error).includes('No elements found')) throw error;
@@ -57,7 +58,7 @@ RUN = f"""async (tags) => {{
         id: v.id, impact: v.impact, help: v.help,
         where: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': ' + n.html.slice(0, 160))
     }});
-    return {{checked: ours.length, violations: found.map(shown), review: review.map(shown)}};
+    return {{checked, violations: found.map(shown), review: review.map(shown)}};
 }}"""
 
 
