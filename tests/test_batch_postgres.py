@@ -32,8 +32,10 @@ def short_course(tmp_path_factory) -> Path:
     return shared_course(tmp_path_factory, 4)
 
 
-def start(env: dict[str, str], course: Path, out: Path, ledger: str) -> subprocess.Popen[str]:
-    return dubbing(env, course, out, "--ledger", ledger, "--name", "course")
+def start(
+    env: dict[str, str], course: Path, out: Path, ledger: str, *flags: str
+) -> subprocess.Popen[str]:
+    return dubbing(env, course, out, "--ledger", ledger, "--name", "course", *flags)
 
 
 @pytest.fixture
@@ -50,9 +52,12 @@ def test_two_processes_share_the_rows_and_none_is_done_twice(
     sandbox, new_key, env, course, tmp_path, pg_url
 ):
     out = tmp_path / "dubs"
-    # The second starts once the first holds a row whose task runs: on a busy machine a second
-    # process started at once can come up after the first has claimed every row.
-    first = start(env, course, out, pg_url)
+    # The cap on tasks in flight is counted across the ledger, and a process fills a slot its
+    # own row freed at once, while another notices only when it next looks: a second process
+    # that comes up after the first holds every slot may never get one. So the first runs one
+    # task at a time, and the second starts once that first task runs: the other slots are
+    # the second's, and 35 rows one after another leave it time to come up on a busy machine.
+    first = start(env, course, out, pg_url, "--max-in-flight", "1")
     while not any(
         r.status == "running" for r in _rows_if_any(out, pg_url)
     ):  # the event that matters, not a time
