@@ -15,7 +15,8 @@ from _storage_fixtures import api, storage_defaults  # noqa: F401  (fixtures)
 from _waiting import PATIENCE, SteppedClock
 
 import dubkit
-import dubkit._transport.transport
+import dubkit._transport.core
+import dubkit._transport.plans
 import dubkit.results.task
 
 
@@ -121,10 +122,12 @@ def test_wait_keeps_polling_an_unknown_status_and_warns_once():
 
 @pytest.fixture
 def clock(monkeypatch):
-    """The wait's and the transport's clock, moved only by the wait's own sleeps."""
+    """The wait's and the transport's clock, moved only by the wait's own sleeps (the plan
+    driver sleeps them, the transport's core reads the deadline)."""
     stepped = SteppedClock()
     monkeypatch.setattr(dubkit.results.task, "time", stepped)
-    monkeypatch.setattr(dubkit._transport.transport, "time", stepped)
+    monkeypatch.setattr(dubkit._transport.core, "time", stepped)
+    monkeypatch.setattr(dubkit._transport.plans, "time", stepped)
     return stepped
 
 

@@ -550,7 +550,7 @@ def test_a_redirect_to_another_host_is_not_followed(call):
 
 
 def test_a_redirect_within_base_url_is_refused_too():
-    """dubkit's choice (see _transport._redirect_refused): the interface defines none."""
+    """dubkit's choice (see _transport.core.redirect_refused): the interface defines none."""
     hops: list[str] = []
 
     def redirect(method: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:

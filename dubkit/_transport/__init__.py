@@ -1,9 +1,13 @@
 """The one way dubkit reaches the wire: API calls, file downloads, storage PUTs, admin calls.
 
-One ``requests`` session per Transport, one retry loop, one error tree (:mod:`dubkit.errors`).
+One retry loop and one error tree (:mod:`dubkit.errors`) for both transports: a ``requests``
+session for the sync client, an ``httpx`` client for the async one.
 The secret (the API key, or a sandbox's admin token) is attached only to requests below its
-scope (:class:`~dubkit._transport.keys.SecretHeader`). Modules: ``transport`` (the Transport),
-``exchange`` (one logical call, its idempotency key, and the errors that end it), ``budget``
+scope (:func:`~dubkit._transport.keys.in_scope`). Modules: ``core`` (the one retry loop as
+steps a driver runs, request building and answer reading, with no I/O), ``transport`` (the
+Transport: the core driven over ``requests``), ``async_transport`` (the AsyncTransport: the
+core driven over ``httpx``), ``exchange`` (one logical call, its idempotency key, and the
+errors that end it), ``budget``
 (the client's ceiling on credits, checked before a paid call is sent), ``keys``
 (secrets, checking idempotency keys), ``policy`` (timeouts, backoff, and :func:`verdict`, the one
 rule on what each attempt's outcome means).
@@ -32,7 +36,7 @@ something and may be charged.
   which is retried (a changing call with its same idempotency key) after ``Retry-After``,
   given in seconds or as an HTTP date, capped by ``RetryPolicy.max_retry_after`` (or the
   backoff when it is absent).
-* Every other business code is final. Redirects are never followed (``exchange.redirect_refused``).
+* Every other business code is final. Redirects are never followed (``core.redirect_refused``).
 * Plain exchanges (downloads, storage PUTs) retry what is safe to repeat (GET, PUT) on
   connection failures, the ambiguous statuses and throttling; anything else is final, raised in
   the same tree. They carry no idempotency key, so they are never flagged as possibly committed.
@@ -45,6 +49,7 @@ something and may be charged.
 Backoff is exponential with full jitter, capped; ``Retry-After`` wins when the service sends it.
 """
 
+from .async_transport import AsyncTransport
 from .budget import Budget
 from .keys import check_api_key, check_idempotency_key
 from .policy import Outcome, RetryPolicy, Timeout, Verdict, is_read, verdict
@@ -53,6 +58,7 @@ from .transport import API_PREFIX, Transport
 __all__ = [
     "Budget",
     "Transport",
+    "AsyncTransport",
     "RetryPolicy",
     "Timeout",
     "API_PREFIX",

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
-import requests
-from urllib3.exceptions import NewConnectionError
-
-from ..errors import APIError, DubkitError, IdempotencyConflictError, possibly_committed
+from ..errors import DubkitError, IdempotencyConflictError, possibly_committed
 from .keys import check_idempotency_key, new_idempotency_key
 from .policy import Outcome, RetryPolicy, Verdict, verdict
 
@@ -37,6 +33,7 @@ class Exchange:
     maybe_committed: bool = False  # an attempt may have been accepted without our hearing
     ambiguity: str = ""  # what made the first such attempt ambiguous
     conflicts: int = 0  # 409s after an ambiguous attempt, over the whole exchange
+    operation: str | None = None  # the operation's name, for errors about its answer
 
     @classmethod
     def api(
@@ -125,38 +122,4 @@ def conflict(refusal: IdempotencyConflictError, maybe_committed: bool) -> Idempo
         method=refusal.method,
         path=refusal.path,
         req_id=refusal.req_id,
-    )
-
-
-def never_connected(exc: requests.exceptions.ConnectionError) -> bool:
-    if isinstance(exc, requests.exceptions.SSLError):
-        return True  # the TLS handshake comes before a byte of the request is sent
-    reason = getattr(exc.args[0], "reason", None) if exc.args else None
-    return isinstance(reason, NewConnectionError)
-
-
-def redirect_refused(
-    exchange: Exchange, response: requests.Response, base_url: str, within_base: bool
-) -> DubkitError:
-    """A redirect is answered with an error, never followed.
-
-    Off ``base_url`` following would send the body, the idempotency key and (on some hops)
-    the Authorization header to a host the caller never chose. Within ``base_url`` we refuse
-    too, by choice: the interface defines no redirects, so one means a wrong ``base_url`` or a
-    proxy in the way; 301/302/303 would silently turn a POST into a GET without its body; and
-    the idempotency key is scoped to the path it was sent to, so a create re-sent to another
-    path would not be protected by it.
-    """
-    parts = urlsplit(urljoin(exchange.url, response.headers["Location"]))
-    if within_base:
-        where, hint = f"to {parts.path}", "the interface defines no redirects"
-    else:
-        where = f"to another host, {parts.scheme}://{parts.netloc}"
-        hint = "following it would send the request and the API key there"
-    return APIError(
-        f"the service answered HTTP {response.status_code}, redirecting {where}; "
-        f"dubkit does not follow redirects for API calls ({hint}): check "
-        f"base_url {base_url!r}",
-        http_status=response.status_code,
-        **exchange.context,
     )

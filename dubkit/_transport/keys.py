@@ -67,6 +67,12 @@ def check_api_key(api_key: Any, field: str = "api_key") -> str:
     return api_key
 
 
+def in_scope(url: str, scope: str) -> bool:
+    """Whether ``url`` is below ``scope`` (a URL prefix): where a secret may go."""
+    scope = scope.rstrip("/")
+    return url == scope or url.startswith((scope + "/", scope + "?"))
+
+
 class SecretHeader(requests.auth.AuthBase):
     """Puts a secret in one header, and only on requests below ``scope`` (a URL prefix).
 
@@ -78,7 +84,6 @@ class SecretHeader(requests.auth.AuthBase):
         self.header, self._value, self.scope = header, value, scope.rstrip("/")
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        url = request.url or ""
-        if url == self.scope or url.startswith((self.scope + "/", self.scope + "?")):
+        if in_scope(request.url or "", self.scope):
             request.headers[self.header] = self._value
         return request

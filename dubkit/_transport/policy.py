@@ -8,12 +8,11 @@ of :class:`RetryPolicy`, so a caller can change them.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Literal
-
-import requests
 
 from ..schema import Operation
 
@@ -129,9 +128,9 @@ def verdict(
     return Verdict(retry=outcome.said(policy.throttled), maybe_committed=False)
 
 
-def retry_after(response: requests.Response) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """Seconds to wait from ``Retry-After``: delay-seconds or an HTTP date (RFC 9110 10.2.3)."""
-    value = (response.headers.get("Retry-After") or "").strip()
+    value = (headers.get("Retry-After") or headers.get("retry-after") or "").strip()
     if not value:
         return None
     try:

@@ -9,10 +9,11 @@ from typing import Any, Protocol, TypeVar
 from tqdm.auto import tqdm
 
 from .._transport import Transport
+from .._transport.plans import Call, Plan, StartTask
 from .._wire import checked
 from ..errors import DubkitError, IdempotencyConflictError, ValidationError
 from ..frontends import in_voila
-from ..results import Task
+from ..results import Task, task_for
 from ..schema import Page, TaskContext, Wire, product_of_operation
 
 T = TypeVar("T")
@@ -28,6 +29,11 @@ class Resource:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._transport.base_url}>"
 
+    def _run(self, plan: Plan[T]) -> T:
+        """Run a plan through this resource's transport: its result (sync), or an awaitable
+        of it (the async client's transport)."""
+        return self._transport.run(plan)
+
     def _start(
         self,
         op: str,
@@ -36,8 +42,9 @@ class Resource:
         idempotency_key: str | None = None,
         extra_data: Mapping[str, Any] | None = None,
         context: TaskContext | None = None,
-    ) -> Task:
-        """Send an asynchronous create; the accepted :class:`Task`.
+    ) -> Plan[Task]:
+        """Send an asynchronous create; the accepted :class:`Task` (an :class:`AsyncTask` for
+        the async client).
 
         The task holds its product's :class:`~dubkit.schema.TaskContext` (made from ``body``
         unless given) for its typed result. ``extra_data`` joins the body's ``extraData``; the
@@ -53,9 +60,9 @@ class Resource:
                 "extraData": {**own, **extra_data},
             }
             body = checked(type(body), merged)
-        data, key = self._transport.start_task(op, body, idempotency_key=idempotency_key)
+        data, key = yield StartTask(op, body, idempotency_key=idempotency_key)
         accepted = self._transport.read(product.acceptance, data)
-        return Task(
+        return task_for(
             self._transport,
             accepted.task_id,
             task_type=getattr(accepted, "task_type", None) or product.task_type_of(body),
@@ -65,9 +72,10 @@ class Resource:
             context=context or product.context.of(body),
         )
 
-    def _page_of(self, op: str, query: Mapping[str, Any]) -> Page:
+    def _page_of(self, op: str, query: Mapping[str, Any]) -> Plan[Page]:
         """One page of list operation ``op`` (``query`` holds its page number and size)."""
-        return self._transport.read(Page, self._transport.call(op, dict(query)))
+        data = yield Call(op, dict(query))
+        return self._transport.read(Page, data)
 
     def _pages(
         self,
@@ -77,28 +85,64 @@ class Resource:
         limit: int | None = None,
         totals: list[int] | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """The records of list operation ``op`` across pages, until ``total`` (or ``limit``)
-        records were seen; each page's total goes to ``totals`` when given.
+        """The records of list operation ``op`` across pages (see :class:`PageWalk`), read
+        page by page as they are taken (the sync client's)."""
+        walk = PageWalk(query, page_size, limit, totals)
+        while (asked := walk.next_query()) is not None:
+            yield from walk.take(self._transport.run(self._page_of(op, asked)))
 
-        A page equal to the one before ends the walk too: a service that ignores the page
-        number (or a ``total`` larger than what it holds) would otherwise be asked forever."""
-        current, seen = 1, 0
-        previous: list[dict[str, Any]] | None = None
-        while True:
-            page = self._page_of(op, {**query, "current_page": current, "page_size": page_size})
-            if totals is not None:
-                totals.append(page.total or 0)
-            if page.records == previous:
-                return
-            previous = page.records
-            for record in page.records:
-                if limit is not None and seen >= limit:
-                    return
-                yield record
-                seen += 1
-            if not page.records or seen >= (page.total or 0):
-                return
-            current += 1
+    def _all_pages(
+        self,
+        op: str,
+        query: Mapping[str, Any],
+        page_size: int,
+        limit: int | None = None,
+        totals: list[int] | None = None,
+    ) -> Plan[list[dict[str, Any]]]:
+        """Every record of list operation ``op``, as one plan (see :class:`PageWalk`)."""
+        walk, records = PageWalk(query, page_size, limit, totals), []
+        while (asked := walk.next_query()) is not None:
+            records.extend(walk.take((yield from self._page_of(op, asked))))
+        return records
+
+
+class PageWalk:
+    """Where a walk over a list's pages stands: the next page's query, then what of its answer
+    to take. It ends when ``total`` (or ``limit``) records were seen, on an empty page, or on
+    a page equal to the one before: a service that ignores the page number (or a ``total``
+    larger than what it holds) would otherwise be asked forever. Each page's total goes to
+    ``totals`` when given."""
+
+    def __init__(
+        self,
+        query: Mapping[str, Any],
+        page_size: int,
+        limit: int | None = None,
+        totals: list[int] | None = None,
+    ) -> None:
+        self.query, self.page_size, self.limit, self.totals = dict(query), page_size, limit, totals
+        self.current, self.seen, self.ended = 1, 0, False
+        self._previous: list[dict[str, Any]] | None = None
+
+    def next_query(self) -> dict[str, Any] | None:
+        if self.ended:
+            return None
+        return {**self.query, "current_page": self.current, "page_size": self.page_size}
+
+    def take(self, page: Page) -> list[dict[str, Any]]:
+        if self.totals is not None:
+            self.totals.append(page.total or 0)
+        if page.records == self._previous:
+            self.ended = True
+            return []
+        self._previous = page.records
+        room = len(page.records) if self.limit is None else max(0, self.limit - self.seen)
+        taken = page.records[:room]
+        self.seen += len(taken)
+        self.current += 1
+        limited = self.limit is not None and self.seen >= self.limit
+        self.ended = limited or not page.records or self.seen >= (page.total or 0)
+        return taken
 
 
 class CastLike(Protocol):

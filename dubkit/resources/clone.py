@@ -94,8 +94,10 @@ class CloneResource(Resource):
         """Like :meth:`create`, but returns a :class:`Task` at once (webhook
         ``openapi-clone-voice``); ``task.wait().result`` is the :class:`Clone`."""
         body = self._request(CloneAsyncRequest, source, name, provider, locale, text)
-        return self._start(
-            "clone.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
+        return self._run(
+            self._start(
+                "clone.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
+            )
         )
 
     def ab(self, clone: Clone, text: str | None = None, **tts: Any) -> ABPlayers:

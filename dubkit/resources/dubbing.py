@@ -270,12 +270,14 @@ class DubbingResource(Resource):
         """Send a :meth:`draft` for a registered ``material``; the running :class:`Task`."""
         self._materials._require_registered(material)
         body = draft.request(material.material_id or "", material.category)
-        return self._start(
-            "media.create_async",
-            body,
-            extra_data=extra_data,
-            idempotency_key=idempotency_key,
-            context=DubbingContext(draft.source, draft.target, material),
+        return self._run(
+            self._start(
+                "media.create_async",
+                body,
+                extra_data=extra_data,
+                idempotency_key=idempotency_key,
+                context=DubbingContext(draft.source, draft.target, material),
+            )
         )
 
     translate = renamed("create")

@@ -75,8 +75,13 @@ class TranslateResource(Resource):
     ) -> Task:
         """Like :meth:`create`, but returns a :class:`Task` at once; results by webhook or poll."""
         body = self._request(TranslateAsyncRequest, segments, source, target, options)
-        return self._start(
-            "translate.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
+        return self._run(
+            self._start(
+                "translate.create_async",
+                body,
+                extra_data=extra_data,
+                idempotency_key=idempotency_key,
+            )
         )
 
     def batch(

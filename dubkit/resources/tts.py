@@ -137,8 +137,10 @@ class TTSResource(Resource):
         body = self._request(
             TTSAsyncRequest, lines, voice, locale, output_format, trim, line_options
         )
-        return self._start(
-            "tts.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
+        return self._run(
+            self._start(
+                "tts.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
+            )
         )
 
     @renamed_keywords(language="locale")

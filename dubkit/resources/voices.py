@@ -247,7 +247,9 @@ class VoicesResource(Resource):
     ) -> VoiceList[V]:
         names = {"search": "search_name"}  # the friendly name of presets()'s filter
         query = {names.get(k, k): v for k, v in filters.items()}
-        answer = self._page_of(op, _clean({**query, "current_page": page, "page_size": page_size}))
+        answer = self._run(
+            self._page_of(op, _clean({**query, "current_page": page, "page_size": page_size}))
+        )
         return VoiceList(
             [self._seen(self._transport.read(model, r, op)) for r in answer.records],
             answer.total or 0,

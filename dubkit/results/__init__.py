@@ -9,7 +9,7 @@ from .dubbing import DubbingResult, MediaFile, Script, ScriptLine, Subtitles
 from .materials import Material, MaterialList
 from .redub import Redub
 from .speech import Speech, SpeechLine
-from .task import RESULT_TYPES, Task, TaskList, canonical_status
+from .task import RESULT_TYPES, AsyncTask, Task, TaskList, canonical_status, task_for
 from .translation import Translation
 from .voices import Audition, VoiceList
 
@@ -29,6 +29,8 @@ __all__ = [
     "SpeechLine",
     "Subtitles",
     "Task",
+    "AsyncTask",
+    "task_for",
     "TaskList",
     "Translation",
     "VoiceList",

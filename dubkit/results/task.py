@@ -13,7 +13,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .._transport import Transport
+from .._transport import AsyncTransport, Transport
+from .._transport.plans import Call, Offload, Plan, Sleep
 from ..errors import APITimeoutError, DubkitError, TaskFailedError, TaskTimeoutError
 from ..schema import (
     CLONE,
@@ -74,7 +75,7 @@ class Task(ShowsMedia):
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Transport | AsyncTransport,
         task_id: str,
         *,
         task_type: str | None = None,
@@ -126,17 +127,24 @@ class Task(ShowsMedia):
         """
         if self.raw_result is None or self.status != "finished":
             return None
+        if self._result is None:
+            self._transport.blocking.run(self._make_result())
+        return self._result
+
+    def _make_result(self) -> Plan[None]:
         if self._result is None and self._pushed and self._transport.talks_to_sandbox:
             pushed, self._pushed, self.raw_result = self.raw_result, False, None
             try:
-                self.refresh()  # the sandbox's extras come with tasks/detail's answer
+                yield from self._refresh()  # the sandbox's extras come with tasks/detail's answer
             except DubkitError:
                 pass  # the pushed copy is the result, without the extras
             if self.raw_result is None:
                 self.raw_result = pushed
         if self._result is None and self.raw_result is not None:
-            self._result = result_of(self._transport, self.task_type, self.raw_result, self.context)
-        return self._result
+            # made off the event loop for the async client: it may fetch the result's media
+            self._result = yield Offload(
+                result_of, (self._transport.blocking, self.task_type, self.raw_result, self.context)
+            )
 
     def result_if_made(self) -> Any:
         """The typed result if it was made already (views never fetch), else None."""
@@ -150,10 +158,12 @@ class Task(ShowsMedia):
         return None
 
     def refresh(self, *, deadline: float | None = None) -> Task:
-        detail = self._transport.read(
-            TaskDetail,
-            self._transport.call("tasks.detail", {"task_id": self.task_id}, deadline=deadline),
-        )
+        """Ask the service how the task stands now; this task, updated."""
+        return self._transport.run(self._refresh(deadline))  # type: ignore[return-value]
+
+    def _refresh(self, deadline: float | None = None) -> Plan[Task]:
+        data = yield Call("tasks.detail", {"task_id": self.task_id}, deadline=deadline)
+        detail = self._transport.read(TaskDetail, data)
         self.apply(detail.task_type, detail.status, detail.result)
         return self
 
@@ -166,7 +176,7 @@ class Task(ShowsMedia):
 
     def fresh(self) -> Task:
         """A new copy as the service sees the task now (this one is left as it is)."""
-        return Task(
+        return task_for(
             self._transport,
             self.task_id,
             task_type=self.task_type,
@@ -207,11 +217,15 @@ class Task(ShowsMedia):
         self, timeout: float = 600, *, poll_interval: float = 0.5, max_interval: float = 5.0
     ) -> Task:
         """Poll with backoff until the task ends; raise if it failed or the deadline passed."""
+        plan = self._wait(timeout, poll_interval, max_interval)
+        return self._transport.run(plan)  # type: ignore[return-value]
+
+    def _wait(self, timeout: float, poll_interval: float, max_interval: float) -> Plan[Task]:
         deadline = time.monotonic() + timeout
         interval = poll_interval
         while True:
             try:
-                self.refresh(deadline=deadline)
+                yield from self._refresh(deadline)
             except APITimeoutError as exc:
                 if time.monotonic() < deadline:
                     raise
@@ -229,14 +243,15 @@ class Task(ShowsMedia):
                     **self._transport.answered(),
                 )
             if self.done:
-                self.result  # noqa: B018  (made here, where waiting is expected, not in a view)
+                if self.status == "finished":  # made here, where waiting is expected
+                    yield from self._make_result()
                 return self
             left = deadline - time.monotonic()
             if left > 0:
                 # a poll needs time to be answered: when the next would start with less than
                 # one poll_interval left, sleep out the deadline instead of sending a poll
                 # that the deadline cuts off before it can be answered
-                time.sleep(left if left - interval < poll_interval else interval)
+                yield Sleep(left if left - interval < poll_interval else interval)
                 interval = min(max_interval, interval * 1.5)
             if time.monotonic() >= deadline:  # answered, and still not ended: say so
                 raise TaskTimeoutError(
@@ -248,10 +263,59 @@ class Task(ShowsMedia):
                 )
 
     def delete(self) -> None:
-        self._transport.call("tasks.delete", {"task_id": self.task_id})
+        self._transport.run(self._delete())
+
+    def _delete(self) -> Plan[None]:
+        yield Call("tasks.delete", {"task_id": self.task_id})
 
     def _repr_html_(self) -> str:
         return task_table_html([self])
+
+
+class AsyncTask(Task):
+    """A task of the async client (:class:`dubkit.AsyncClient`): the same task, whose calls
+    are awaited. Its result, table and cell are a :class:`Task`'s.
+
+    >>> task = await client.translate.create_async(["Hello"], source="en-US", target="fr-FR")
+    >>> (await task.wait(timeout=60)).result.to_frame()
+    """
+
+    _transport: AsyncTransport
+
+    async def refresh(self, *, deadline: float | None = None) -> AsyncTask:  # type: ignore[override]
+        """Ask the service how the task stands now; this task, updated."""
+        await self._transport.run(self._refresh(deadline))
+        return self
+
+    async def wait(  # type: ignore[override]
+        self, timeout: float = 600, *, poll_interval: float = 0.5, max_interval: float = 5.0
+    ) -> AsyncTask:
+        """Poll with backoff until the task ends (the event loop runs meanwhile); raise if it
+        failed or the deadline passed."""
+        await self._transport.run(self._wait(timeout, poll_interval, max_interval))
+        return self
+
+    async def delete(self) -> None:  # type: ignore[override]
+        await self._transport.run(self._delete())
+
+    async def fresh(self) -> AsyncTask:  # type: ignore[override]
+        """A new copy as the service sees the task now (this one is left as it is)."""
+        copy = AsyncTask(
+            self._transport,
+            self.task_id,
+            task_type=self.task_type,
+            created_at=self.created_at,
+            context=self.context,
+        )
+        return await copy.refresh()
+
+
+def task_for(transport: Transport | AsyncTransport, task_id: str, **facts: Any) -> Task:
+    """A :class:`Task` handle for the sync client's transport, an :class:`AsyncTask` for the
+    async client's."""
+    if isinstance(transport, AsyncTransport):
+        return AsyncTask(transport, task_id, **facts)
+    return Task(transport, task_id, **facts)
 
 
 class TaskList(list[TaskSummary]):
@@ -312,4 +376,12 @@ def parse_time(stamp: str | None) -> float | None:
         return None
 
 
-__all__ = ["Task", "TaskList", "RESULT_TYPES", "result_of", "canonical_status"]
+__all__ = [
+    "Task",
+    "AsyncTask",
+    "task_for",
+    "TaskList",
+    "RESULT_TYPES",
+    "result_of",
+    "canonical_status",
+]
