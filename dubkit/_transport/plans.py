@@ -78,7 +78,7 @@ def done(value: T) -> Plan[T]:
 # --------------------------------------------------------------------------- the two drivers
 
 
-class Transport(Protocol):
+class Calls(Protocol):
     """What the sync driver needs of a transport (``Transport``)."""
 
     def call(
@@ -95,7 +95,7 @@ class Transport(Protocol):
     ) -> tuple[Any, str]: ...
 
 
-class AsyncTransport(Protocol):
+class AsyncCalls(Protocol):
     """What the async driver needs of a transport (``AsyncTransport``)."""
 
     async def call(
@@ -112,7 +112,7 @@ class AsyncTransport(Protocol):
     ) -> tuple[Any, str]: ...
 
 
-def run_sync(plan: Plan[T], transport: Transport) -> T:
+def run_sync(plan: Plan[T], transport: Calls) -> T:
     """Run ``plan`` to its end in this thread."""
     got: Any = None
     error: Exception | None = None
@@ -128,7 +128,7 @@ def run_sync(plan: Plan[T], transport: Transport) -> T:
             error = exc
 
 
-def _sync_step(step: Step, transport: Transport) -> Any:
+def _sync_step(step: Step, transport: Calls) -> Any:
     if isinstance(step, Call):
         return transport.call(
             step.name, step.payload, idempotency_key=step.idempotency_key, deadline=step.deadline
@@ -155,7 +155,7 @@ def _sync_step(step: Step, transport: Transport) -> Any:
     return results
 
 
-async def run_async(plan: Plan[T], transport: AsyncTransport) -> T:
+async def run_async(plan: Plan[T], transport: AsyncCalls) -> T:
     """Run ``plan`` to its end on the event loop; blocking work goes to a thread."""
     got: Any = None
     error: Exception | None = None
@@ -171,7 +171,7 @@ async def run_async(plan: Plan[T], transport: AsyncTransport) -> T:
             error = exc
 
 
-async def _async_step(step: Step, transport: AsyncTransport) -> Any:
+async def _async_step(step: Step, transport: AsyncCalls) -> Any:
     if isinstance(step, Call):
         return await transport.call(
             step.name, step.payload, idempotency_key=step.idempotency_key, deadline=step.deadline
