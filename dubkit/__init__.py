@@ -4,6 +4,7 @@
 >>> client = dubkit.connect()          # the real service with DUBKIT_API_KEY, else the sandbox
 >>> client.translate.create(["Hello"], source="en-US", target="fr-FR")
 >>> dubkit.monitor(client.translate.create_async(["Hi"], source="en-US", target="de-DE"))
+>>> client = await dubkit.connect_async()  # the same calls, awaited (asyncio, Jupyter cells)
 """
 
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import frontends, webhooks
 from ._transport import RetryPolicy, Timeout
 from ._version import __version__
-from .client import Client, connect
+from .client import AsyncClient, Client, connect, connect_async
 from .errors import (
     APIConnectionError,
     APIError,
@@ -37,6 +38,7 @@ from .errors import (
 )
 from .frontends import configure
 from .results import (
+    AsyncTask,
     Audition,
     Clone,
     DubbingResult,
@@ -91,6 +93,9 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "__version__",
     "connect",
+    "connect_async",
+    "AsyncClient",
+    "AsyncTask",
     "configure",
     "frontends",
     "monitor",

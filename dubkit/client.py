@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 from collections.abc import Callable, Mapping
@@ -15,13 +16,17 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import cassette, frontends
-from ._transport import Budget, RetryPolicy, Timeout, Transport, is_read
+from ._transport import AsyncTransport, Budget, RetryPolicy, Timeout, Transport, is_read
 from ._util.deprecation import warn_renamed
 from ._util.masking import mask_key
 from ._util.urls import is_web_url
 from .batch import start_batch
 from .errors import APIConnectionError, DubkitError, ValidationError, origin_of
 from .resources import (
+    AsyncTasksResource,
+    AsyncTranslateResource,
+    AsyncTTSResource,
+    AsyncVoicesResource,
     CloneResource,
     DubbingResource,
     MaterialsResource,
@@ -264,6 +269,14 @@ def _replaying(path: Any, strays: str | None, quiet: bool, options: dict[str, An
 def _connected(
     api_key: str | None, base_url: str | None, quiet: bool, options: dict[str, Any]
 ) -> Client:
+    key, url, handle = _where(api_key, base_url, quiet)
+    return Client(key, url, sandbox=handle, **options)
+
+
+def _where(
+    api_key: str | None, base_url: str | None, quiet: bool
+) -> tuple[str, str, SandboxHandle | None]:
+    """The key, the base URL and the sandbox (None for the service) ``connect`` chose."""
     url_field = "base_url" if base_url else "DUBKIT_BASE_URL"
     api_key = api_key or os.environ.get("DUBKIT_API_KEY") or None
     base_url = base_url or os.environ.get("DUBKIT_BASE_URL") or None
@@ -277,7 +290,7 @@ def _connected(
                 "base_url=): the service's host is "
                 "configuration",
             )
-        return Client(api_key, base_url, **options)
+        return api_key, base_url, None
     if base_url:
         handle = SandboxHandle(base_url)
         key = _sandbox_key(handle, url_field)
@@ -287,7 +300,7 @@ def _connected(
         key = handle.api_key
     if not quiet:
         print(f"dubkit: no DUBKIT_API_KEY set, {note}. Key {mask_key(key)}.")
-    return Client(key, handle.url, sandbox=handle, **options)
+    return key, handle.url, handle
 
 
 def _checked_url(url: str, field: str) -> str:
@@ -361,7 +374,134 @@ def _is_sandbox(url: str) -> bool:
         probe.close()
 
 
-__all__ = ["Client", "connect"]
+# --------------------------------------------------------------------------- the async client
+
+
+class AsyncClient:
+    """The client for asyncio code (FastAPI, a notebook's top-level ``await``): the same
+    calls under the same names, awaited, on one :class:`~dubkit._transport.AsyncTransport`
+    (httpx). Every call is checked before the network as the sync client's is, with the same
+    retries, idempotency keys, typed errors, quotes and budget; results are the same objects
+    with the same views and players.
+
+    >>> client = await dubkit.connect_async()
+    >>> speech = await client.tts.create(["Hello there!"], voice="sv_s1_en_us_clear_f")
+    >>> task = await client.translate.create_async(["Hi"], source="en-US", target="fr-FR")
+    >>> await task.wait()
+
+    It covers ``tts``, ``translate``, ``voices`` and ``tasks``, and every operation by name
+    through :meth:`call`. Uploads, cloning and dubbing are the sync client's for now.
+    """
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str,
+        *,
+        timeout: Timeout | None = None,
+        retry: RetryPolicy | None = None,
+        sandbox: SandboxHandle | None = None,
+        budget: float | None = None,
+    ) -> None:
+        transport = self._transport = AsyncTransport(
+            api_key, base_url, timeout=timeout, retry=retry
+        )
+        self.sandbox = sandbox
+        transport.talks_to_sandbox = sandbox is not None
+        if budget is not None:
+            transport.budget = Budget(budget)
+        # The Async resources hand their plans to this transport (Resource types the sync one).
+        self.tasks = AsyncTasksResource(transport)  # type: ignore[arg-type]
+        self.voices = AsyncVoicesResource(transport)
+        self.translate = AsyncTranslateResource(transport)  # type: ignore[arg-type]
+        # A TTS line's local recording is uploaded (off the loop) by the sync uploader.
+        materials = MaterialsResource(transport.blocking)
+        self.tts = AsyncTTSResource(transport, self.voices, materials)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        where = "sandbox" if self.sandbox is not None else "service"
+        return (
+            f"AsyncClient({where}, base_url={self.base_url!r}, "
+            f"api_key={self._transport.masked_key!r})"
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self.sandbox is not None
+
+    @property
+    def budget(self) -> Budget | None:
+        return self._transport.budget
+
+    @property
+    def transport(self) -> AsyncTransport:
+        return self._transport
+
+    async def call(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Any:
+        """Validate ``payload`` against operation ``name`` and send it; the envelope's data."""
+        return await self._transport.call(
+            name, payload, idempotency_key=idempotency_key, deadline=deadline
+        )
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Any:
+        """Send any call as is (see :meth:`Client.request`); the envelope's ``data``."""
+        op = OPERATIONS_BY_PATH.get((method.upper(), self._transport.api_path(path)))
+        return await self._transport.request(
+            method,
+            path,
+            params=params,
+            body=json,
+            idempotency_key=idempotency_key,
+            read=is_read(op) if op else None,
+        )
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+async def connect_async(
+    api_key: str | None = None, base_url: str | None = None, *, quiet: bool = False, **options: Any
+) -> AsyncClient:
+    """A ready :class:`AsyncClient`, chosen as :func:`connect` chooses: the service with a key,
+    else a sandbox (the embedded one starts in a thread, off the event loop).
+
+    >>> client = await dubkit.connect_async()
+    """
+    for name in ("DUBKIT_RECORD", "DUBKIT_REPLAY"):
+        if os.environ.get(name):
+            raise ValidationError(
+                name, "cassettes record and replay the sync client: use dubkit.connect()"
+            )
+    key, url, handle = await asyncio.to_thread(_where, api_key, base_url, quiet)
+    return AsyncClient(key, url, sandbox=handle, **options)
+
+
+__all__ = ["Client", "connect", "AsyncClient", "connect_async"]
 
 
 def _upload_progress(name: str) -> Callable[[UploadProgress], None]:

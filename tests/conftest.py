@@ -138,6 +138,45 @@ def client(sandbox: SandboxHandle) -> Iterator[dubkit.Client]:
 
 
 @pytest.fixture
+def sync_client(sandbox: SandboxHandle) -> Iterator[dubkit.Client]:
+    """The sync client, where a module's ``client`` is each client (widgets take this one)."""
+    _restore(sandbox)
+    with dubkit.Client(sandbox.api_key, sandbox.url, sandbox=sandbox, retry=FAST_RETRY) as c:
+        yield c
+    _restore(sandbox)
+
+
+@pytest.fixture(scope="session")
+def event_loop_thread():
+    """One event loop in a thread for the async client's calls (see tests/_clients.py)."""
+    from _clients import Loop
+
+    loop = Loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def each_client(request, sandbox: SandboxHandle, event_loop_thread):
+    """The session sandbox's default key through each client: ``dubkit.Client``, and
+    ``dubkit.AsyncClient`` behind the sync face (tests/_clients.py). A module whose scenarios
+    both must pass names it ``client``."""
+    _restore(sandbox)
+    if request.param == "sync":
+        with dubkit.Client(sandbox.api_key, sandbox.url, sandbox=sandbox, retry=FAST_RETRY) as c:
+            yield c
+    else:
+        from _clients import async_client
+
+        c = async_client(
+            sandbox.api_key, sandbox.url, event_loop_thread, sandbox=sandbox, retry=FAST_RETRY
+        )
+        yield c
+        event_loop_thread.run(c.unwrapped.aclose())
+    _restore(sandbox)
+
+
+@pytest.fixture
 def new_key(sandbox: SandboxHandle) -> str:
     return sandbox.create_key("test")
 

@@ -20,6 +20,12 @@ import dubkit._transport.plans
 import dubkit.results.task
 
 
+@pytest.fixture
+def client(each_client):
+    """This module's scenarios run through both clients (tests/_clients.py)."""
+    return each_client
+
+
 def _service_saying(status: str):
     """A stand-in service whose tasks/detail reports ``status`` for every task."""
 

@@ -15,6 +15,13 @@ import dubkit
 from dubkit.schema.prices import translation_credits
 from dubkit.widgets.tasks import TaskMonitor
 
+
+@pytest.fixture
+def client(each_client):
+    """This module's scenarios run through both clients (tests/_clients.py)."""
+    return each_client
+
+
 VOICE = "sv_s1_en_us_clear_f"
 
 

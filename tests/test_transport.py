@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
@@ -19,6 +20,13 @@ from _waiting import PATIENCE
 import dubkit
 from dubkit._transport import Outcome, RetryPolicy, Verdict, verdict
 from dubkit._util import extras_header
+
+
+@pytest.fixture
+def client(each_client):
+    """This module's scenarios run through both clients (tests/_clients.py)."""
+    return each_client
+
 
 FAST_RETRY = dubkit.RetryPolicy(max_retries=4, backoff=0.01, max_backoff=0.05, max_retry_after=0.01)
 
@@ -189,9 +197,10 @@ def test_client_raises_typed_401_without_leaking_the_key(sandbox):
 
 
 def test_callers_key_reuse_raises_conflict_without_retrying(client):
-    client.translate.create(["one"], source="en-US", target="fr-FR", idempotency_key="mine-1")
+    mine = f"mine-{uuid.uuid4().hex[:8]}"  # each client's run its own: the key is the sandbox's
+    client.translate.create(["one"], source="en-US", target="fr-FR", idempotency_key=mine)
     with pytest.raises(dubkit.IdempotencyConflictError) as info:
-        client.translate.create(["two"], source="en-US", target="fr-FR", idempotency_key="mine-1")
+        client.translate.create(["two"], source="en-US", target="fr-FR", idempotency_key=mine)
     assert info.value.first_attempt_accepted is False
     assert info.value.retry_after == 2
     assert "new key" in str(info.value)

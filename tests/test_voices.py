@@ -18,6 +18,13 @@ import dubkit
 from dubkit import samples
 from dubkit.widgets.voices import VoiceBrowser
 
+
+@pytest.fixture
+def client(each_client):
+    """This module's scenarios run through both clients (tests/_clients.py)."""
+    return each_client
+
+
 REST_PATHS = ("/openapi/v1", "assets/voice")
 
 
@@ -329,7 +336,8 @@ def test_voice_table_plays_previews_without_autoplay(client):
     assert list(frame["voice_id"]) == voices.ids and frame["audio"].notna().all()
 
 
-def test_browser_filters_ticks_and_auditions_side_by_side(client):
+def test_browser_filters_ticks_and_auditions_side_by_side(sync_client):
+    client = sync_client  # the browser is a widget of the sync client
     browser = VoiceBrowser(client, locale="en-US", page_size=5)
     assert browser.total == client.voices.presets(locale="en-US").total
     browser.set_filters(gender="male", quality="high")
@@ -347,13 +355,15 @@ def test_browser_filters_ticks_and_auditions_side_by_side(client):
     assert client.transport._secret not in view
 
 
-def test_browser_reports_an_empty_audition_instead_of_failing(client):
+def test_browser_reports_an_empty_audition_instead_of_failing(sync_client):
+    client = sync_client  # the browser is a widget of the sync client
     browser = VoiceBrowser(client, locale="sv-SE")
     assert browser.audition("Hej!") is None
     assert "tick" in browser.result
 
 
-def test_browser_controls_do_what_their_labels_say(client):
+def test_browser_controls_do_what_their_labels_say(sync_client):
+    client = sync_client  # the browser is a widget of the sync client
     """The controls as the browser sends them (the widget's comm): a filter chosen, a page
     turned, two voices ticked, the line heard, with the fields' values as they were."""
     browser = VoiceBrowser(client, locale="en-US", page_size=3)

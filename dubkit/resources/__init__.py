@@ -1,16 +1,20 @@
 """One service object per product, each on the client's one transport (as stripe-python's
 services sit on one requestor). The Client makes one of each and hands a resource the siblings
 it needs (TTS checks voices with ``client.voices`` and uploads references with
-``client.materials``), so no resource imports the client."""
+``client.materials``), so no resource imports the client.
+
+Each product's calls are written once, as plans (:mod:`dubkit._transport.plans`); the sync
+resource runs them, its ``Async…`` subclass (for :class:`dubkit.AsyncClient`) awaits the same
+plans on the async transport."""
 
 from .._util.deprecation import module_renames
 from .clone import CloneResource
 from .dubbing import DubbingResource
 from .materials import MaterialsResource
-from .tasks import TasksResource
-from .translate import TranslateResource
-from .tts import TTSResource
-from .voices import VoicesResource, unknown_voice
+from .tasks import AsyncTasksResource, TasksResource
+from .translate import AsyncTranslateResource, TranslateResource
+from .tts import AsyncTTSResource, TTSResource
+from .voices import AsyncVoicesResource, VoicesResource, unknown_voice
 
 __all__ = [
     "CloneResource",
@@ -21,6 +25,10 @@ __all__ = [
     "TTSResource",
     "VoicesResource",
     "unknown_voice",
+    "AsyncTasksResource",
+    "AsyncTranslateResource",
+    "AsyncTTSResource",
+    "AsyncVoicesResource",
 ]
 
 __getattr__ = module_renames(__name__, {"MediaResource": ("DubbingResource", DubbingResource)})

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Protocol, TypeVar
 
 from tqdm.auto import tqdm
 
-from .._transport import Transport
-from .._transport.plans import Call, Plan, StartTask
+from .._transport import AsyncTransport, Transport
+from .._transport.plans import Call, Plan, StartTask, Together
 from .._wire import checked
 from ..errors import DubkitError, IdempotencyConflictError, ValidationError
 from ..frontends import in_voila
@@ -33,6 +32,15 @@ class Resource:
         """Run a plan through this resource's transport: its result (sync), or an awaitable
         of it (the async client's transport)."""
         return self._transport.run(plan)
+
+    async def _arun(self, plan: Plan[T]) -> T:
+        """Run a plan through the async client's transport (:class:`AsyncTransport`)."""
+        transport: AsyncTransport = self._transport  # type: ignore[assignment]
+        return await transport.run(plan)
+
+    def _call(self, op: str, payload: Any = None, idempotency_key: str | None = None) -> Plan[Any]:
+        """Operation ``op`` as a plan: the envelope's data."""
+        return (yield Call(op, payload, idempotency_key=idempotency_key))
 
     def _start(
         self,
@@ -198,46 +206,38 @@ def chunk_failure(exc: DubkitError) -> str:
 
 def run_chunks(
     chunks: Sequence[T],
-    send: Callable[[T], R],
+    send: Callable[[T], Plan[R]],
     *,
     concurrency: int,
     progress: bool,
     description: str,
     weight: Callable[[T], int],
     on_error: Callable[[T, DubkitError], R] | None = None,
-) -> list[R]:
-    """Send chunks concurrently; results come back in the chunks' order.
+) -> Plan[list[R]]:
+    """Send chunks concurrently (``concurrency`` at a time: threads for the sync client, tasks
+    on the loop for the async one); results come back in the chunks' order.
 
     The batch helpers' one policy: everything is validated before the first chunk is sent;
     a chunk whose request fails becomes ``on_error(chunk, error)`` (its lines marked failed
     with :func:`chunk_failure`) so the chunks that succeeded are never lost. Without
     ``on_error`` the first error stops the rest and is raised.
     """
-    results: list[R] = [None] * len(chunks)  # type: ignore[list-item]
-    total = sum(weight(c) for c in chunks)
-    with (
-        # Voila shows a cell's outputs after it ran: a bar closed by then reads "model not
-        # found" there, so it stays (full) instead.
-        tqdm(total=total, desc=description, disable=not progress, leave=in_voila()) as bar,
-        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
-    ):
 
-        def guarded(chunk: T) -> R:
-            try:
-                return send(chunk)
-            except DubkitError as exc:
-                if on_error is None:
-                    raise
-                return on_error(chunk, exc)
-
-        futures = {pool.submit(guarded, chunk): i for i, chunk in enumerate(chunks)}
+    def guarded(chunk: T) -> Plan[R]:
         try:
-            for future in as_completed(futures):
-                index = futures[future]
-                results[index] = future.result()
-                bar.update(weight(chunks[index]))
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+            return (yield from send(chunk))
+        except DubkitError as exc:
+            if on_error is None:
+                raise
+            return on_error(chunk, exc)
+
+    total = sum(weight(c) for c in chunks)
+    # Voila shows a cell's outputs after it ran: a bar closed by then reads "model not
+    # found" there, so it stays (full) instead.
+    with tqdm(total=total, desc=description, disable=not progress, leave=in_voila()) as bar:
+        results: list[R] = yield Together(
+            [guarded(chunk) for chunk in chunks],
+            concurrency,
+            on_done=lambda i: bar.update(weight(chunks[i])),
+        )
     return results

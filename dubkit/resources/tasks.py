@@ -6,13 +6,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from .._util.deprecation import renamed, warn_renamed
-from ..results import Task, TaskList
+from ..results import AsyncTask, Task, TaskList
 from ..schema import TaskSummary
-from ._base import Resource
+from ._base import PageWalk, Resource
 
 
 class TasksResource(Resource):
@@ -65,3 +65,48 @@ class TasksResource(Resource):
         self.get(task_id, fetch=False).delete()
 
     detail = renamed("get")
+
+
+class AsyncTasksResource(TasksResource):
+    """``client.tasks`` of :class:`dubkit.AsyncClient`: the same lookups, awaited; tasks are
+    :class:`~dubkit.results.AsyncTask` (``await task.wait()``).
+
+    >>> async for record in client.tasks.iterate(status="running"):
+    ...     print(record["taskId"])
+    """
+
+    async def list(  # type: ignore[override]
+        self,
+        *,
+        task_type: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        page_size: int = 100,
+    ) -> TaskList:
+        """All matching tasks, newest first, fetched page by page (``limit`` caps the count)."""
+        query = {"task_type": task_type, "status": status}
+        records = await self._arun(self._all_pages("tasks.list", query, page_size, limit))
+        return TaskList(self._transport.read(TaskSummary, r, "tasks.list") for r in records)
+
+    async def iterate(  # type: ignore[override]
+        self,
+        *,
+        task_type: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        page_size: int = 100,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The matching task records (wire dicts), page by page as they are read."""
+        walk = PageWalk({"task_type": task_type, "status": status}, page_size, limit)
+        while (asked := walk.next_query()) is not None:
+            for record in walk.take(await self._arun(self._page_of("tasks.list", asked))):
+                yield record
+
+    async def get(self, task_id: str, *, fetch: bool = True) -> AsyncTask:  # type: ignore[override]
+        """The task ``task_id`` as the service sees it now (``NotFoundError`` if this key has
+        none); ``fetch=False`` gives a handle without asking yet."""
+        task = AsyncTask(self._transport, task_id)
+        return await task.refresh() if fetch else task
+
+    async def delete(self, task_id: str) -> None:  # type: ignore[override]
+        await (await self.get(task_id, fetch=False)).delete()

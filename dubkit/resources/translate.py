@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._transport.plans import Call, Plan
 from .._wire import checked, python_names
 from ..errors import DubkitError, ValidationError
 from ..results import Task, Translation
@@ -53,8 +54,18 @@ class TranslateResource(Resource):
         (a :class:`dubkit.Cast`) sends its terms for ``target`` as the ``glossary``. A raw
         wire body dict is accepted as the first argument.
         """
+        return self._run(self._create(segments, source, target, idempotency_key, options))
+
+    def _create(
+        self,
+        segments: Segments | Mapping[str, Any],
+        source: str | None,
+        target: str | None,
+        idempotency_key: str | None,
+        options: dict[str, Any],
+    ) -> Plan[Translation]:
         body = self._request(TranslateRequest, segments, source, target, options)
-        data = self._transport.call("translate.create", body, idempotency_key=idempotency_key)
+        data = yield Call("translate.create", body, idempotency_key=idempotency_key)
         return Translation.from_task(self._transport, data, TranslationContext.of(body))
 
     def quote(self, segments: Segments | Mapping[str, Any]) -> Quote:
@@ -100,23 +111,33 @@ class TranslateResource(Resource):
         ``errors``; so do the segments of a chunk whose request failed (e.g. 402), without
         losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
+        return self._run(self._batch(segments, source, target, concurrency, progress, options))
+
+    def _batch(
+        self,
+        segments: Segments,
+        source: str,
+        target: str,
+        concurrency: int,
+        progress: bool,
+        options: dict[str, Any],
+    ) -> Plan[Translation]:
         items = as_list(segments)
         bodies = [
             self._request(TranslateRequest, chunk, source, target, options, offset=i * MAX_LINES)
             for i, chunk in enumerate(chunked(items, MAX_LINES))
         ]
 
-        def send(body: TranslateRequest) -> TranslateResult:
-            return self._transport.read(
-                TranslateResult, self._transport.call("translate.create", body)
-            )
+        def send(body: TranslateRequest) -> Plan[TranslateResult]:
+            data = yield Call("translate.create", body)
+            return self._transport.read(TranslateResult, data)
 
         def failed(body: TranslateRequest, exc: DubkitError) -> TranslateResult:
             return TranslateResult(
                 items=[TranslateItem(error_message=chunk_failure(exc))] * len(body.segments)
             )
 
-        results = run_chunks(
+        results = yield from run_chunks(
             bodies,
             send,
             concurrency=concurrency,
@@ -218,3 +239,55 @@ def _options(
         )
     }
     return {**typed, **python_names(TranslateOptions, options or {})}
+
+
+class AsyncTranslateResource(TranslateResource):
+    """``client.translate`` of :class:`dubkit.AsyncClient`: the same calls, awaited.
+
+    >>> t = await client.translate.create(["Hello"], source="en-US", target="fr-FR")
+    """
+
+    async def create(  # type: ignore[override]
+        self,
+        segments: Segments | Mapping[str, Any],
+        *,
+        source: str | None = None,
+        target: str | None = None,
+        idempotency_key: str | None = None,
+        **options: Any,
+    ) -> Translation:
+        """Translate up to 50 segments (see :meth:`TranslateResource.create`)."""
+        return await self._arun(self._create(segments, source, target, idempotency_key, options))
+
+    async def create_async(  # type: ignore[override]
+        self,
+        segments: Segments | Mapping[str, Any],
+        *,
+        source: str | None = None,
+        target: str | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        **options: Any,
+    ) -> Task:
+        """An :class:`~dubkit.results.AsyncTask` at once (see
+        :meth:`TranslateResource.create_async`)."""
+        body = self._request(TranslateAsyncRequest, segments, source, target, options)
+        plan = self._start(
+            "translate.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
+        )
+        return await self._arun(plan)
+
+    async def batch(  # type: ignore[override]
+        self,
+        segments: Segments,
+        *,
+        source: str,
+        target: str,
+        concurrency: int = 4,
+        progress: bool = True,
+        **options: Any,
+    ) -> Translation:
+        """Any number of segments, ``concurrency`` requests at a time on the event loop (see
+        :meth:`TranslateResource.batch`)."""
+        plan = self._batch(segments, source, target, concurrency, progress, options)
+        return await self._arun(plan)

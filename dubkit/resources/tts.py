@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._transport import Transport
+from .._transport.plans import Call, Offload, Plan
 from .._util.deprecation import renamed_keywords
 from .._wire import checked, python_names, wire_name
 from ..errors import DubkitError, ValidationError
@@ -49,6 +50,8 @@ from .materials import MaterialsResource
 from .voices import VoicesResource
 
 Lines = str | Sequence[str | Mapping[str, Any]]  # a plain string is one line
+# voice, locale, output_format, trim and the line options, as a create's plan takes them
+_Options = tuple[Any, "str | None", "str | None", "bool | None", Mapping[str, Any]]
 LINE_OPTIONS = tuple(name for name in TTSLine.model_fields if name != "text")
 _RECORDINGS = ("timbre_ref_audio", "emo_ref_audio")  # may be local files, uploaded first
 
@@ -84,10 +87,51 @@ class TTSResource(Resource):
         ``output_format`` wav, mp3 or m4a (the service's default); ``trim`` strips silence.
         A raw wire body dict (with ``data``) is accepted as the first argument.
         """
+        return self._run(
+            self._create(
+                *self._create_args(
+                    lines,
+                    voice=voice,
+                    cast=cast,
+                    locale=locale,
+                    output_format=output_format,
+                    trim=trim,
+                    idempotency_key=idempotency_key,
+                    **line_options,
+                )
+            )
+        )
+
+    @renamed_keywords(language="locale")
+    def _create_args(
+        self,
+        lines: Lines | Mapping[str, Any],
+        *,
+        voice: VoiceLike | None = None,
+        cast: CastLike | None = None,
+        locale: str | None = None,
+        output_format: str | None = None,
+        trim: bool | None = None,
+        idempotency_key: str | None = None,
+        **line_options: Any,
+    ) -> tuple[Any, _Options, str | None]:
+        """:meth:`create`'s arguments as its plan takes them (:meth:`speak` passes its own)."""
         lines = cast_lines(lines, cast, voice, locale)
-        body = self._request(TTSRequest, lines, voice, locale, output_format, trim, line_options)
-        data = self._transport.call("tts.create", body, idempotency_key=idempotency_key)
-        return Speech.from_task(self._transport, data, SpeechContext.of(body))
+        return lines, (voice, locale, output_format, trim, line_options), idempotency_key
+
+    def _create(
+        self, lines: Any, options: _Options, idempotency_key: str | None = None
+    ) -> Plan[Speech]:
+        voice, locale, output_format, trim, line_options = options
+        body = yield from self._request(
+            TTSRequest, lines, voice, locale, output_format, trim, line_options
+        )
+        data = yield Call("tts.create", body, idempotency_key=idempotency_key)
+        # made off the event loop for the async client: the first clips are fetched with it
+        speech: Speech = yield Offload(
+            Speech.from_task, (self._transport.blocking, data, SpeechContext.of(body))
+        )
+        return speech
 
     def quote(
         self,
@@ -111,7 +155,11 @@ class TTSResource(Resource):
 
         Raises :class:`DubkitError` with the service's reason if the line was not spoken.
         """
-        line = self.create([text], voice=voice, **options)[0]
+        return self._run(self._speak(text, voice, options))
+
+    def _speak(self, text: str, voice: VoiceLike, options: dict[str, Any]) -> Plan[SpeechLine]:
+        lines, chosen, idempotency_key = self._create_args([text], voice=voice, **options)
+        line = (yield from self._create(lines, chosen, idempotency_key))[0]
         if not line.ok:
             raise DubkitError(
                 f"the line was not spoken: {line.error_message}", **self._transport.answered()
@@ -134,14 +182,24 @@ class TTSResource(Resource):
     ) -> Task:
         """Like :meth:`create` but returns a :class:`Task` at once (webhook ``openapi-tts``)."""
         lines = cast_lines(lines, cast, voice, locale)
-        body = self._request(
+        options = (voice, locale, output_format, trim, line_options)
+        return self._run(self._create_async(lines, options, extra_data, idempotency_key))
+
+    def _create_async(
+        self,
+        lines: Any,
+        options: _Options,
+        extra_data: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> Plan[Task]:
+        voice, locale, output_format, trim, line_options = options
+        body = yield from self._request(
             TTSAsyncRequest, lines, voice, locale, output_format, trim, line_options
         )
-        return self._run(
-            self._start(
-                "tts.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
-            )
+        task: Task = yield from self._start(
+            "tts.create_async", body, extra_data=extra_data, idempotency_key=idempotency_key
         )
+        return task
 
     @renamed_keywords(language="locale")
     def batch(
@@ -168,48 +226,43 @@ class TTSResource(Resource):
         losing the chunks that succeeded (see :func:`~dubkit.resources._base.run_chunks`).
         """
         lines = cast_lines(lines, cast, voice, locale)
+        options = (voice, locale, output_format, trim, line_options)
+        return self._run(self._batch(lines, options, concurrency, progress))
+
+    def _batch(
+        self, lines: Any, options: _Options, concurrency: int, progress: bool
+    ) -> Plan[Speech]:
+        voice, locale, output_format, trim, line_options = options
         items = [self._line(line, voice, line_options, i) for i, line in enumerate(as_list(lines))]
         if not items:
             raise ValidationError("data", "at least one line is required")
         voiced = [i for i, item in enumerate(items) if item.get("voice_id")]
-        providers = dict(
-            zip(
-                voiced,
-                self._voices._require(
-                    [items[i]["voice_id"] for i in voiced], [f"data[{i}].voiceId" for i in voiced]
-                ),
-            )
+        found = yield from self._voices._looked_up(
+            [items[i]["voice_id"] for i in voiced], [f"data[{i}].voiceId" for i in voiced]
         )
+        providers = dict(zip(voiced, found))
         groups: dict[str, list[int]] = {}
         for i in range(len(items)):
             groups.setdefault(providers.get(i, "timbre"), []).append(i)
-        jobs = [
-            (
-                indices,
-                self._request(
-                    TTSRequest,
-                    [items[i] for i in indices],
-                    None,
-                    locale,
-                    output_format,
-                    trim,
-                    {},
-                    offsets=indices,
-                ),
-            )
-            for group in groups.values()
-            for indices in chunked(group, MAX_LINES)
-        ]
+        jobs: list[tuple[Sequence[int], TTSRequest]] = []
+        for group in groups.values():
+            for indices in chunked(group, MAX_LINES):
+                chunk = [items[i] for i in indices]
+                body = yield from self._request(
+                    TTSRequest, chunk, None, locale, output_format, trim, {}, offsets=indices
+                )
+                jobs.append((indices, body))
 
-        def send(job: tuple[Sequence[int], TTSRequest]) -> TTSResult:
-            return self._transport.read(TTSResult, self._transport.call("tts.create", job[1]))
+        def send(job: tuple[Sequence[int], TTSRequest]) -> Plan[TTSResult]:
+            data = yield Call("tts.create", job[1])
+            return self._transport.read(TTSResult, data)
 
         def failed(job: tuple[Sequence[int], TTSRequest], exc: DubkitError) -> TTSResult:
             return TTSResult(
                 results=[TTSResultItem(error_message=chunk_failure(exc))] * len(job[0])
             )
 
-        answers = run_chunks(
+        answers = yield from run_chunks(
             jobs,
             send,
             concurrency=concurrency,
@@ -224,11 +277,14 @@ class TTSResource(Resource):
             for i, item in zip(indices, lined):
                 ordered[i] = item
         merged = TTSResult(results=ordered)
-        speech = Speech.from_results(
-            self._transport,
-            [merged],
-            [item.get("text") for item in items],
-            [item.get("voice_id") for item in items],
+        speech: Speech = yield Offload(  # off the event loop: the first clips are fetched
+            Speech.from_results,
+            (
+                self._transport.blocking,
+                [merged],
+                [item.get("text") for item in items],
+                [item.get("voice_id") for item in items],
+            ),
         )
         speech.task_ids = [a.task_id for a in answers if a.task_id]
         return speech
@@ -237,12 +293,24 @@ class TTSResource(Resource):
     def audition(self, text: str, voices: Sequence[VoiceLike], **options: Any) -> Audition:
         """Say ``text`` with each voice (ids or voice records) and show them side by side (any
         providers mixed)."""
+        return self._run(self._audition(text, voices, options))
+
+    def _audition(
+        self, text: str, voices: Sequence[VoiceLike], options: dict[str, Any]
+    ) -> Plan[Audition]:
         voice_ids = [voice_id_of(v) for v in as_list(voices)]
         # Checked here so an unknown id is named as the caller passed it (voices[i]).
-        self._voices._require(voice_ids, [f"voices[{i}]" for i in range(len(voice_ids))])
-        speech = self.batch(
-            [{"text": text, "voice_id": v} for v in voice_ids], progress=False, **options
+        fields = [f"voices[{i}]" for i in range(len(voice_ids))]
+        yield from self._voices._looked_up(voice_ids, fields)
+        lines = [{"text": text, "voice_id": v} for v in voice_ids]
+        chosen = (
+            None,
+            options.pop("locale", None),
+            options.pop("output_format", None),
+            options.pop("trim", None),
+            options,
         )
+        speech = yield from self._batch(lines, chosen, options.pop("concurrency", 4), False)
         return Audition(text, voice_ids, speech)
 
     # ----------------------------------------------------------------- building requests
@@ -281,10 +349,10 @@ class TTSResource(Resource):
         trim: bool | None,
         options: Mapping[str, Any],
         offsets: Sequence[int] | None = None,
-    ) -> TTSRequest:
+    ) -> Plan[TTSRequest]:
         if isinstance(lines, Mapping):  # a raw wire body
             body = checked(model, lines)
-            self._check_voices(body, offsets)
+            yield from self._check_voices(body, offsets)
             return body
         items = [self._line(line, voice, options, i) for i, line in enumerate(as_list(lines))]
         if len(items) > MAX_LINES:
@@ -315,12 +383,14 @@ class TTSResource(Resource):
             body = checked(model, {k: v for k, v in request.items() if v is not None})
         except ValidationError as exc:
             raise _renumbered(exc, offsets) from None
-        self._check_voices(body, offsets)
+        yield from self._check_voices(body, offsets)
         for (i, name), path in local.items():
-            setattr(body.data[i], name, self._materials._audio_url(path, wire_name(TTSLine, name)))
+            # an upload: off the event loop for the async client
+            url = yield Offload(self._materials._audio_url, (path, wire_name(TTSLine, name)))
+            setattr(body.data[i], name, url)
         return body
 
-    def _check_voices(self, body: TTSRequest, offsets: Sequence[int] | None) -> None:
+    def _check_voices(self, body: TTSRequest, offsets: Sequence[int] | None) -> Plan[None]:
         """What the client can tell before sending: voices exist, one provider, timbre rules.
 
         Voices not seen yet are looked up in the service's own lists (once, then remembered),
@@ -331,7 +401,7 @@ class TTSResource(Resource):
             return f"data[{offsets[i] if offsets else i}]"
 
         voiced = [i for i, line in enumerate(body.data) if line.voice_id]
-        found = self._voices._require(
+        found = yield from self._voices._looked_up(
             [body.data[i].voice_id for i in voiced], [f"{name(i)}.voiceId" for i in voiced]
         )
         providers: dict[str, int] = {}
@@ -369,3 +439,89 @@ def _renumbered(exc: ValidationError, offsets: Sequence[int] | None) -> Validati
 
 def _not_answered(why: str) -> TTSResultItem:
     return TTSResultItem(error_message=why)
+
+
+class AsyncTTSResource(TTSResource):
+    """``client.tts`` of :class:`dubkit.AsyncClient`: the same calls, awaited; the same
+    checks before the network and the same :class:`Speech` results (made off the loop).
+
+    >>> speech = await client.tts.create(["Hello there!"], voice="sv_s1_en_us_clear_f")
+    >>> speech = await client.tts.batch(thousand_lines, voice="sv_…", concurrency=8)
+    """
+
+    @renamed_keywords(language="locale")
+    async def create(  # type: ignore[override]
+        self,
+        lines: Lines | Mapping[str, Any],
+        *,
+        voice: VoiceLike | None = None,
+        cast: CastLike | None = None,
+        locale: str | None = None,
+        output_format: str | None = None,
+        trim: bool | None = None,
+        idempotency_key: str | None = None,
+        **line_options: Any,
+    ) -> Speech:
+        """Speak up to 50 lines of one provider (see :meth:`TTSResource.create`)."""
+        args = self._create_args(
+            lines,
+            voice=voice,
+            cast=cast,
+            locale=locale,
+            output_format=output_format,
+            trim=trim,
+            idempotency_key=idempotency_key,
+            **line_options,
+        )
+        return await self._arun(self._create(*args))
+
+    async def speak(self, text: str, voice: VoiceLike, **options: Any) -> SpeechLine:  # type: ignore[override]
+        """One text, one voice, one :class:`SpeechLine` (see :meth:`TTSResource.speak`)."""
+        return await self._arun(self._speak(text, voice, options))
+
+    @renamed_keywords(language="locale")
+    async def create_async(  # type: ignore[override]
+        self,
+        lines: Lines | Mapping[str, Any],
+        *,
+        voice: VoiceLike | None = None,
+        cast: CastLike | None = None,
+        locale: str | None = None,
+        output_format: str | None = None,
+        trim: bool | None = None,
+        extra_data: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        **line_options: Any,
+    ) -> Task:
+        """An :class:`~dubkit.results.AsyncTask` at once (see :meth:`TTSResource.create_async`)."""
+        lines = cast_lines(lines, cast, voice, locale)
+        options = (voice, locale, output_format, trim, line_options)
+        plan = self._create_async(lines, options, extra_data, idempotency_key)
+        return await self._arun(plan)
+
+    @renamed_keywords(language="locale")
+    async def batch(  # type: ignore[override]
+        self,
+        lines: Lines,
+        *,
+        voice: VoiceLike | None = None,
+        cast: CastLike | None = None,
+        locale: str | None = None,
+        output_format: str | None = None,
+        trim: bool | None = None,
+        concurrency: int = 4,
+        progress: bool = True,
+        **line_options: Any,
+    ) -> Speech:
+        """Any number of lines, ``concurrency`` requests at a time on the event loop (see
+        :meth:`TTSResource.batch`)."""
+        lines = cast_lines(lines, cast, voice, locale)
+        options = (voice, locale, output_format, trim, line_options)
+        return await self._arun(self._batch(lines, options, concurrency, progress))
+
+    @renamed_keywords(voice_ids="voices")
+    async def audition(  # type: ignore[override]
+        self, text: str, voices: Sequence[VoiceLike], **options: Any
+    ) -> Audition:
+        """``text`` in each voice, side by side (see :meth:`TTSResource.audition`)."""
+        return await self._arun(self._audition(text, voices, options))

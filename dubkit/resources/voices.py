@@ -17,9 +17,10 @@ wherever it is passed: looked up in the service's own lists before anything is s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar, cast
 
+from .._transport.plans import Call, Plan
 from .._util.deprecation import renamed, renamed_keywords
 from ..errors import UnexpectedAnswerError, ValidationError
 from ..results import VoiceList
@@ -112,26 +113,29 @@ class VoicesResource(Resource):
             "order": order,
             **wire,
         }
-        return self._list("voices.presets", PresetVoice, query, limit, page_size)
+        return self._run(self._list("voices.presets", PresetVoice, query, limit, page_size))
 
     def presets_page(
         self, page: int = 1, page_size: int = 10, **filters: Any
     ) -> VoiceList[PresetVoice]:
         """One page of presets (for paged views; filters as :meth:`presets`); ``total``
         counts every match."""
-        return self._page("voices.presets", PresetVoice, page, page_size, filters)
+        return self._run(self._page("voices.presets", PresetVoice, page, page_size, filters))
 
     @renamed_keywords(voice_id="voice")
     def preset(self, voice: VoiceLike) -> PresetVoice:
         """The preset ``voice`` (its id, or a record with one); a
         :class:`~dubkit.ValidationError` naming ``voice`` if the catalogue has none (as for any
         unknown voice id, see :func:`unknown_voice`)."""
+        return self._run(self._preset(voice))
+
+    def _preset(self, voice: VoiceLike) -> Plan[PresetVoice]:
         voice = voice_id_of(voice)
         if not isinstance(voice, str) or not voice.strip():
             # An empty filter would list the whole catalogue: refuse it rather than answer
             # with some other voice.
             raise unknown_voice("voice", voice)
-        found = self.presets(voice=voice, limit=1)
+        found = yield from self._list("voices.presets", PresetVoice, {"voice_id": voice}, 1, 50)
         if not found:  # the list was asked: the error keeps its answer's req_id
             raise unknown_voice(
                 "voice", voice, presets_only=True, req_id=self._transport.answered().get("req_id")
@@ -170,18 +174,24 @@ class VoicesResource(Resource):
             "order": order,
             **wire,
         }
-        return self._list("voices.clones", ClonedVoice, query, limit, page_size)
+        return self._run(self._list("voices.clones", ClonedVoice, query, limit, page_size))
 
     @renamed_keywords(voice_id="voice")
     def rename(self, voice: VoiceLike, name: str) -> None:
         """Give a cloned voice (its id, or its record) a new display name."""
-        self._transport.call("voices.rename", {"voice_id": voice_id_of(voice), "voice_name": name})
+        # returned: on the async client's transport it is the awaitable of the call
+        return self._run(  # type: ignore[no-any-return]
+            self._call("voices.rename", {"voice_id": voice_id_of(voice), "voice_name": name})
+        )
 
     @renamed_keywords(voice_id="voice")
     def delete(self, voice: VoiceLike) -> None:
         """Delete a cloned voice (its id, or its record): it leaves lists and TTS."""
+        return self._run(self._delete(voice))
+
+    def _delete(self, voice: VoiceLike) -> Plan[None]:
         voice_id = voice_id_of(voice)
-        self._transport.call("voices.delete", {"voice_id": voice_id})
+        yield Call("voices.delete", {"voice_id": voice_id})
         if isinstance(voice_id, str):
             self._providers.pop(voice_id, None)
 
@@ -200,6 +210,10 @@ class VoicesResource(Resource):
 
         The first id neither list has raises :func:`unknown_voice` naming ``fields[i]``.
         """
+        return self._run(self._looked_up(voice_ids, fields))
+
+    def _looked_up(self, voice_ids: Sequence[Any], fields: Sequence[str]) -> Plan[list[str]]:
+        """:meth:`_require` as a plan."""
         wanted = {
             v
             for v in voice_ids
@@ -207,9 +221,9 @@ class VoicesResource(Resource):
         }
         clones = sorted(v for v in wanted if v.startswith("cv_"))
         if clones:
-            self.clones(voices=clones)
+            yield from self._list("voices.clones", ClonedVoice, {"voice_ids": clones}, None, 50)
         for preset_id in sorted(wanted - set(clones)):
-            self.presets(voice=preset_id, limit=1)
+            yield from self._list("voices.presets", PresetVoice, {"voice_id": preset_id}, 1, 50)
         # An error keeps the req_id of the lists it was looked up in (its hint names Python calls,
         # not REST paths, so the path stays out of its text).
         asked = self._transport.answered().get("req_id") if wanted else None
@@ -234,21 +248,19 @@ class VoicesResource(Resource):
 
     def _list(
         self, op: str, model: type[V], query: dict[str, Any], limit: int | None, page_size: int
-    ) -> VoiceList[V]:
+    ) -> Plan[VoiceList[V]]:
         totals: list[int] = []
-        voices = [
-            self._seen(self._transport.read(model, r, op))
-            for r in self._pages(op, _clean(query), page_size, limit, totals)
-        ]
+        records = yield from self._all_pages(op, _clean(query), page_size, limit, totals)
+        voices = [self._seen(self._transport.read(model, r, op)) for r in records]
         return VoiceList(voices, totals[0] if totals else 0)
 
     def _page(
         self, op: str, model: type[V], page: int, page_size: int, filters: dict[str, Any]
-    ) -> VoiceList[V]:
+    ) -> Plan[VoiceList[V]]:
         names = {"search": "search_name"}  # the friendly name of presets()'s filter
         query = {names.get(k, k): v for k, v in filters.items()}
-        answer = self._run(
-            self._page_of(op, _clean({**query, "current_page": page, "page_size": page_size}))
+        answer = yield from self._page_of(
+            op, _clean({**query, "current_page": page, "page_size": page_size})
         )
         return VoiceList(
             [self._seen(self._transport.read(model, r, op)) for r in answer.records],
@@ -262,3 +274,39 @@ class VoicesResource(Resource):
 
 def _clean(query: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in query.items() if v is not None and v != ""}
+
+
+class AsyncVoicesResource(VoicesResource):
+    """``client.voices`` of :class:`dubkit.AsyncClient`: the same lists, awaited, with the same
+    filters (``**filters`` are :meth:`VoicesResource.presets`'s and :meth:`~VoicesResource.clones`'s).
+
+    The sync methods build each query and hand its plan to ``_run``, which on the async
+    client's transport gives an awaitable: awaiting them here keeps one query builder.
+    """
+
+    async def presets(self, **filters: Any) -> VoiceList[PresetVoice]:  # type: ignore[override]
+        """Preset voices matching every filter given, all pages (``limit`` caps the count)."""
+        return await cast(Awaitable[VoiceList[PresetVoice]], super().presets(**filters))
+
+    async def clones(self, **filters: Any) -> VoiceList[ClonedVoice]:  # type: ignore[override]
+        """This key's cloned voices, all pages."""
+        return await cast(Awaitable[VoiceList[ClonedVoice]], super().clones(**filters))
+
+    async def presets_page(  # type: ignore[override]
+        self, page: int = 1, page_size: int = 10, **filters: Any
+    ) -> VoiceList[PresetVoice]:
+        """One page of presets; ``total`` counts every match."""
+        made = super().presets_page(page, page_size, **filters)
+        return await cast(Awaitable[VoiceList[PresetVoice]], made)
+
+    async def preset(self, voice: VoiceLike) -> PresetVoice:  # type: ignore[override]
+        """The preset ``voice``, or a ValidationError naming ``voice``."""
+        return await self._arun(self._preset(voice))
+
+    async def rename(self, voice: VoiceLike, name: str) -> None:  # type: ignore[override]
+        """Give a cloned voice a new display name."""
+        await cast(Awaitable[None], super().rename(voice, name))
+
+    async def delete(self, voice: VoiceLike) -> None:  # type: ignore[override]
+        """Delete a cloned voice: it leaves lists and TTS."""
+        await self._arun(self._delete(voice))

@@ -184,6 +184,17 @@ class Task(ShowsMedia):
             context=self.context,
         ).refresh()
 
+    def polled(self) -> Task:
+        """A fresh copy asked from this thread, whatever the client: what a task cell's own
+        thread polls with (an :class:`AsyncTask`'s calls belong to its event loop)."""
+        return Task(
+            self._transport.blocking,
+            self.task_id,
+            task_type=self.task_type,
+            created_at=self.created_at,
+            context=self.context,
+        ).refresh()
+
     def apply(
         self,
         task_type: str | None,

@@ -164,7 +164,7 @@ class TaskMonitor(LiveHTML):
         for task in [t for t in self.tasks if not t.done]:
             try:
                 # A fresh copy, applied only if no pushed event ended the task meanwhile.
-                fresh = task.fresh()
+                fresh = task.polled()
                 self.last_error = None
             except Exception as exc:  # keep watching through a flaky connection
                 self.last_error = f"{type(exc).__name__}: {exc}"
