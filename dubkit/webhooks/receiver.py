@@ -5,6 +5,7 @@
 ... def translated(event: TranslateEvent) -> None:
 ...     save(event.task_id, event.result.items)
 >>> receiver.serve(port=8787)            # a notebook; or gunicorn 'app:receiver.wsgi_app'
+>>> app.mount("/webhooks", receiver.asgi_app)   # FastAPI, Starlette; or uvicorn
 
 One delivery, in order: size check (413), :func:`verify` (401), :func:`parse` (400), then the
 ``pipelineKey`` is recorded in the :class:`EventStore` (a key seen before is answered 200 and
@@ -15,7 +16,9 @@ the event becomes a dead letter (:meth:`Receiver.dead_letters`, :meth:`Receiver.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import inspect
 import logging
 import os
 import threading
@@ -27,6 +30,7 @@ from typing import Any, NamedTuple
 from .._util.masking import mask_key
 from ..errors import ValidationError, WebhookVerificationError
 from . import push
+from ._asgi import ASGIApp
 from ._leases import Leases
 from ._queue import WorkQueue
 from .deliveries import Delivery, DeliveryLog
@@ -36,9 +40,21 @@ from .signature import TOLERANCE_SECONDS, verify
 from .store import DEFAULT_RETENTION, Attempt, EventStore
 
 log = logging.getLogger("dubkit.webhooks")
-Handler = Callable[[WebhookEvent], Any]
+Handler = Callable[[WebhookEvent], Any]  # a plain def, or an async def (awaited by a worker)
 STORE_RETRY = 1.0  # seconds before an event whose store failed mid-attempt is tried again
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # envelopes are small; the sandbox's own body limit
+
+
+_loops = threading.local()
+
+
+def _worker_loop() -> asyncio.AbstractEventLoop:
+    """This worker thread's event loop for ``async def`` handlers, kept for the thread's life
+    (a handler's async clients stay on one loop from one event to the next)."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _loops.loop = asyncio.new_event_loop()
+    return loop
 
 
 def open_store(store: str | Path | None) -> EventStore | PostgresEventStore:
@@ -139,6 +155,12 @@ class Receiver:
             )
 
         def register(fn: Handler) -> Handler:
+            if transaction and inspect.iscoroutinefunction(fn):
+                raise ValidationError(
+                    "transaction",
+                    "a handler in the event's transaction is a plain def: it writes through "
+                    "the transaction's (sync) connection before the event is marked done",
+                )
             if event in self._handlers:
                 raise ValueError(
                     f"event: a handler for {event!r} is already registered; "
@@ -321,7 +343,9 @@ class Receiver:
                 if handler.transaction:
                     handler.fn(event, attempt.connection)
                 else:
-                    handler.fn(event)
+                    done = handler.fn(event)
+                    if inspect.isawaitable(done):  # an async def handler: awaited right here
+                        _worker_loop().run_until_complete(done)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             tried = int(attempt.row["attempts"]) + 1
@@ -397,6 +421,14 @@ class Receiver:
         from ._server import wsgi_call
 
         return wsgi_call(self, environ, start_response)
+
+    @property
+    def asgi_app(self) -> ASGIApp:
+        """The ASGI application: ``app.mount("/webhooks", receiver.asgi_app)`` in FastAPI or
+        Starlette (call ``receiver.stop()`` on the app's shutdown), or ``uvicorn
+        module:receiver.asgi_app``. The same checks, store and handlers as :meth:`wsgi_app`
+        (see :mod:`dubkit.webhooks._asgi`)."""
+        return ASGIApp(self)
 
     def serve(
         self,
