@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 import requests
+from _clients import async_client
 from _waiting import PATIENCE, wait_for
 
 import dubkit
@@ -193,10 +194,18 @@ CALLS: list[tuple[str, Step]] = [
 ]
 
 
-def _run_all(client: dubkit.Client, folder: Path, errors_allowed: bool) -> dict[str, str]:
+# The calls the async client makes (its products so far).
+ASYNC_CALLS = [
+    (n, s) for n, s in CALLS if n.split(".")[0] in ("tts", "translate", "tasks", "voices")
+]
+
+
+def _run_all(
+    client: Any, folder: Path, errors_allowed: bool, calls: list[tuple[str, Step]] = CALLS
+) -> dict[str, str]:
     """Each call in turn; what it gave (a typed error's class where errors are allowed)."""
     made, outcome = Made(folder, patience=2.0 if errors_allowed else PATIENCE), {}
-    for name, step in CALLS:
+    for name, step in calls:
         try:
             step(client, made)
             outcome[name] = "ok"
@@ -235,3 +244,35 @@ def test_every_request_passes_prism_when_it_makes_the_answers_up(dynamic_mock, t
         dynamic_mock.refused()
     )
     assert dynamic_mock.served() >= len(CALLS) // 2, dynamic_mock.log[-20:]
+
+
+def test_the_async_client_s_requests_pass_prism_in_front_of_the_sandbox(
+    proxy, sandbox, tmp_path, event_loop_thread
+):
+    client = async_client(sandbox.api_key, proxy.url, event_loop_thread)
+    before = proxy.served()
+    try:
+        outcome = _run_all(client, tmp_path, errors_allowed=False, calls=ASYNC_CALLS)
+    finally:
+        event_loop_thread.run(client.unwrapped.aclose())
+    assert set(outcome.values()) == {"ok"}, outcome
+    assert not proxy.refused(), "Prism refused requests:\n" + "\n".join(proxy.refused())
+    assert proxy.served() - before >= len(ASYNC_CALLS), proxy.log[-20:]  # through Prism
+
+
+def test_the_async_client_meets_prism_s_made_up_answers_with_results_or_typed_errors(
+    dynamic_mock, tmp_path, event_loop_thread
+):
+    no_wait = dubkit.RetryPolicy(max_retries=1, backoff=0.0, max_backoff=0.0, max_retry_after=0.0)
+    client = async_client(
+        "sk_referee_0123456789", dynamic_mock.url, event_loop_thread, retry=no_wait
+    )
+    try:
+        outcome = _run_all(client, tmp_path, errors_allowed=True, calls=ASYNC_CALLS)
+    finally:
+        event_loop_thread.run(client.unwrapped.aclose())
+    print("against answers Prism made up, through the async client:", outcome)
+    assert dynamic_mock.served() - before >= len(ASYNC_CALLS) // 2, dynamic_mock.log[-20:]
+    assert not dynamic_mock.refused(), "Prism refused requests:\n" + "\n".join(
+        dynamic_mock.refused()
+    )

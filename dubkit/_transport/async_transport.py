@@ -219,6 +219,7 @@ class AsyncTransport(TransportCore):
                 scope=scope,
             )
             self._twin.talks_to_sandbox = self.talks_to_sandbox
+            self._twin.answers_of = self.answers_of  # a result it makes names our answers
             self._twin.budget = self.budget
         return self._twin
 

@@ -150,6 +150,9 @@ class TransportCore:
         self.retry = retry or RetryPolicy()
         self._auth_header = (header, scheme + secret) if secret is not None else None
         self._auth_scope = (self.base_url + scope).rstrip("/")
+        # Whose answers answered() and read() speak of: this transport's own, or (for the async
+        # transport's sync twin, which makes results off the loop) the async transport's.
+        self.answers_of: int = id(self)
         self.budget: Budget | None = None  # the client's ceiling on credits, if it set one
         # Whether a dubkit sandbox answers (it sends its labelled extras beside the body).
         self.talks_to_sandbox = False
@@ -316,7 +319,7 @@ class TransportCore:
         while True:
             data, error, outcome, why = yield from self._attempt(exchange, deadline)
             if error is None:
-                _LAST.set((id(self), exchange.context, exchange.operation))
+                _LAST.set((self.answers_of, exchange.context, exchange.operation))
                 return data
             judged = exchange.judge(self.retry, outcome, why)
             if not judged.retry:
@@ -465,7 +468,7 @@ class TransportCore:
         """``method``, ``path`` and ``req_id`` of the last API call this thread (or asyncio
         task) got an answer to: what an error about that answer's content carries."""
         last = _LAST.get(None)
-        return dict(last[1]) if last is not None and last[0] == id(self) else {}
+        return dict(last[1]) if last is not None and last[0] == self.answers_of else {}
 
     def read(self, model: type[M], data: Any, operation: str | None = None) -> M:
         """``data`` of the last answer as ``model``; an answer that does not fit is an
@@ -476,7 +479,7 @@ class TransportCore:
         except pydantic.ValidationError:
             pass  # read again below, by what makes the error (only a misfit pays for it)
         last = _LAST.get(None)
-        named = last[2] if last is not None and last[0] == id(self) else None
+        named = last[2] if last is not None and last[0] == self.answers_of else None
         said = operation or named or "an answer"
         return answer_as(model, data, operation=said, context=self.answered())
 
