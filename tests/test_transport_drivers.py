@@ -217,3 +217,18 @@ def test_a_deadline_bounds_the_whole_call_retries_included(drive):
     said = info.value
     # the last 503, or the deadline cutting the last attempt's read short
     assert said.http_status == 503 or isinstance(said, dubkit.APITimeoutError), said
+
+
+def test_a_base_url_with_credentials_still_sends_the_key_as_bearer(drive):
+    """A user:password in base_url (a proxy's, a copy-paste) never becomes a Basic header in
+    place of the API key (httpx made one, before its request auth was set)."""
+    seen: list[str | None] = []
+
+    def record(method, headers, body):
+        seen.append({k.lower(): v for k, v in headers.items()}.get("authorization"))
+        return 200, {"Content-Type": "application/json"}, b'{"code": 200, "data": {}}'
+
+    with local_http(record) as url:
+        t = drive("sk_x_0000000000000", url.replace("http://", "http://user:pw@"))
+        t.call("tasks.list", {})
+    assert seen == ["Bearer sk_x_0000000000000"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -25,6 +25,18 @@ from .policy import RetryPolicy, Timeout
 from .transport import Transport
 
 T = TypeVar("T")
+
+
+class _HeadersOnly(httpx.Auth):
+    """The secret is in the request's headers already (the core's scope rule). Given as the
+    request's auth, it keeps httpx from making a Basic header out of a base_url's
+    user:password over it (as the sync transport's auth keeps requests from it)."""
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        yield request
+
+
+_HEADERS_ONLY = _HeadersOnly()
 
 
 class AsyncTransport(TransportCore):
@@ -179,6 +191,7 @@ class AsyncTransport(TransportCore):
                 headers=wire.headers,
                 json=wire.json,
                 content=wire.data,
+                auth=_HEADERS_ONLY,
                 timeout=httpx.Timeout(connect=connect, read=read, write=read, pool=connect),
             )
         except (httpx.ConnectTimeout, httpx.PoolTimeout):

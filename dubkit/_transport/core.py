@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Generator, Mapping
@@ -96,8 +97,6 @@ class Reply:
         return 300 <= self.status < 400 and "location" in self.headers
 
     def json(self) -> Any:
-        import json
-
         return json.loads(self.content)
 
 

@@ -196,6 +196,8 @@ class Transport(TransportCore):
             headers=wire.headers,
             data=wire.data,
             json=wire.json,
+            # The secret is in wire.headers already; an auth given here also keeps requests
+            # from turning a base_url's user:password into a Basic header over it.
             auth=session.auth,
             cookies=session.cookies,
             hooks=session.hooks,

@@ -19,19 +19,14 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
+from ._server import _Answer
+
 log = logging.getLogger("dubkit.webhooks")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-
-
-class _Answer(Protocol):
-    @property
-    def status(self) -> int: ...
-    @property
-    def body(self) -> dict[str, Any]: ...
 
 
 class Receiving(Protocol):
