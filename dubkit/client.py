@@ -23,6 +23,9 @@ from ._util.urls import is_web_url
 from .batch import start_batch
 from .errors import APIConnectionError, DubkitError, ValidationError, origin_of
 from .resources import (
+    AsyncCloneResource,
+    AsyncDubbingResource,
+    AsyncMaterialsResource,
     AsyncTasksResource,
     AsyncTranslateResource,
     AsyncTTSResource,
@@ -64,7 +67,22 @@ class Client:
         sandbox: SandboxHandle | None = None,
         budget: float | None = None,
     ) -> None:
-        transport = self._transport = Transport(api_key, base_url, timeout=timeout, retry=retry)
+        self._set_up(Transport(api_key, base_url, timeout=timeout, retry=retry), sandbox, budget)
+
+    @classmethod
+    def _over(
+        cls, transport: Transport, sandbox: SandboxHandle | None, budget: float | None
+    ) -> Client:
+        """A client on an existing transport (the async client's sync twin, see
+        :class:`AsyncClient`)."""
+        client = cls.__new__(cls)
+        client._set_up(transport, sandbox, budget)
+        return client
+
+    def _set_up(
+        self, transport: Transport, sandbox: SandboxHandle | None, budget: float | None
+    ) -> None:
+        self._transport = transport
         self.sandbox = sandbox  # the SandboxHandle when this client talks to the sandbox
         transport.talks_to_sandbox = sandbox is not None
         # Each resource gets the siblings it uses, so none of them needs the client.
@@ -389,8 +407,9 @@ class AsyncClient:
     >>> task = await client.translate.create_async(["Hi"], source="en-US", target="fr-FR")
     >>> await task.wait()
 
-    It covers ``tts``, ``translate``, ``voices`` and ``tasks``, and every operation by name
-    through :meth:`call`. Uploads, cloning and dubbing are the sync client's for now.
+    ``tts``, ``translate``, ``voices`` and ``tasks`` await the sync client's plans on the
+    event loop; ``materials``, ``clones`` and ``dubbing`` (file and media work as much as
+    HTTP) run the sync client's calls in a worker thread. Any operation by name: :meth:`call`.
     """
 
     def __init__(
@@ -408,15 +427,18 @@ class AsyncClient:
         )
         self.sandbox = sandbox
         transport.talks_to_sandbox = sandbox is not None
-        if budget is not None:
-            transport.budget = Budget(budget)
+        # Uploads, clones and dubs are the sync client's calls run off the loop, on a twin
+        # over the same place with the same budget (which prices dubs by their materials).
+        twin = Client._over(transport.blocking, sandbox, budget)
+        transport.budget = twin.budget
         # The Async resources hand their plans to this transport (Resource types the sync one).
         self.tasks = AsyncTasksResource(transport)  # type: ignore[arg-type]
         self.voices = AsyncVoicesResource(transport)
         self.translate = AsyncTranslateResource(transport)  # type: ignore[arg-type]
-        # A TTS line's local recording is uploaded (off the loop) by the sync uploader.
-        materials = MaterialsResource(transport.blocking)
-        self.tts = AsyncTTSResource(transport, self.voices, materials)  # type: ignore[arg-type]
+        self.materials = AsyncMaterialsResource(transport, twin.materials)
+        self.tts = AsyncTTSResource(transport, self.voices, twin.materials)  # type: ignore[arg-type]
+        self.clones = AsyncCloneResource(transport, twin.clones)
+        self.dubbing = AsyncDubbingResource(transport, twin.dubbing)
 
     def __repr__(self) -> str:
         where = "sandbox" if self.sandbox is not None else "service"

@@ -15,6 +15,9 @@ from typing import Any
 
 import dubkit
 from dubkit.resources import (
+    AsyncCloneResource,
+    AsyncDubbingResource,
+    AsyncMaterialsResource,
     AsyncTasksResource,
     AsyncTranslateResource,
     AsyncTTSResource,
@@ -25,6 +28,9 @@ from dubkit.results import AsyncTask
 WRAPPED = (
     dubkit.AsyncClient,
     AsyncTask,
+    AsyncCloneResource,
+    AsyncDubbingResource,
+    AsyncMaterialsResource,
     AsyncTasksResource,
     AsyncTranslateResource,
     AsyncTTSResource,

@@ -121,6 +121,18 @@ def test_async_clone_from_a_material_is_a_task_with_the_clone(api, speaker_files
     assert clone.provider == "V3"  # English sample, no provider given
 
 
+def test_each_client_clones_a_recording_and_speaks_with_the_clone(each_client, speaker_files):
+    recording = speaker_files["high_fast_female"]
+    clone = each_client.clones.create(recording, name="Both", locale="en-US", text=TEXT)
+    assert isinstance(clone, Clone) and clone.voice_id in each_client.voices.clones().ids
+    task = each_client.clones.create_async(recording, name="Later", text=TEXT)
+    async_client = isinstance(each_client, dubkit.AsyncClient)
+    assert isinstance(task, dubkit.AsyncTask if async_client else dubkit.Task)
+    assert task.wait(PATIENCE).result.voice_id in each_client.voices.clones().ids
+    line = each_client.tts.speak("Now I say anything.", clone.voice_id)
+    assert heard(line.uri).gender == "female"
+
+
 def test_any_reachable_url_can_be_the_reference(api, speaker_files, web):
     folder, base = web
     (folder / "ref.wav").write_bytes(speaker_files["low_slow_male"].read_bytes())

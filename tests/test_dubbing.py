@@ -394,15 +394,38 @@ def test_a_task_whose_media_broke_ends_failed_with_a_message_and_a_refund(
     assert credits(sandbox, key) == before
 
 
-def test_bad_options_are_refused_before_a_local_file_is_uploaded(client, tmp_path):
-    from dubkit import samples
-
+def test_bad_options_are_refused_before_a_local_file_is_uploaded(each_client, tmp_path):
     clip = samples.speech_recording(tmp_path / "talk.wav", "Nothing to upload yet.")
-    before = len(client.materials.list())
+    before = len(each_client.materials.list())
     with pytest.raises(dubkit.ValidationError) as info:
-        client.dubbing.create(clip, target="fr-FR", clone_mode="chorus")
+        each_client.dubbing.create(clip, target="fr-FR", clone_mode="chorus")
     assert info.value.field == "options.voiceClone.mode"
-    assert len(client.materials.list()) == before
+    assert len(each_client.materials.list()) == before
+
+
+def test_each_client_uploads_a_local_file_dubs_it_and_waits_for_the_task(each_client, tmp_path):
+    clip = samples.narrated_clip(tmp_path / "talk.mp4", ["Good morning and welcome."])
+    task = each_client.dubbing.create(clip, target="fr-FR", source="en-US")
+    async_client = isinstance(each_client, dubkit.AsyncClient)
+    assert isinstance(task, dubkit.AsyncTask if async_client else dubkit.Task)
+    assert task.task_type == "vt" and task.idempotency_key
+    dub = task.wait(PATIENCE).result
+    assert [line.source_text for line in dub.script] == ["Good morning and welcome."]
+    assert dub.video.url and dub.subtitles.srt
+    assert task.task_id in [t.task_id for t in each_client.tasks.list()]
+
+
+def test_the_async_client_s_budget_refuses_a_dub_before_its_file_is_uploaded(
+    sandbox, new_key, event_loop_thread, tmp_path
+):
+    from _clients import async_client
+
+    client = async_client(new_key, sandbox.url, event_loop_thread, sandbox=sandbox, budget=0.01)
+    clip = samples.speech_recording(tmp_path / "talk.wav", "Too dear for this budget.")
+    with pytest.raises(dubkit.BudgetExceededError):
+        client.dubbing.create(clip, target="fr-FR")
+    assert client.materials.list() == [] and client.tasks.list() == []
+    event_loop_thread.run(client.unwrapped.aclose())
 
 
 @pytest.mark.parametrize(

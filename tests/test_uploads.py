@@ -643,3 +643,61 @@ def test_bytes_registered_by_another_upload_while_the_url_expired_are_that_mater
         )
         material = client.materials.upload(sample, state_dir=tmp_path / "state", progress=False)
     assert material.material_id == "mat_theirs" and not double.unscripted
+
+
+def test_each_client_uploads_lists_finds_and_deletes_a_material(each_client, tmp_path):
+    path = samples.noise_wav(tmp_path / "both.wav", 20_000)
+    material = each_client.materials.upload(path, progress=False, state_dir=tmp_path / "state")
+    assert isinstance(material, Material) and material.category == "audio"
+    assert material.file_hash == hashlib.md5(path.read_bytes()).hexdigest()
+    ids = [m.material_id for m in each_client.materials.list()]
+    assert material.material_id in ids
+    # iterate() is an async generator on the async client, read page by page off the loop
+    assert [m.material_id for m in each_client.materials.iterate(limit=1)] == ids[:1]
+    assert each_client.materials.get(material.material_id).name == "both.wav"
+    assert each_client.materials.find_by_hash(material.file_hash).material_id == (
+        material.material_id
+    )
+    each_client.materials.delete(material)
+    assert not each_client.materials.is_registered(material.material_id)
+
+
+def test_an_async_upload_leaves_the_event_loop_running(sandbox, event_loop_thread, tmp_path):
+    """Each part's progress report (from the upload's threads) waits until a coroutine on the
+    client's loop has run since the last one: an upload that held the loop would never end."""
+    import asyncio
+    import threading
+
+    from _waiting import PATIENCE
+
+    path = samples.noise_wav(tmp_path / "parts.wav", 11 * MiB)
+    ticked, reports = threading.Event(), []
+
+    def report(progress):
+        reports.append(progress.parts_done)
+        assert ticked.wait(PATIENCE), "the event loop did not run during the upload"
+        ticked.clear()
+
+    async def ticking():
+        while True:
+            ticked.set()
+            await asyncio.sleep(0.01)
+
+    async def scenario():
+        ticker = asyncio.get_running_loop().create_task(ticking())
+        async with dubkit.AsyncClient(sandbox.api_key, sandbox.url, sandbox=sandbox) as client:
+            material = await client.materials.upload(
+                path,
+                part_size=5 * MiB,
+                multipart_threshold=MiB,
+                concurrency=2,
+                progress=report,
+                state_dir=tmp_path / "state",
+            )
+            await client.materials.delete(material)
+        ticker.cancel()
+        return material
+
+    material = event_loop_thread.run(scenario())
+    assert material.filesize == 11 * MiB and material.category == "audio"
+    assert max(reports) == 3  # three parts of 5 MiB slots, each reported

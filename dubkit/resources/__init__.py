@@ -5,12 +5,13 @@ it needs (TTS checks voices with ``client.voices`` and uploads references with
 
 Each product's calls are written once, as plans (:mod:`dubkit._transport.plans`); the sync
 resource runs them, its ``Async…`` subclass (for :class:`dubkit.AsyncClient`) awaits the same
-plans on the async transport."""
+plans on the async transport. Uploads, clones and dubs, file and media work as much as HTTP,
+are the sync resource's calls run in a worker thread (``Offloaded``)."""
 
 from .._util.deprecation import module_renames
-from .clone import CloneResource
-from .dubbing import DubbingResource
-from .materials import MaterialsResource
+from .clone import AsyncCloneResource, CloneResource
+from .dubbing import AsyncDubbingResource, DubbingResource
+from .materials import AsyncMaterialsResource, MaterialsResource
 from .tasks import AsyncTasksResource, TasksResource
 from .translate import AsyncTranslateResource, TranslateResource
 from .tts import AsyncTTSResource, TTSResource
@@ -26,6 +27,9 @@ __all__ = [
     "VoicesResource",
     "unknown_voice",
     "AsyncTasksResource",
+    "AsyncCloneResource",
+    "AsyncDubbingResource",
+    "AsyncMaterialsResource",
     "AsyncTranslateResource",
     "AsyncTTSResource",
     "AsyncVoicesResource",

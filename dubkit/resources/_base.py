@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -12,11 +14,13 @@ from .._transport.plans import Call, Plan, StartTask, Together
 from .._wire import checked
 from ..errors import DubkitError, IdempotencyConflictError, ValidationError
 from ..frontends import in_voila
-from ..results import Task, task_for
+from ..results import AsyncTask, Task, task_for
 from ..schema import Page, TaskContext, Wire, product_of_operation
 
 T = TypeVar("T")
 R = TypeVar("R")
+P = ParamSpec("P")
+S = TypeVar("S", bound="Resource")
 
 
 class Resource:
@@ -112,6 +116,53 @@ class Resource:
         while (asked := walk.next_query()) is not None:
             records.extend(walk.take((yield from self._page_of(op, asked))))
         return records
+
+
+class Offloaded(Generic[S]):
+    """A resource of the async client whose calls are its sync twin's, run in a worker thread
+    (:func:`asyncio.to_thread`, which keeps the caller's context), so the event loop never
+    waits on them. Uploads, clones and dubs are file and media work as much as HTTP: hashing
+    and reading a file, probing it with ffmpeg, parts sent concurrently (bounded by
+    ``concurrency``), a batch's ledger. Running the one sync implementation keeps each rule in
+    one place; a task they start comes back as an :class:`~dubkit.results.AsyncTask`."""
+
+    def __init__(self, transport: AsyncTransport, sync: S) -> None:
+        self._transport, self._sync = transport, sync
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self._transport.base_url}>"
+
+    async def _iterate(self, records: Iterator[T]) -> AsyncIterator[T]:
+        """Each item of a sync iterator (a paged listing), each step taken off the loop."""
+        done = object()
+        while (item := await asyncio.to_thread(next, records, done)) is not done:
+            yield item  # type: ignore[misc]
+
+
+def offloaded(
+    method: Callable[Concatenate[Any, P], R],
+) -> Callable[Concatenate[Offloaded[Any], P], Coroutine[Any, Any, R]]:
+    """The async version of a sync resource's ``method`` (see :class:`Offloaded`): the same
+    parameters and answer, awaited."""
+
+    @functools.wraps(method)
+    async def run(self: Offloaded[Any], *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(getattr(self._sync, method.__name__), *args, **kwargs)
+
+    return run
+
+
+def offloaded_task(
+    method: Callable[Concatenate[Any, P], Task],
+) -> Callable[Concatenate[Offloaded[Any], P], Coroutine[Any, Any, AsyncTask]]:
+    """:func:`offloaded` for a call that starts a task: the task as an :class:`AsyncTask`."""
+
+    @functools.wraps(method)
+    async def run(self: Offloaded[Any], *args: P.args, **kwargs: P.kwargs) -> AsyncTask:
+        task = await asyncio.to_thread(getattr(self._sync, method.__name__), *args, **kwargs)
+        return AsyncTask.of(task, self._transport)
+
+    return run
 
 
 class PageWalk:

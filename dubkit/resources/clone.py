@@ -25,7 +25,7 @@ from ..errors import UnexpectedAnswerError, ValidationError
 from ..results import ABPlayers, Clone, Material, Task
 from ..schema import CloneAsyncRequest, CloneContext, CloneProvider, CloneRequest, prices
 from ..schema.prices import Quote
-from ._base import Resource
+from ._base import Offloaded, Resource, offloaded, offloaded_task
 from .materials import MaterialsResource
 from .tts import TTSResource
 from .voices import VoicesResource
@@ -129,3 +129,21 @@ class CloneResource(Resource):
         return checked(
             model, {**fields, "ref_audio": self._materials._audio_url(source, "refAudio")}
         )
+
+
+class AsyncCloneResource(Offloaded[CloneResource]):
+    """``client.clones`` of :class:`dubkit.AsyncClient`: :class:`CloneResource`'s calls,
+    awaited (a local reference is uploaded off the loop, see
+    :class:`~dubkit.resources._base.Offloaded`); ``create_async`` gives an
+    :class:`~dubkit.results.AsyncTask`.
+
+    >>> clone = await client.clones.create("me.wav", name="Me", locale="en-US", text="…")
+    """
+
+    create = offloaded(CloneResource.create)
+    create_async = offloaded_task(CloneResource.create_async)
+    ab = offloaded(CloneResource.ab)
+
+    def quote(self) -> Quote:
+        """What a clone costs (flat, charged only if it succeeds); nothing is sent."""
+        return self._sync.quote()

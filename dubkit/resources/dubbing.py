@@ -30,7 +30,7 @@ from ..results import DubbingResult, Material, Redub, Task
 from ..results.voices import VoiceLike, voice_id_of
 from ..schema import DubbingContext, MediaOptions, MediaTranslationRequest, prices
 from ..schema.prices import Quote
-from ._base import CastLike, Resource
+from ._base import CastLike, Offloaded, Resource, offloaded, offloaded_task
 from .materials import MaterialsResource
 from .redub import Pronouncing, redub
 from .tts import TTSResource
@@ -347,6 +347,27 @@ class DubbingResource(Resource):
         if isinstance(material, Material):
             return material
         return self._materials.get(material_id)
+
+
+class AsyncDubbingResource(Offloaded[DubbingResource]):
+    """``client.dubbing`` of :class:`dubkit.AsyncClient`: :class:`DubbingResource`'s calls,
+    awaited. A dub's upload, probe and voice checks run off the loop (see
+    :class:`~dubkit.resources._base.Offloaded`); ``create`` and ``start`` give an
+    :class:`~dubkit.results.AsyncTask`; ``batch`` gives the same
+    :class:`~dubkit.batch.DubbingBatch` (its methods are the sync ones: run its ``wait`` with
+    ``asyncio.to_thread``), ``redub`` the same :class:`~dubkit.results.Redub`.
+
+    >>> task = await client.dubbing.create("talk.mp4", target="fr-FR")
+    >>> dub = (await task.wait()).result
+    """
+
+    create = offloaded_task(DubbingResource.create)
+    start = offloaded_task(DubbingResource.start)
+    draft = offloaded(DubbingResource.draft)
+    quote = offloaded(DubbingResource.quote)
+    material_facts = offloaded(DubbingResource.material_facts)
+    batch = offloaded(DubbingResource.batch)
+    redub = offloaded(DubbingResource.redub)
 
 
 def _is_local_file(material: MaterialLike) -> bool:

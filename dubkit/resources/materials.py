@@ -14,7 +14,7 @@ Only registered materials can be dubbed. A :class:`Material` returned by ``uploa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from .._transport import Transport
@@ -22,7 +22,7 @@ from .._util.deprecation import renamed
 from ..errors import NotFoundError, ValidationError
 from ..results import Material, MaterialList
 from ..uploads import MULTIPART_THRESHOLD, ProgressCallback, Upload, check_media_file
-from ._base import Resource
+from ._base import Offloaded, Resource, offloaded
 
 # Makes the progress display ``progress=True`` asks for (the Client passes the widgets' one).
 ProgressDisplay = Callable[[str], ProgressCallback]
@@ -189,3 +189,25 @@ class MaterialsResource(Resource):
         """The record of a material, from what this client saw if it saw it (a material's
         length never changes), else from the service's list."""
         return self._registered.get(material_id) or self.get(material_id)
+
+
+class AsyncMaterialsResource(Offloaded[MaterialsResource]):
+    """``client.materials`` of :class:`dubkit.AsyncClient`: :class:`MaterialsResource`'s
+    calls, awaited (run off the loop, see :class:`~dubkit.resources._base.Offloaded`).
+
+    >>> material = await client.materials.upload("talk.mp4", concurrency=8)
+    >>> async for material in client.materials.iterate():
+    ...     print(material.name)
+    """
+
+    upload = offloaded(MaterialsResource.upload)
+    list = offloaded(MaterialsResource.list)
+    get = offloaded(MaterialsResource.get)
+    find_by_hash = offloaded(MaterialsResource.find_by_hash)
+    delete = offloaded(MaterialsResource.delete)
+    abort = offloaded(MaterialsResource.abort)
+    is_registered = offloaded(MaterialsResource.is_registered)
+
+    def iterate(self, *, limit: int | None = None, page_size: int = 100) -> AsyncIterator[Material]:
+        """Every registered material, newest first, page by page: ``async for m in …``."""
+        return self._iterate(self._sync.iterate(limit=limit, page_size=page_size))

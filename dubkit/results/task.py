@@ -293,6 +293,25 @@ class AsyncTask(Task):
 
     _transport: AsyncTransport
 
+    @classmethod
+    def of(cls, task: Task, transport: AsyncTransport) -> AsyncTask:
+        """The async client's handle on ``task``, one a sync call made (a dub or a clone
+        started off the loop): what is known of it carries over."""
+        if isinstance(task, AsyncTask):
+            return task
+        made = cls(
+            transport,
+            task.task_id,
+            task_type=task.task_type,
+            status=task.status,
+            created_at=task.created_at,
+            idempotency_key=task.idempotency_key,
+            context=task.context,
+        )
+        made.raw_result, made._pushed, made._result = task.raw_result, task._pushed, task._result
+        made._started, made._ended = task._started, task._ended
+        return made
+
     async def refresh(self, *, deadline: float | None = None) -> AsyncTask:  # type: ignore[override]
         """Ask the service how the task stands now; this task, updated."""
         await self._transport.run(self._refresh(deadline))
