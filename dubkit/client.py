@@ -147,14 +147,17 @@ class Client:
 
     @property
     def base_url(self) -> str:
+        """Where this client sends its calls (the service, or a sandbox's address)."""
         return self._transport.base_url
 
     @property
     def is_sandbox(self) -> bool:
+        """True when this client talks to a sandbox (``self.sandbox`` is its handle)."""
         return self.sandbox is not None
 
     @property
     def transport(self) -> Transport:
+        """The one transport every call of this client goes through (retries, keys, errors)."""
         return self._transport
 
     def request(
@@ -196,6 +199,7 @@ class Client:
         )
 
     def close(self) -> None:
+        """Close the client's connections (``with dubkit.Client(...) as client`` does it)."""
         self._transport.close()
 
     def __enter__(self) -> Client:
@@ -449,18 +453,22 @@ class AsyncClient:
 
     @property
     def base_url(self) -> str:
+        """Where this client sends its calls (the service, or a sandbox's address)."""
         return self._transport.base_url
 
     @property
     def is_sandbox(self) -> bool:
+        """True when this client talks to a sandbox (``self.sandbox`` is its handle)."""
         return self.sandbox is not None
 
     @property
     def budget(self) -> Budget | None:
+        """The budget guard (``spent``, ``left``), when the client was given ``budget=``."""
         return self._transport.budget
 
     @property
     def transport(self) -> AsyncTransport:
+        """The one async transport every call of this client goes through."""
         return self._transport
 
     async def call(
@@ -497,6 +505,7 @@ class AsyncClient:
         )
 
     async def aclose(self) -> None:
+        """Close the client's connections (``async with`` does it)."""
         await self._transport.aclose()
 
     async def __aenter__(self) -> AsyncClient:

@@ -86,6 +86,7 @@ class MaterialsResource(Resource):
         return MaterialList(self.iterate(limit=limit, page_size=page_size))
 
     def iterate(self, *, limit: int | None = None, page_size: int = 100) -> Iterator[Material]:
+        """Every registered material, newest first, read page by page as they are taken."""
         for record in self._pages("materials.list", {}, page_size, limit):
             yield self._seen(self._transport.read(Material, record, "materials.list"))
 

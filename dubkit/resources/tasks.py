@@ -62,6 +62,7 @@ class TasksResource(Resource):
         return task.refresh() if fetch else task
 
     def delete(self, task_id: str) -> None:
+        """Delete the record of task ``task_id`` (it leaves ``list``)."""
         self.get(task_id, fetch=False).delete()
 
     detail = renamed("get")
@@ -109,4 +110,5 @@ class AsyncTasksResource(TasksResource):
         return await task.refresh() if fetch else task
 
     async def delete(self, task_id: str) -> None:  # type: ignore[override]
+        """Delete the record of task ``task_id`` (see :meth:`TasksResource.delete`)."""
         await (await self.get(task_id, fetch=False)).delete()

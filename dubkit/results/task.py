@@ -103,6 +103,7 @@ class Task(ShowsMedia):
 
     @property
     def done(self) -> bool:
+        """True once the task has ended (finished or failed)."""
         return self.status in TERMINAL_STATUSES
 
     @property
@@ -152,6 +153,7 @@ class Task(ShowsMedia):
 
     @property
     def error_message(self) -> str | None:
+        """What the service said of a failed task; None unless it failed."""
         if self.status == "failed" and self.raw_result:
             said = TaskFailure.model_validate(self.raw_result).error_message
             return said if isinstance(said, str) and said else str(self.raw_result)
@@ -274,6 +276,7 @@ class Task(ShowsMedia):
                 )
 
     def delete(self) -> None:
+        """Delete the task's record on the service (it leaves ``client.tasks.list()``)."""
         self._transport.run(self._delete())
 
     def _delete(self) -> Plan[None]:
@@ -326,6 +329,7 @@ class AsyncTask(Task):
         return self
 
     async def delete(self) -> None:  # type: ignore[override]
+        """Delete the task's record on the service (it leaves ``client.tasks.list()``)."""
         await self._transport.run(self._delete())
 
     async def fresh(self) -> AsyncTask:  # type: ignore[override]
