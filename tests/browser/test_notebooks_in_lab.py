@@ -180,31 +180,7 @@ def test_a_cell_thread_prints_into_the_cell_that_started_it(lab, page):
         "                  name='demo')\nprint('thread started')",
         "time.sleep(4)    # the thread prints while this cell runs\nprint('second cell done')",
     ]
-    (lab.root / "zz_cell_threads.ipynb").write_text(
-        json.dumps(
-            {
-                "cells": [
-                    {
-                        "cell_type": "code",
-                        "metadata": {},
-                        "execution_count": None,
-                        "outputs": [],
-                        "source": source,
-                    }
-                    for source in cells
-                ],
-                "metadata": {
-                    "kernelspec": {
-                        "name": "python3",
-                        "display_name": "Python 3",
-                        "language": "python",
-                    }
-                },
-                "nbformat": 4,
-                "nbformat_minor": 5,
-            }
-        )
-    )
+    _scratch_notebook(lab, "zz_cell_threads.ipynb", cells)
     notebook = LabNotebook(page, lab, "zz_cell_threads.ipynb")
     notebook.open()
     try:
@@ -215,6 +191,65 @@ def test_a_cell_thread_prints_into_the_cell_that_started_it(lab, page):
         assert "line from the cell thread" not in later
     finally:
         notebook.shutdown_kernel()
+
+
+def test_an_awaited_call_plays_and_its_task_cell_refreshes_in_lab(lab, page, shots):
+    """The async client in a Lab cell (Jupyter runs the loop; the cell awaits at top level):
+    the speech it returns is the same player, which plays in a browser that cannot reach the
+    sandbox; an AsyncTask shown with dubkit.monitor refreshes itself until it ends."""
+    cells = [
+        "import dubkit\nclient = await dubkit.connect_async()",
+        'speech = await client.tts.create(["Hello from an awaited call."],\n'
+        '                                 voice="sv_s1_en_us_clear_f")\nspeech',
+        'client.sandbox.set_timing("seconds", 2)\n'
+        'task = await client.translate.create_async(["Good morning"], source="en-US",\n'
+        '                                           target="fr-FR")\ndubkit.monitor(task)',
+    ]
+    _scratch_notebook(lab, "zz_awaited.ipynb", cells)
+    refused = block_other_loopback_ports(page, lab.port)
+    notebook = LabNotebook(page, lab, "zz_awaited.ipynb")
+    notebook.open()
+    try:
+        report = notebook.run_all()
+        _check_cells(report)
+        assert not shown_errors(page, OUTPUTS)
+        players = load_media(page, PLAYERS)
+        assert len(players) == 1 and not media_problems(players), (players, refused[:5])
+        _check_plays(page, _in_outputs(".dubkit-speech audio"), "the awaited speech line")
+        # the task ends some 2 s after its cell did: wait for the cell to say so by itself
+        page.wait_for_function(
+            f"""() => [...document.querySelectorAll(
+                {f"{OUTPUTS} .dubkit-live table.dubkit-tasks td[data-status]"!r})]
+                .some(td => td.dataset.status === 'finished')""",
+            timeout=PATIENCE * 1000,
+        )
+        report.task_states = page.evaluate("() => window.__dubkitTaskStates")
+        report.announced = page.evaluate("() => window.__dubkitAnnounced")
+        _check_task_cells(page, report, watched=True)
+        _focus(page, [".dubkit-speech"])
+        prefixed = bool(urlsplit(lab.url).path)
+        targets = [shots / f"awaited-tts{'-under-prefix' if prefixed else ''}.png"]
+        if not prefixed:
+            targets.append(SCREENSHOTS / "notebook-awaited-tts.png")
+        screenshot(page, *targets)
+    finally:
+        notebook.shutdown_kernel()
+
+
+def _scratch_notebook(lab, name: str, cells: list[str]) -> None:
+    """A notebook of these code cells, unrun, in the Lab's folder."""
+    code = [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c}
+        for c in cells
+    ]
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = {
+        "cells": code,
+        "metadata": {"kernelspec": kernel},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (lab.root / name).write_text(json.dumps(notebook))
 
 
 def _check_cells(report: RunReport) -> None:
