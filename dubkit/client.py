@@ -49,13 +49,37 @@ if TYPE_CHECKING:
     from .cassette import Cassette, Replayer
 
 
-class Client:
+class _Common:
+    """What both clients tell of themselves, from their one transport."""
+
+    _transport: Transport | AsyncTransport
+    sandbox: SandboxHandle | None
+
+    @property
+    def base_url(self) -> str:
+        """Where this client sends its calls (the service, or a sandbox's address)."""
+        return self._transport.base_url
+
+    @property
+    def is_sandbox(self) -> bool:
+        """True when this client talks to a sandbox (``self.sandbox`` is its handle)."""
+        return self.sandbox is not None
+
+    @property
+    def budget(self) -> Budget | None:
+        """The budget guard (``spent``, ``left``), when the client was given ``budget=``."""
+        return self._transport.budget
+
+
+class Client(_Common):
     """Talks to the service (or a sandbox) at ``base_url`` with ``api_key``.
 
     The key is sent only in the ``Authorization`` header, only to ``base_url`` (redirects are
     not followed); reprs and errors show it masked. A key with whitespace or a control
     character (a newline read from a file) is refused with a ValidationError that omits it.
     """
+
+    _transport: Transport
 
     def __init__(
         self,
@@ -132,11 +156,6 @@ class Client:
         return self.dubbing
 
     @property
-    def budget(self) -> Budget | None:
-        """The budget guard (``spent``, ``left``), when the client was given ``budget=``."""
-        return self._transport.budget
-
-    @property
     def prices(self) -> pd.DataFrame:
         """The service's published prices, the table quotes and the sandbox's charges use."""
         import pandas as pd
@@ -144,16 +163,6 @@ class Client:
         frame = pd.DataFrame([vars(price) for price in PRICES])
         frame.attrs["read_on"] = PRICES_READ_ON
         return frame
-
-    @property
-    def base_url(self) -> str:
-        """Where this client sends its calls (the service, or a sandbox's address)."""
-        return self._transport.base_url
-
-    @property
-    def is_sandbox(self) -> bool:
-        """True when this client talks to a sandbox (``self.sandbox`` is its handle)."""
-        return self.sandbox is not None
 
     @property
     def transport(self) -> Transport:
@@ -399,7 +408,7 @@ def _is_sandbox(url: str) -> bool:
 # --------------------------------------------------------------------------- the async client
 
 
-class AsyncClient:
+class AsyncClient(_Common):
     """The client for asyncio code (FastAPI, a notebook's top-level ``await``): the same
     calls under the same names, awaited, on one :class:`~dubkit._transport.AsyncTransport`
     (httpx). Every call is checked before the network as the sync client's is, with the same
@@ -415,6 +424,8 @@ class AsyncClient:
     event loop; ``materials``, ``clones`` and ``dubbing`` (file and media work as much as
     HTTP) run the sync client's calls in a worker thread. Any operation by name: :meth:`call`.
     """
+
+    _transport: AsyncTransport
 
     def __init__(
         self,
@@ -450,21 +461,6 @@ class AsyncClient:
             f"AsyncClient({where}, base_url={self.base_url!r}, "
             f"api_key={self._transport.masked_key!r})"
         )
-
-    @property
-    def base_url(self) -> str:
-        """Where this client sends its calls (the service, or a sandbox's address)."""
-        return self._transport.base_url
-
-    @property
-    def is_sandbox(self) -> bool:
-        """True when this client talks to a sandbox (``self.sandbox`` is its handle)."""
-        return self.sandbox is not None
-
-    @property
-    def budget(self) -> Budget | None:
-        """The budget guard (``spent``, ``left``), when the client was given ``budget=``."""
-        return self._transport.budget
 
     @property
     def transport(self) -> AsyncTransport:
