@@ -4,6 +4,7 @@ request's lines encoded in one run; the take cache."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import numpy as np
@@ -278,13 +279,13 @@ def test_bad_input_is_refused_before_sending(client, sandbox):
         (
             [{"text": "a", "voiceId": VOICE}, {"text": "b", "voiceId": OTHER_TIER}],
             "all voiceId in one batch must share the same provider, but found multiple: "
-            "S1 (data[0]); S3 (data[1]). Please use voices from the same provider, or split into "
-            f"separate requests. Voice mapping: data[0] {VOICE} -> S1, data[1] {OTHER_TIER} -> S3.",
+            "S1, S3. Please use voices from the same provider, or split into separate "
+            f"requests. (Sandbox detail: data[0] {VOICE} -> S1, data[1] {OTHER_TIER} -> S3.)",
         ),
         (
             [{"text": "a", "voiceId": VOICE, "timbreRefAudio": "https://x/y.wav"}],
             "timbreRefAudio requires a clone provider (V1-V5), but voiceId in this batch resolved "
-            "to provider S1.",
+            "to a system provider (S1). ",
         ),
         ([{"text": "a", "voiceId": VOICE, "emoWeight": 1.5}], "data[0].emoWeight"),
         ([{"text": "a" * 10_001, "voiceId": VOICE}], "data[0].text: at most 10000 characters"),
@@ -297,6 +298,48 @@ def test_sandbox_refuses_the_same_with_400(client, lines, message):
     assert err.value.http_status == 400 and message in err.value.message
 
 
+# The TTS batch rules as the vendor's errors page words them, newest version (interface §8.4);
+# "..." is where the page leaves out what depends on the request.
+ERRORS_PAGE = {
+    "unknown voice": "voiceId not found in system or clone voice library: data[0] ... Use POST "
+    "/openapi/v1/assets/voice/basic/list for system voices or POST "
+    "/openapi/v1/assets/voice/clone/list for clone voices.",
+    "mixed providers": "all voiceId in one batch must share the same provider, but found "
+    "multiple: S1, S2. Please use voices from the same provider, or split into separate requests.",
+    "reference with a preset": "timbreRefAudio requires a clone provider (V1-V5), but voiceId "
+    "in this batch resolved to a system provider (S1). ...",
+}
+ERRORS_PAGE_CASES = {
+    "unknown voice": [{"text": "a", "voiceId": "sv_nope"}],
+    "mixed providers": [
+        {"text": "a", "voiceId": VOICE},
+        {"text": "b", "voiceId": "sv_s2_en_nz_chat_m"},
+    ],
+    "reference with a preset": [
+        {"text": "a", "voiceId": VOICE, "timbreRefAudio": "https://x/y.wav"}
+    ],
+}
+
+
+@pytest.mark.parametrize("rule", sorted(ERRORS_PAGE))
+@pytest.mark.sends_invalid_requests
+def test_a_batch_rule_s_message_is_the_errors_page_s_then_the_sandbox_s_detail(client, rule):
+    """The page's words, in order, with only what it leaves out ("...") filled in; anything the
+    sandbox adds comes after the page's last word, in parentheses."""
+    with pytest.raises(dubkit.BadRequestError) as err:
+        client.request("POST", "/task/tts/create", json={"data": ERRORS_PAGE_CASES[rule]})
+    page, message = ERRORS_PAGE[rule], err.value.message
+    goes_on = page.endswith("...")  # the page's message goes on past what it shows
+    shown = page.removesuffix("...").rstrip()
+    said = re.match(r" \S.*? ".join(re.escape(p.strip()) for p in shown.split("...")), message)
+    assert said, (page, message)
+    rest = message[said.end() :]
+    if goes_on:
+        assert rest.startswith(" ") and rest.strip(), message
+    else:
+        assert rest == "" or re.fullmatch(r" \(Sandbox detail: [^()]*\.\)", rest), rest
+
+
 def test_sandbox_refuses_mixed_clone_engines(client_for, new_key, clone):
     v1, v2 = clone("V1"), clone("V2")
     with pytest.raises(dubkit.BadRequestError) as err:
@@ -305,8 +348,8 @@ def test_sandbox_refuses_mixed_clone_engines(client_for, new_key, clone):
             "/task/tts/create",
             json={"data": [{"text": "a", "voiceId": v1}, {"text": "b", "voiceId": v2}]},
         )
-    assert "found multiple: V1 (data[0]); V2 (data[1])" in err.value.message
-    assert err.value.message.endswith(f"Voice mapping: data[0] {v1} -> V1, data[1] {v2} -> V2.")
+    assert "found multiple: V1, V2. Please use voices" in err.value.message
+    assert err.value.message.endswith(f"(Sandbox detail: data[0] {v1} -> V1, data[1] {v2} -> V2.)")
 
 
 def test_a_ten_thousand_character_line_is_spoken(client):

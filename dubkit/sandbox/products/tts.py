@@ -145,26 +145,26 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
     for i, (_, voice_provider) in found.items():
         by_provider.setdefault(voice_provider, []).append(i)
     if len(by_provider) > 1:
-        listing = "; ".join(
-            f"{p} ({', '.join(f'data[{i}]' for i in idx)})"
-            for p, idx in sorted(by_provider.items())
-        )
-        # The guide's sentence, then its mapping of each line to the provider its voice has.
-        mapping = ", ".join(
+        # The errors page's sentence (its newest version), then, after it, which line has
+        # which voice: the sandbox's own detail.
+        lines = ", ".join(
             f"data[{i}] {request.data[i].voice_id} -> {found[i][1]}" for i in sorted(found)
         )
         raise ServiceError(
             400,
-            "all voiceId in one batch must share the same provider, but "
-            f"found multiple: {listing}. Please use voices from the same provider, or split "
-            f"into separate requests. Voice mapping: {mapping}.",
+            "all voiceId in one batch must share the same provider, but found multiple: "
+            f"{', '.join(sorted(by_provider))}. Please use voices from the same provider, or "
+            f"split into separate requests. (Sandbox detail: {lines}.)",
         )
     provider = next(iter(by_provider), None)
     if provider and provider.startswith("S") and any(ln.timbre_ref_audio for ln in request.data):
+        with_reference = [f"data[{i}]" for i, ln in enumerate(request.data) if ln.timbre_ref_audio]
         raise ServiceError(
             400,
-            "timbreRefAudio requires a clone provider (V1-V5), but voiceId "
-            f"in this batch resolved to provider {provider}.",
+            "timbreRefAudio requires a clone provider (V1-V5), but voiceId in this batch "
+            f"resolved to a system provider ({provider}). Use a cloned voice with "
+            f"timbreRefAudio, or leave it out. (Sandbox detail: timbreRefAudio on "
+            f"{', '.join(with_reference)}.)",
         )
     espeak = None
     if target:
