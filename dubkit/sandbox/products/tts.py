@@ -147,14 +147,14 @@ def _resolve(backend: Backend, api_key: str, request: TTSRequest) -> tuple[list[
     if len(by_provider) > 1:
         # The errors page's sentence (its newest version), then, after it, which line has
         # which voice: the sandbox's own detail.
-        lines = ", ".join(
+        detail = ", ".join(
             f"data[{i}] {request.data[i].voice_id} -> {found[i][1]}" for i in sorted(found)
         )
         raise ServiceError(
             400,
             "all voiceId in one batch must share the same provider, but found multiple: "
             f"{', '.join(sorted(by_provider))}. Please use voices from the same provider, or "
-            f"split into separate requests. (Sandbox detail: {lines}.)",
+            f"split into separate requests. (Sandbox detail: {detail}.)",
         )
     provider = next(iter(by_provider), None)
     if provider and provider.startswith("S") and any(ln.timbre_ref_audio for ln in request.data):
