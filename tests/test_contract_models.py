@@ -47,7 +47,8 @@ NOT_IN_DOCUMENT = {
     "Wire": "the base of every model",
     "Page": "the base of the four typed pages",
     "TaskListQuery": "query parameters of tasks.list (test_operations_match)",
-    "PageQuery": "query parameters of materials.list (test_operations_match)",
+    "PageQuery": "the paging query parameters (test_operations_match)",
+    "MaterialQuery": "query parameters of materials.list (test_operations_match)",
 }
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 BOUNDS += ("minItems", "maxItems", "minLength", "maxLength")

@@ -430,3 +430,31 @@ def test_list_pages_and_soft_delete(api, tmp_path):
     # A deleted material is no duplicate: the same bytes upload again as a new material.
     data = (tmp_path / "n1.wav").read_bytes()
     assert single_upload(api, data, "n1.wav")["materialId"] not in ids
+
+
+def test_the_list_keeps_one_mime_type_or_any_of_a_type(api, tmp_path, clip):
+    """The mimeType filter of the vendor's guides (interface §8.3): exact, or type/*; a type
+    no material has is an empty page, not an error."""
+    sound = single_upload(api, samples.noise_wav(tmp_path / "s.wav", 5000).read_bytes(), "s.wav")
+    picture = api.materials.upload(clip, progress=False)
+    assert picture.mime_type == "video/mp4" and sound["mimeType"].startswith("audio/")
+
+    def listed(mime_type):
+        page = api.request("GET", "/assets/material/list", params={"mimeType": mime_type})
+        return page["total"], [m["materialId"] for m in page["records"]]
+
+    assert (
+        listed("video/*")
+        == listed("video/mp4")
+        == listed("VIDEO/MP4")
+        == (1, [picture.material_id])
+    )
+    assert listed("audio/*") == listed(sound["mimeType"]) == (1, [sound["materialId"]])
+    assert listed("video/webm") == listed("font/*") == (0, [])
+    # the client's names, both ends of a page walk
+    assert [m.material_id for m in api.materials.list(mime_type="video/*")] == [picture.material_id]
+    assert api.materials.list(mime_type="image/png") == []
+    for bad in ("video", "", "/mp4", 3):
+        with pytest.raises(dubkit.ValidationError) as err:
+            api.materials.list(mime_type=bad)
+        assert err.value.field == "mimeType"

@@ -81,13 +81,23 @@ class MaterialsResource(Resource):
             self._transport.read(Material, record, "materials.complete")
         ).hold_thumbnail(self._transport)
 
-    def list(self, *, limit: int | None = None, page_size: int = 100) -> MaterialList:
-        """Every registered material of this key, newest first (``limit`` caps the count)."""
-        return MaterialList(self.iterate(limit=limit, page_size=page_size))
+    def list(
+        self, *, mime_type: str | None = None, limit: int | None = None, page_size: int = 100
+    ) -> MaterialList:
+        """Every registered material of this key, newest first (``limit`` caps the count);
+        ``mime_type`` keeps those of one MIME type (``"video/mp4"``), or of any subtype
+        (``"video/*"``). A type no material has gives an empty list.
 
-    def iterate(self, *, limit: int | None = None, page_size: int = 100) -> Iterator[Material]:
+        >>> client.materials.list(mime_type="video/*").to_frame()
+        """
+        return MaterialList(self.iterate(mime_type=mime_type, limit=limit, page_size=page_size))
+
+    def iterate(
+        self, *, mime_type: str | None = None, limit: int | None = None, page_size: int = 100
+    ) -> Iterator[Material]:
         """Every registered material, newest first, read page by page as they are taken."""
-        for record in self._pages("materials.list", {}, page_size, limit):
+        query = {} if mime_type is None else {"mime_type": _mime_type(mime_type)}
+        for record in self._pages("materials.list", query, page_size, limit):
             yield self._seen(self._transport.read(Material, record, "materials.list"))
 
     def get(self, material_id: str) -> Material:
@@ -209,6 +219,18 @@ class AsyncMaterialsResource(Offloaded[MaterialsResource]):
     abort = offloaded(MaterialsResource.abort)
     is_registered = offloaded(MaterialsResource.is_registered)
 
-    def iterate(self, *, limit: int | None = None, page_size: int = 100) -> AsyncIterator[Material]:
+    def iterate(
+        self, *, mime_type: str | None = None, limit: int | None = None, page_size: int = 100
+    ) -> AsyncIterator[Material]:
         """Every registered material, newest first, page by page: ``async for m in …``."""
-        return self._iterate(self._sync.iterate(limit=limit, page_size=page_size))
+        records = self._sync.iterate(mime_type=mime_type, limit=limit, page_size=page_size)
+        return self._iterate(records)
+
+
+def _mime_type(value: Any) -> str:
+    """A MIME type filter as sent (``type/subtype`` or ``type/*``), or a ValidationError."""
+    if not isinstance(value, str) or value.count("/") != 1 or not all(value.strip().split("/")):
+        raise ValidationError(
+            "mimeType", f"expected a MIME type such as 'video/mp4' or 'video/*', got {value!r}"
+        )
+    return value.strip()

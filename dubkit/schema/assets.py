@@ -74,6 +74,13 @@ class PageQuery(Wire):
     page_size: int | None = None
 
 
+class MaterialQuery(PageQuery):
+    """``materials.list``'s query. ``mimeType`` is from the vendor's guides, not its OpenAPI
+    file (interface §8.3): only materials of that MIME type, ``video/*`` for any video."""
+
+    mime_type: str | None = None
+
+
 class Material(Wire):
     material_id: str | None = None
     category: str | None = None

@@ -49,10 +49,10 @@ from ...schema import (
     Material,
     MaterialIdBody,
     MaterialPage,
+    MaterialQuery,
     MultipartComplete,
     MultipartInitiateAnswer,
     MultipartRef,
-    PageQuery,
     PartUrl,
     PresignParts,
     PresignPartsAnswer,
@@ -412,16 +412,25 @@ def multipart_abort(call: Call[MultipartRef]) -> None:
 # --------------------------------------------------------------------------- list, delete
 
 
-def list_materials(call: Call[PageQuery]) -> dict[str, Any]:
+def list_materials(call: Call[MaterialQuery]) -> dict[str, Any]:
     query, store = call.body, materials_table(call.backend)
+    where, args = "api_key = ? AND deleted = 0", [call.api_key]
+    mime_type = (query.mime_type or "").strip().lower()
+    if mime_type.endswith("/*"):  # any of a type: video/*
+        where += " AND instr(lower(json_extract(record, '$.mimeType')), ?) = 1"
+        args.append(mime_type[:-1])
+    elif mime_type:
+        where += " AND lower(json_extract(record, '$.mimeType')) = ?"
+        args.append(mime_type)
     rows, total = page_rows(
         store,
-        "SELECT record FROM materials WHERE api_key = ? AND deleted = 0 ORDER BY seq DESC",
-        (call.api_key,),
+        f"SELECT record FROM materials WHERE {where} ORDER BY seq DESC",
+        args,
         query.current_page,
         query.page_size,
         default_size=20,
-        total=store.live_rows("materials", call.api_key),
+        # the kept count, unless a filter asks for a COUNT over it
+        total=None if mime_type else store.live_rows("materials", call.api_key),
     )
     return MaterialPage(
         records=[Material.model_validate_json(r["record"]) for r in rows], total=total
