@@ -3,6 +3,7 @@ keys isolated from each other, and what survives or is cleaned up by a restart."
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from _waiting import PATIENCE
 import dubkit
 from dubkit import samples
 from dubkit import start_sandbox as start
-from dubkit.schema.prices import speech_credits
+from dubkit.media import av
+from dubkit.schema.prices import dub_quote, speech_credits
 
 
 def _free_port() -> int:
@@ -171,6 +173,58 @@ def test_a_restart_removes_the_scratch_files_of_a_dub_the_process_died_in(tmp_pa
     try:
         ended = dubkit.Client(restarted.api_key, restarted.url).tasks.get(task.task_id)
         assert ended.status == "failed" and "restarted" in (ended.error_message or "")
+        assert list((data_dir / "scratch").iterdir()) == []
+    finally:
+        restarted.stop()
+
+
+EXITING_SCRIPT = r"""
+import sys
+import dubkit
+
+client = dubkit.connect(quiet=True)  # the embedded sandbox, on $DUBKIT_SANDBOX_DIR
+material = client.materials.upload(sys.argv[1], progress=False)
+tasks = [
+    client.dubbing.create(material, target=locale, source="en-US")
+    for locale in ("fr-FR", "de-DE", "es-ES", "it-IT")
+]
+print(" ".join(task.task_id for task in tasks), flush=True)
+"""  # ... and the interpreter ends: two dubs running (a key's two workers), two waiting
+
+
+def test_a_script_that_exits_with_dubs_running_ends_quietly_and_refunds_them(tmp_path):
+    """A user's script starts dubs on the embedded sandbox and ends: its stderr is clean (no
+    traceback, no "task failed"), and every dub it did not finish is recorded as interrupted
+    with its credits back, as after a crash. The last two cannot start before two others end,
+    so at least they are cut short."""
+    data_dir = tmp_path / "box"
+    script = [f"Line {i} of a course that is dubbed as the script ends." for i in range(8)]
+    clip = samples.narrated_clip(tmp_path / "lesson.mp4", script, width=160, height=90)
+    box = start(data_dir)
+    start_credits = box.credits()
+    box.stop()
+    done = subprocess.run(
+        [sys.executable, "-c", EXITING_SCRIPT, str(clip)],
+        env={**os.environ, "DUBKIT_SANDBOX_DIR": str(data_dir), "DUBKIT_API_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    task_ids = done.stdout.split()
+    assert len(task_ids) == 4
+    restarted = start(data_dir)
+    try:
+        client = dubkit.Client(restarted.api_key, restarted.url)
+        ended = [client.tasks.get(task_id) for task_id in task_ids]
+        assert {t.status for t in ended} <= {"finished", "failed"}
+        cut_short = [t for t in ended if t.status == "failed"]
+        assert len(cut_short) >= 2, [(t.status, t.error_message) for t in ended]
+        assert all((t.error_message or "").startswith("interrupted: ") for t in cut_short)
+        per_dub = dub_quote(av.probe(clip).duration).credits
+        finished = len(ended) - len(cut_short)
+        assert restarted.credits() == start_credits - finished * per_dub
         assert list((data_dir / "scratch").iterdir()) == []
     finally:
         restarted.stop()

@@ -65,6 +65,11 @@ class RequestLedger:
 
 # What the request this thread is serving has done so far (see Backend.undo_on_crash).
 _request: ContextVar[RequestLedger | None] = ContextVar("sandbox_request", default=None)
+RESTARTED = "the sandbox restarted while this task was running; its credits were refunded"
+INTERRUPTED = (
+    "interrupted: the Python process running the sandbox ended while this task was running; "
+    "its credits were refunded"
+)
 # The task whose work this thread is doing: its refunds are counted on it (see refund).
 _working_on: ContextVar[str | None] = ContextVar("sandbox_task", default=None)
 
@@ -100,6 +105,7 @@ class Backend:
         self._pool = FairWorkPool(workers + 1, per_key=workers)
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._interrupted = threading.Event()  # its process is ending (end_with_interpreter)
         self._ticker = threading.Thread(
             target=self._tick_forever, name="sandbox-ticker", daemon=True
         )
@@ -110,7 +116,17 @@ class Backend:
 
     def start(self) -> None:
         self._ticker.start()
-        self._resume_unfinished_work()
+        self._end_lost_work(RESTARTED)
+
+    def end_with_interpreter(self) -> None:
+        """The Python process that runs this sandbox in a thread is ending: the work it runs
+        ends with it, so each running task is recorded as interrupted now, its credits given
+        back, as the next start would find it after a crash; the work that is still running
+        then ends quietly (its failure is expected, not a sandbox bug to print)."""
+        if self._stopping.is_set() or self._interrupted.is_set():
+            return  # stopped already
+        self._interrupted.set()
+        self._end_lost_work(INTERRUPTED)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -214,6 +230,13 @@ class Backend:
     def refund(self, api_key: str, amount: float) -> None:
         task_id = _working_on.get()
         with self.db.transaction() as db:
+            if task_id is not None:  # a task gives back at most what it holds (an interrupted
+                # one gave back all of it, before its work failed and refunded again)
+                held = db.execute(
+                    "SELECT charged - refunded FROM tasks WHERE task_id = ?", (task_id,)
+                ).fetchone()
+                if held is not None:
+                    amount = min(amount, max(held[0], 0))
             # Work a reset forgot gives nothing back: the key started again with its grant.
             db.execute(
                 "UPDATE keys SET credits = credits + ? WHERE api_key = ? AND NOT EXISTS ("
@@ -373,8 +396,12 @@ class Backend:
         except ServiceError as exc:
             result, code, message = None, exc.code, exc.message
         except Exception as exc:  # a sandbox bug must still end the task, never hang it
+            if self._interrupted.is_set():
+                return  # ended with its process: the task is recorded as interrupted already
             log.exception("task %s failed", task_id)
             result, code, message = None, 500, f"internal error: {exc}"
+        if self._interrupted.is_set():
+            return  # done as its process ended: it was recorded interrupted and refunded
         self.db.execute(
             "UPDATE tasks SET ready = 1, result = ?, error_code = ?, message = ? WHERE task_id = ?",
             (
@@ -421,9 +448,10 @@ class Backend:
             self._wake.wait(0.05)
             self._wake.clear()
 
-    def _resume_unfinished_work(self) -> None:
-        """After a restart, running work was lost with the process: end it honestly, and give
-        back what it was charged and had not yet given back (it delivered nothing)."""
+    def _end_lost_work(self, message: str) -> None:
+        """End running work that is lost with its process (after a restart, or as the process
+        ends) honestly, and give back what it was charged and had not yet given back (it
+        delivered nothing)."""
         lost = self.db.all(
             "SELECT task_id, api_key, charged - refunded AS held FROM tasks "
             "WHERE status = 'running' AND ready = 0"
@@ -437,9 +465,8 @@ class Backend:
                     )
                 db.execute(
                     "UPDATE tasks SET ready = 1, error_code = 500, refunded = charged, "
-                    "message = 'the sandbox restarted while this task was running; "
-                    "its credits were refunded' WHERE task_id = ?",
-                    (task["task_id"],),
+                    "message = ? WHERE task_id = ?",
+                    (message, task["task_id"]),
                 )
         for task in lost:
             for leftover in self.scratch_dir.glob(f"{task['task_id']}-*"):

@@ -13,6 +13,7 @@ import socket
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -153,12 +154,27 @@ def start(
     backend.start()
     deliverer.start()
     thread.start()
+    _ends_with_interpreter(backend)
     deadline = time.monotonic() + 30
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the sandbox server did not start")
         time.sleep(0.01)
     return RunningSandbox(url, backend, server, thread, deliverer, tmp)
+
+
+def _ends_with_interpreter(backend: Backend) -> None:
+    """Run :meth:`Backend.end_with_interpreter` as the interpreter ends, before it waits for
+    the worker threads (``threading._register_atexit``, the hook concurrent.futures uses; the
+    last registered runs first, so this runs before the pools stop taking work)."""
+    ref = weakref.ref(backend)
+
+    def ending() -> None:
+        alive = ref()
+        if alive is not None:
+            alive.end_with_interpreter()
+
+    threading._register_atexit(ending)  # type: ignore[attr-defined]
 
 
 def serve_forever(
