@@ -3,6 +3,11 @@ options, voices, charges, bad requests refused before anything is spent."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import http.server
+import json
+import threading
 import time
 from pathlib import Path
 
@@ -19,11 +24,14 @@ from dubkit.errors import (
     BadRequestError,
     InsufficientCreditsError,
     NotFoundError,
+    PayloadTooLargeError,
     TaskFailedError,
+    UnprocessableError,
     ValidationError,
 )
 from dubkit.frontends import current, media, routes
 from dubkit.media import av, subtitles
+from dubkit.schema.prices import dub_quote
 from dubkit.webhooks import Receiver
 
 PATH = "/task/media-translation/create-async"
@@ -450,3 +458,174 @@ def test_source_auto_without_transcript_text_says_so_and_stays_auto(client, tmp_
     dub = client.dubbing.create(clip, target="fr-FR", source="auto").wait(PATIENCE).result
     assert dub.source_locale == "auto"
     assert any("no text the sandbox can identify" in notice for notice in dub.notices)
+
+
+# --------------------------------------------------------------------------- a dub from a URL
+
+
+class _CountingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder and counts what it was asked (a refused URL must never be asked)."""
+
+    asked: list[str] = []
+
+    def do_GET(self):
+        type(self).asked.append(self.path)
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def web(tmp_path, sandbox):
+    """A web server of its own on loopback, which the sandbox fetches from only while its
+    fetch policy names it (``allow``); the policy and the upload limit are restored after."""
+    folder = tmp_path / "web"
+    folder.mkdir()
+    handler = type("Handler", (_CountingHandler,), {"asked": []})
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(folder))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"http://127.0.0.1:{server.server_address[1]}", handler.asked
+    sandbox.admin("POST", "/fetch", schemes=["https"], allow=[])
+    sandbox.admin("POST", "/limits", uploadLimit=10 * 1024**3)
+    server.shutdown()
+
+
+def test_a_dub_from_a_url_is_fetched_registered_and_says_where_it_came_from(
+    sandbox, new_key, client_for, web, tmp_path
+):
+    folder, base, asked = web
+    clip = samples.narrated_clip(folder / "talk.mp4", ["Good morning and welcome."])
+    sandbox.admin("POST", "/fetch", schemes=["http", "https"], allow=["127.0.0.1"])
+    client, before = client_for(new_key), credits(sandbox, new_key)
+    quote = client.dubbing.quote(f"{base}/talk.mp4")
+    assert quote.estimate and "known once the service fetched it" in quote.basis
+    task = client.dubbing.create(f"{base}/talk.mp4", target="fr-FR", source="en-US")
+    dub = task.wait(PATIENCE).result
+    assert asked == ["/talk.mp4"]  # fetched once, by the sandbox
+    assert [line.source_text for line in dub.script] == ["Good morning and welcome."]
+    assert dub.raw["source"]["sourceUrl"] == f"{base}/talk.mp4"
+    (material,) = client.materials.list()
+    assert material.name == "talk.mp4" and material.material_id == dub.raw["source"]["materialId"]
+    assert material.file_hash == hashlib.md5(clip.read_bytes()).hexdigest()
+    assert before - credits(sandbox, new_key) == dub_quote(av.probe(clip).duration).credits
+
+
+def test_each_url_a_dub_cannot_use_has_its_own_error_and_costs_nothing(
+    sandbox, new_key, client_for, web
+):
+    folder, base, asked = web
+    samples.narrated_clip(folder / "talk.mp4", ["A clip that is too big for the limit."])
+    (folder / "notes.mp4").write_text("these are words, not media\n" * 100)
+    client, before = client_for(new_key), credits(sandbox, new_key)
+
+    def refused(url, error, words):
+        with pytest.raises(error) as caught:
+            client.dubbing.create(url, target="fr-FR")
+        assert "source.sourceUrl" in caught.value.message and words in caught.value.message
+
+    sandbox.admin("POST", "/fetch", schemes=["http", "https"], allow=[])
+    refused(f"{base}/talk.mp4", BadRequestError, "loopback, private or other non-public")
+    refused("https://10.255.255.1/talk.mp4", BadRequestError, "non-public address (10.255.255.1)")
+    refused("https://[::1]:9/talk.mp4", BadRequestError, "non-public address (::1)")
+    assert asked == []  # refused before any connection
+    sandbox.admin("POST", "/fetch", schemes=["https"], allow=["127.0.0.1"])
+    refused(f"{base}/talk.mp4", BadRequestError, "must be an https URL")
+    sandbox.admin("POST", "/fetch", schemes=["http", "https"], allow=["127.0.0.1"])
+    refused(f"{base}/missing.mp4", UnprocessableError, "HTTP 404")
+    refused(f"{base}/notes.mp4", UnprocessableError, "not audio or video")
+    sandbox.admin("POST", "/limits", uploadLimit=20_000)
+    refused(f"{base}/talk.mp4", PayloadTooLargeError, "over 20000 bytes")
+    with pytest.raises(ValidationError) as caught:  # the client's own check: not a web URL
+        client.dubbing.create("ftp://example.com/talk.mp4", target="fr-FR")
+    assert caught.value.field == "source.sourceUrl"
+    assert credits(sandbox, new_key) == before
+    assert client.tasks.list() == [] and client.materials.list() == []
+
+
+def test_a_budget_reserves_the_longest_a_dub_from_a_url_may_be(sandbox, new_key, web):
+    folder, base, _ = web
+    samples.narrated_clip(folder / "talk.mp4", ["Priced before it is fetched."])
+    sandbox.admin("POST", "/fetch", schemes=["http", "https"], allow=["127.0.0.1"])
+    client = dubkit.Client(new_key, sandbox.url, sandbox=sandbox, budget=150)
+    with pytest.raises(ValidationError) as caught:
+        client.dubbing.create(f"{base}/talk.mp4", target="fr-FR")
+    assert caught.value.field == "max_minutes" and client.tasks.list() == []
+    with pytest.raises(dubkit.BudgetExceededError):
+        client.dubbing.create(f"{base}/talk.mp4", target="fr-FR", max_minutes=3)
+    task = client.dubbing.create(f"{base}/talk.mp4", target="fr-FR", max_minutes=2)
+    assert client.budget.spent == 120  # two minutes reserved; the clip was charged one
+    assert client.dubbing.quote(f"{base}/talk.mp4", max_minutes=2).credits == 120
+    task.wait(PATIENCE)
+    client.close()
+
+
+# --------------------------------------------------------------------------- results to a bucket
+
+
+def test_a_dub_s_results_are_delivered_to_the_bucket_and_it_says_where(
+    sandbox, new_key, client_for, tmp_path
+):
+    clip = samples.narrated_clip(tmp_path / "talk.mp4", ["Delivered to a bucket."])
+    client = client_for(new_key)
+    output = {"bucket": "course-dubs", "prefix": "week1/fr", "secretAccessKey": "s3cr3t-value"}
+    dub = client.dubbing.create(clip, target="fr-FR", source="en-US", output=output)
+    dub = dub.wait(PATIENCE).result
+    delivery = dub.delivery
+    assert (delivery.bucket, delivery.prefix) == ("course-dubs", "week1/fr")
+    assert delivery.location == f"bucket://course-dubs/week1/fr/{dub.task_id}/"
+    assert delivery.unused_fields == ["secretAccessKey"]
+    names = sorted(o["key"].rsplit("/", 1)[-1] for o in delivery.objects)
+    assert names == sorted(
+        [
+            dub.video.url.rsplit("/", 1)[-1],
+            dub.audio.url.rsplit("/", 1)[-1],
+            dub.subtitles.srt.rsplit("/", 1)[-1],
+            dub.subtitles.vtt.rsplit("/", 1)[-1],
+        ]
+    )
+    for item in delivery.objects:  # the bucket's copy is the result's file, byte for byte
+        assert item["key"].startswith(f"week1/fr/{dub.task_id}/")
+        name = item["key"].rsplit("/", 1)[-1]
+        original = next(
+            u
+            for u in (dub.video.url, dub.audio.url, dub.subtitles.srt, dub.subtitles.vtt)
+            if u.endswith("/" + name)
+        )
+        assert (
+            requests.get(item["url"], timeout=60).content
+            == requests.get(original, timeout=60).content
+        )
+    # the sandbox's stand-in is a folder in its data dir, one per key
+    folders = list(
+        (sandbox.data_dir / "files" / "buckets").glob(f"*/course-dubs/week1/fr/{dub.task_id}")
+    )
+    assert len(folders) == 1 and sorted(p.name for p in folders[0].iterdir()) == names
+    assert "s3cr3t-value" not in json.dumps(dub.raw) + str(delivery)
+    assert "s3cr3t-value" not in repr(client.dubbing.draft(target="fr-FR", output=output))
+
+
+@pytest.mark.parametrize(
+    ("output", "field"),
+    [
+        ({"region": "eu-west-1"}, "output.bucket"),
+        ({"bucket": "Not A Bucket!"}, "output.bucket"),
+        ({"bucket": "fine-bucket", "prefix": "../escape"}, "output.prefix"),
+    ],
+)
+def test_an_output_the_sandbox_cannot_deliver_to_is_refused_before_any_charge(
+    sandbox, new_key, client_for, tmp_path, output, field
+):
+    clip = samples.narrated_clip(tmp_path / "talk.mp4", ["Nowhere to deliver."])
+    client = client_for(new_key)
+    material = client.materials.upload(clip, progress=False)
+    before = credits(sandbox, new_key)
+    with pytest.raises(BadRequestError) as caught:
+        client.dubbing.create(material, target="fr-FR", output=output)
+    assert field in caught.value.message and "eu-west-1" not in caught.value.message
+    assert credits(sandbox, new_key) == before and client.tasks.list() == []
+    with pytest.raises(ValidationError) as not_an_object:
+        client.dubbing.create(material, target="fr-FR", output="s3://bucket")
+    assert not_an_object.value.field == "output"

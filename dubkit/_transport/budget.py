@@ -53,7 +53,7 @@ class Budget:
         if product.name == "dubbing":
             if self._material_facts is None:
                 raise ValueError("the budget cannot price a dub without its material's length")
-            seconds, video = self._material_facts(body.source.material_id)
+            seconds, video = self._material_facts(body.source.material_id or body.source.source_url)
         quote = prices.quote_request(product.name, body, seconds=seconds, video=video)
         if quote is None:  # a paid product without a price row: refused, never let through
             raise DubkitError(f"the budget cannot price {product.name} calls (no price row)")

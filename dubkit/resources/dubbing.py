@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict, Union
 
 from typing_extensions import Unpack
 
 from .._transport import Transport
 from .._util.deprecation import renamed, renamed_keywords
+from .._util.urls import is_web_url
 from .._wire import checked, python_names
 from ..errors import ValidationError
 from ..results import DubbingResult, Material, Redub, Task
@@ -62,6 +64,7 @@ class DubOptions(TypedDict, total=False):
     translate_prompt: str | None
     transcribe_mode: Literal["fast", "normal"] | None
     options: Mapping[str, Any] | None
+    output: Mapping[str, Any] | None
 
 
 class BatchOptions(DubOptions, total=False):
@@ -91,21 +94,29 @@ class DubDraft:
     target: str
     task_type: str | None
     options: dict[str, Any]
+    # the customer's bucket settings may hold its credentials: never in a repr
+    output: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def lipsync(self) -> bool:
         asked = self.options.get("lipsync") or {}
         return bool(asked.get("enable")) if isinstance(asked, Mapping) else False
 
-    def request(self, material_id: str, category: str | None = None) -> MediaTranslationRequest:
+    def request(
+        self, material_id: str | None, category: str | None = None, *, source_url: str | None = None
+    ) -> MediaTranslationRequest:
+        """The request for a material, or for the file at ``source_url``. A URL's category is
+        unknown until the service fetches it: ``at``, which a video runs as ``vt``."""
         kind = self.task_type or ("vt" if category == "video" else "at")
+        source = {"source_url": source_url} if source_url else {"material_id": material_id}
         return checked(
             MediaTranslationRequest,
             {
                 "task_type": kind,
-                "source": {"material_id": material_id},
+                "source": source,
                 "language": {"source": self.source, "target": self.target},
                 "options": self.options,
+                **({"output": self.output} if self.output is not None else {}),
             },
         )
 
@@ -201,6 +212,7 @@ class DubbingResource(Resource):
         material: MaterialLike,
         *,
         target: str,
+        max_minutes: float | None = None,
         extra_data: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         **options: Unpack[DubOptions],
@@ -208,7 +220,10 @@ class DubbingResource(Resource):
         """Start dubbing ``material`` into ``target``; returns the running :class:`Task`.
 
         ``material`` is a registered :class:`~dubkit.resources.materials.Material`, its id,
-        or a local file, which is uploaded first. ``task_type`` defaults to the material's
+        a local file, which is uploaded first, or the http(s) URL of a file the service
+        fetches (``source.sourceUrl``: nothing is uploaded; its length is known only once it
+        is fetched, so with a budget give ``max_minutes``, the longest it may be, which the
+        budget reserves). ``task_type`` defaults to the material's
         category (``vt`` for video, ``at`` for audio). ``voices`` are the voices of speakers
         1, 2, ...: ids, voice records, or ``{"voiceId", "provider"}``; or, with a ``cast``,
         ``speakers`` maps them to roles (``{1: "Alice", 2: "Bob"}``), each spoken by its role's
@@ -224,6 +239,9 @@ class DubbingResource(Resource):
         ...                              timbre_method="smart", text={"burn": True})
         """
         draft = self.draft(target=target, **options)
+        url = _source_url(material)
+        if url is not None:
+            return self._start_from_url(draft, url, max_minutes, extra_data, idempotency_key)
         # Bad options, unknown voices and a dub over the budget never cost an upload.
         if self._transport.budget is not None and _is_local_file(material):
             self._transport.budget.check(self.quote(material, lipsync=draft.lipsync))
@@ -254,10 +272,41 @@ class DubbingResource(Resource):
         raw = options.get("options")
         wire_options = _merge(_options(given), python_names(MediaOptions, raw or {}))
         made = DubDraft(
-            options.get("source", "auto"), target, options.get("task_type"), wire_options
+            options.get("source", "auto"),
+            target,
+            options.get("task_type"),
+            wire_options,
+            _output(options.get("output")),
         )
         self._check_voices(made.request("not-uploaded-yet"), raw=_chooses_voices(raw))
         return made
+
+    def _start_from_url(
+        self,
+        draft: DubDraft,
+        url: str,
+        max_minutes: float | None,
+        extra_data: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> Task:
+        """Send a :meth:`draft` for the file at ``url``, priced (for a budget) at
+        ``max_minutes``."""
+        if self._transport.budget is not None and max_minutes is None:
+            raise ValidationError("max_minutes", _URL_UNPRICED)
+        body = draft.request(None, source_url=url)
+        worst = _worst_case.set(None if max_minutes is None else _minutes(max_minutes) * 60)
+        try:
+            return self._run(
+                self._start(
+                    "media.create_async",
+                    body,
+                    extra_data=extra_data,
+                    idempotency_key=idempotency_key,
+                    context=DubbingContext(draft.source, draft.target),
+                )
+            )
+        finally:
+            _worst_case.reset(worst)
 
     def start(
         self,
@@ -282,9 +331,24 @@ class DubbingResource(Resource):
 
     translate = renamed("create")
 
-    def quote(self, material: MaterialLike, *, lipsync: bool = False) -> Quote:
+    def quote(
+        self, material: MaterialLike, *, lipsync: bool = False, max_minutes: float | None = None
+    ) -> Quote:
         """What dubbing ``material`` (a Material, its id, or a local file, which is measured
-        here, not uploaded) will cost, with or without lip sync; nothing is sent."""
+        here, not uploaded) will cost, with or without lip sync; nothing is sent. A URL's
+        length is known once the service has fetched it: its quote is for ``max_minutes``
+        (the most it may cost), or for one minute, the least, and says so."""
+        url = _source_url(material)
+        if url is not None:
+            most = None if max_minutes is None else _minutes(max_minutes)
+            quote = prices.dub_quote((most or 1) * 60, lipsync=lipsync)
+            basis = (
+                f"at most {most:g} minutes (max_minutes)"
+                if most is not None
+                else "at least: one minute; pass max_minutes= for the most it may cost"
+            )
+            known = "a file fetched from a URL, whose length is known once the service fetched it"
+            return replace(quote, basis=f"{known}: {basis}", estimate=True)
         seconds, video = self.material_facts(material)
         return prices.dub_quote(seconds, lipsync=lipsync and video)
 
@@ -293,6 +357,11 @@ class DubbingResource(Resource):
 
         A material whose length the service has not given cannot be priced: a ValidationError
         says so rather than a quote that could hide most of the cost."""
+        if _source_url(material) is not None:  # priced at the most the caller allows
+            worst = _worst_case.get()
+            if worst is None:
+                raise ValidationError("max_minutes", _URL_UNPRICED)
+            return worst, True
         if _is_local_file(material):
             from ..media.av import probe  # numpy and ffmpeg load on the first local file
 
@@ -368,6 +437,45 @@ class AsyncDubbingResource(Offloaded[DubbingResource]):
     material_facts = offloaded(DubbingResource.material_facts)
     batch = offloaded(DubbingResource.batch)
     redub = offloaded(DubbingResource.redub)
+
+
+# The longest a dub from a URL may be (seconds), as its caller said, while it is being sent:
+# what the budget reserves for it (see DubbingResource._start_from_url).
+_worst_case: ContextVar[float | None] = ContextVar("dubkit_dub_worst_case", default=None)
+_URL_UNPRICED = (
+    "a dub from a URL is priced once the service has fetched the file; with a budget, give "
+    "max_minutes=, the longest it may be, which the budget reserves"
+)
+
+
+def _source_url(material: Any) -> str | None:
+    """``material`` as a URL to dub (``source.sourceUrl``), None when it is no URL (a file, a
+    material or its id); a URL of another scheme than http(s) is refused, naming the field."""
+    if not isinstance(material, str) or "://" not in material:
+        return None
+    if not is_web_url(material):
+        raise ValidationError(
+            "source.sourceUrl", f"expected an http:// or https:// URL, got {material!r}"
+        )
+    return material.strip()
+
+
+def _output(value: Any) -> dict[str, Any] | None:
+    """``output``: the customer's bucket, an object whose fields the vendor's pages do not
+    show (interface §8.2); so dubkit checks only that it is one, and sends it as given."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            "output", f"expected an object (a mapping), got {type(value).__name__}"
+        )
+    return dict(value)
+
+
+def _minutes(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValidationError("max_minutes", f"expected a number of minutes > 0, got {value!r}")
+    return float(value)
 
 
 def _is_local_file(material: MaterialLike) -> bool:

@@ -185,6 +185,8 @@ class DubbingResult(ShowsMedia):
         self.voices: list[dict[str, Any]] = [v.to_wire() for v in result.voice_match]
         self.notices: list[str] = list(result.notices or [])
         self.timings: dict[str, float] = dict(result.timings or {})
+        # where the files were delivered for ``output=`` (the sandbox says; None otherwise)
+        self.delivery: schema.Delivery | None = result.delivery
         scripts = result.translated_scripts or schema.TranslatedScripts()
         self.engine = scripts.engine or ""
         self.poster_url = next((image.url for image in build.images if image.url), None)

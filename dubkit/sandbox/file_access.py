@@ -7,6 +7,8 @@
 ``clones/<taskId>/...`` a clone's copy of its reference, until the clone is deleted
 ``tts/...``            a TTS result (identical lines share one file), while a live task of
                        the key that asked for it answered with it
+``buckets/...``        a dub delivered to a customer's bucket (``output``): the stand-in for
+                       storage the customer owns, so it outlives the task (products.buckets)
 =====================  =================================================================
 
 Anything else, a path that resolves outside the files directory (``..``, a symlink), or a
@@ -38,7 +40,7 @@ def served_path(backend: Backend, relpath: str) -> Path | None:
 def _owner_lives(backend: Backend, relpath: str) -> bool:
     head, _, rest = relpath.partition("/")
     owner = rest.partition("/")[0]
-    if head == "voices":
+    if head in ("voices", "buckets"):
         return True
     if head == "materials":
         return materials.is_live(backend, owner)

@@ -21,6 +21,7 @@ Either way the audio is decoded with ffmpeg, so any container ffmpeg reads will 
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import socket
 import tempfile
 import time
@@ -89,9 +90,58 @@ def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int
     except ServiceError as refusal:
         raise UnusableAudio(refusal.message.removeprefix("invalid request: ")) from None
     with tempfile.NamedTemporaryFile(suffix=Path(urlsplit(url).path).suffix[:10]) as tmp:
-        if not _download(url, fetch_policy(backend), tmp):
+        if _download(url, fetch_policy(backend), tmp, MAX_REFERENCE_BYTES) is not None:
             raise UnusableAudio(_UNUSABLE.format(field=field))
         return _decode(Path(tmp.name), field)
+
+
+def fetch_media(backend: Backend, url: str, field: str, out: Any, limit: int) -> None:
+    """Download a file to dub (``source.sourceUrl``) into ``out``, under the same fetch policy
+    as references. Unlike a reference, each refusal has its own answer, since each says only
+    what the caller can see for itself: a scheme or an address the policy does not allow is a
+    400 before any connection is made (the host's addresses are checked first, and again on
+    the connection, as for references); over ``limit`` bytes is a 413, cut off as the bytes
+    arrive; a URL that cannot be fetched is a 422."""
+    own = _own_file(backend, url)
+    if own is not None:  # a file this sandbox serves is read from disk, as for references
+        path = _inside(backend.files_dir, own)
+        if path is None or not path.is_file():
+            raise ServiceError(422, f"{field}: no such file on this sandbox")
+        if path.stat().st_size > limit:
+            raise ServiceError(
+                413, f"{field}: the file is over {limit} bytes, the most this sandbox fetches"
+            )
+        with open(path, "rb") as source:
+            shutil.copyfileobj(source, out)
+        out.flush()
+        return
+    check_reference(backend, url, field)
+    policy = fetch_policy(backend)
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        addresses = {
+            a[4][0] for a in socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+        }
+    except (OSError, UnicodeError):
+        raise ServiceError(422, f"{field}: the host {parts.hostname!r} does not resolve") from None
+    refused = sorted(
+        a for a in addresses if not _allowed(str(a), parts.hostname or "", port, policy)
+    )
+    if refused:
+        raise ServiceError(
+            400,
+            f"invalid request: {field}: {parts.hostname} is a loopback, private or other "
+            f"non-public address ({', '.join(map(str, refused))}), which this sandbox does not "
+            f"fetch from unless its fetch policy allows it",
+        )
+    failure = _download(url, policy, out, limit)
+    if failure == "too large":
+        raise ServiceError(
+            413, f"{field}: the file is over {limit} bytes, the most this sandbox fetches"
+        )
+    if failure is not None:
+        raise ServiceError(422, f"{field}: could not fetch the file ({failure})")
 
 
 _UNUSABLE = (
@@ -127,24 +177,29 @@ def _inside(root: Path, relpath: str) -> Path | None:
 # --------------------------------------------------------------------------- guarded download
 
 
-def _download(url: str, policy: dict[str, Any], out: Any) -> bool:
-    """Stream ``url`` into ``out`` within the size and time caps; False if anything failed."""
+def _download(url: str, policy: dict[str, Any], out: Any, limit: int) -> str | None:
+    """Stream ``url`` into ``out`` within ``limit`` bytes and the time cap; None when it came
+    whole, else what went wrong ("too large", "HTTP 404", ...)."""
     deadline = time.monotonic() + FETCH_SECONDS
     session = _guarded_session(policy)
     try:
         with session.get(url, stream=True, timeout=(5, 10)) as answer:
             if answer.status_code != 200:
-                return False
+                return f"HTTP {answer.status_code}"
+            if int(answer.headers.get("Content-Length") or 0) > limit:
+                return "too large"
             size = 0
             for chunk in answer.iter_content(1 << 16):
                 size += len(chunk)
-                if size > MAX_REFERENCE_BYTES or time.monotonic() > deadline:
-                    return False
+                if size > limit:
+                    return "too large"
+                if time.monotonic() > deadline:
+                    return f"not done within {FETCH_SECONDS:g} s"
                 out.write(chunk)
         out.flush()
-        return size > 0
-    except (requests.RequestException, OSError):
-        return False
+        return None if size > 0 else "empty"
+    except (requests.RequestException, OSError, ValueError):
+        return "no answer"
     finally:
         session.close()
 

@@ -222,7 +222,17 @@ class MediaOptions(Wire):
 
 
 class MediaSource(Wire):
-    material_id: StrictStr
+    """What a dub is made from: a registered material, or a file the service fetches from a
+    URL (``sourceUrl``, from the vendor's guides, not its OpenAPI file: interface §8.2)."""
+
+    material_id: StrictStr | None = None
+    source_url: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MediaSource:
+        if (self.material_id is None) == (self.source_url is None):
+            raise rule("give exactly one of materialId and sourceUrl")
+        return self
 
 
 class MediaLanguage(Wire):
@@ -243,3 +253,6 @@ class MediaTranslationRequest(Wire):
     language: MediaLanguage
     options: MediaOptions
     extra_data: dict[str, Any] | None = None
+    # From the vendor's guides, not its OpenAPI file (interface §8.2): the results delivered
+    # to the customer's own bucket. Its fields are not shown, so it is any object, sent as is.
+    output: dict[str, Any] | None = None

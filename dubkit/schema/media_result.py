@@ -197,8 +197,10 @@ class Build(Wire):
 
 
 class DubbedSource(SandboxExtra):
-    """The material that was dubbed (a sandbox extra)."""
+    """The material that was dubbed (a sandbox extra); ``source_url`` the URL it was fetched
+    from, for a dub of ``source.sourceUrl``."""
 
+    source_url: str | None = None
     material_id: str | None = None
     url: str | None = None
     category: str | None = None
@@ -231,6 +233,18 @@ class LipsyncEcho(SandboxExtra):
     reason: str | None = None
 
 
+class Delivery(SandboxExtra):
+    """Where the sandbox delivered a dub's files for ``output`` (a sandbox extra): its local
+    stand-in for the bucket, each object's key and the URL it is served at."""
+
+    bucket: str | None = None
+    prefix: str | None = None
+    location: str | None = None
+    objects: list[dict[str, str]] = Field(default_factory=list)
+    unused_fields: list[str] = Field(default_factory=list)
+    note: str | None = None
+
+
 class MediaTranslationResult(Wire):
     compress: dict[str, MediaFile] = Field(default_factory=dict)
     asr_scripts: AsrScripts | None = None
@@ -247,9 +261,11 @@ class MediaTranslationResult(Wire):
     options: OptionsEcho | None = sandbox_extra("the options as the pipeline understood them")
     notices: list[str] | None = sandbox_extra("each option not honoured as asked, and why")
     timings: dict[str, float] | None = sandbox_extra("seconds each stage took")
+    delivery: Delivery | None = sandbox_extra("where the files went, for output (a bucket)")
 
 
 __all__ = [
+    "Delivery",
     "Resolution",
     "MediaFile",
     "ImageFile",

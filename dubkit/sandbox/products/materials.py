@@ -35,6 +35,7 @@ Choices where the interface is silent (*choice*):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -60,7 +61,7 @@ from ...schema import (
     UploadStart,
 )
 from .. import multipart, storage
-from ..backend import Backend, now_iso
+from ..backend import Backend, new_id, now_iso
 from ..call import Call
 from ..database import Database
 from ..service_error import ServiceError
@@ -147,23 +148,8 @@ def _register_now(
             f"video the service can read ({reason}); nothing was "
             f"registered",
         ) from None
-    folder = f"materials/{material_id}"
-    relpath = f"{folder}/{Path(session['object_key']).name}"
-    backend.file_path(folder).mkdir(parents=True, exist_ok=True)
-    os.replace(path, backend.file_path(relpath))
-    stamp = now_iso()
-    record = Material(
-        material_id=material_id,
-        category=info.category,
-        name=session["file_name"],
-        address_url=backend.file_url(relpath),
-        mime_type=info.mime_type,
-        file_hash=session["file_hash"],
-        filesize=size,
-        duration=int(round(info.duration * 1000)),
-        create_time=stamp,
-        update_time=stamp,
-        **_derived_files(backend, folder, backend.file_path(relpath), info),
+    record, relpath = _stored(
+        backend, material_id, session["file_name"], session["file_hash"], path, size, info
     )
     store = materials_table(backend)
     with store.transaction() as db:
@@ -184,6 +170,69 @@ def _register_now(
         mark_completed(db, material_id)
     storage.delete_object(backend, session["object_key"])
     return record
+
+
+def _stored(
+    backend: Backend,
+    material_id: str,
+    name: str,
+    file_hash: str,
+    path: Path,
+    size: int,
+    info: av.MediaInfo,
+) -> tuple[Material, str]:
+    """Move a probed file into the material's folder; its record and where it now is."""
+    folder = f"materials/{material_id}"
+    relpath = f"{folder}/{path.name}"
+    backend.file_path(folder).mkdir(parents=True, exist_ok=True)
+    os.replace(path, backend.file_path(relpath))
+    stamp = now_iso()
+    record = Material(
+        material_id=material_id,
+        category=info.category,
+        name=name,
+        address_url=backend.file_url(relpath),
+        mime_type=info.mime_type,
+        file_hash=file_hash,
+        filesize=size,
+        duration=int(round(info.duration * 1000)),
+        create_time=stamp,
+        update_time=stamp,
+        **_derived_files(backend, folder, backend.file_path(relpath), info),
+    )
+    return record, relpath
+
+
+def register_fetched(
+    backend: Backend, api_key: str, path: Path, name: str, info: av.MediaInfo
+) -> Material:
+    """A file the sandbox fetched for a dub (``source.sourceUrl``), registered as a material
+    of ``api_key`` as an upload would be: the same bytes registered already are that one."""
+    file_hash = _md5_of(path)
+    duplicate = live_by_hash(backend, api_key, file_hash)
+    if duplicate is not None:
+        return Material.model_validate_json(duplicate["record"])
+    material_id = new_id("mat_")
+    record, relpath = _stored(
+        backend, material_id, name, file_hash, path, path.stat().st_size, info
+    )
+    store = materials_table(backend)
+    with store.transaction() as db:
+        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM materials").fetchone()[0]
+        db.execute(
+            "INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, "
+            "record, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (material_id, api_key, file_hash, relpath, "", json.dumps(record.to_wire()), seq),
+        )
+    return record
+
+
+def _md5_of(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo) -> dict[str, str]:

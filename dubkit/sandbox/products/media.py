@@ -23,21 +23,26 @@ Choices where the interface is silent (*choice*):
 
 from __future__ import annotations
 
+import re
+import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from ... import locales
-from ...media import speech
+from ...media import av, speech
 from ...schema import DubbedSource, Material, MediaAcceptance, MediaTranslationRequest, prices
-from .. import pipeline
+from .. import pipeline, storage
 from ..backend import Backend
 from ..call import Call
 from ..catalogue import preset as find_preset
 from ..catalogue import presets as all_presets
+from ..references import fetch_media
 from ..service_error import ServiceError
 from . import task_voices
+from .buckets import Bucket
 from .common import Work, check_locale, start_async
-from .materials import find_material, material_path
+from .materials import find_material, material_path, register_fetched
 from .voices import find_clone, served_preset
 
 
@@ -145,6 +150,25 @@ def _task_type(requested: str, material: Material) -> str:
     return "at"
 
 
+def _fetched(backend: Backend, api_key: str, url: str) -> Material:
+    """The file at ``url`` (``source.sourceUrl``), fetched within the fetch policy and the
+    upload limit, probed, and registered as a material of the key (the same bytes again are
+    the same material); a 400, 413 or 422 names the field otherwise."""
+    name = re.sub(r"[^\w.-]", "_", Path(unquote(urlsplit(url).path)).name)[:100].strip(".")
+    backend.scratch_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=backend.scratch_dir, prefix="fetch-") as folder:
+        path = Path(folder) / (name or "fetched")
+        with open(path, "wb") as out:
+            fetch_media(backend, url, "source.sourceUrl", out, storage.upload_limit(backend))
+        try:
+            info = av.probe(path)
+        except av.MediaError:
+            raise ServiceError(
+                422, "source.sourceUrl: the file is not audio or video the service can read"
+            ) from None
+        return register_fetched(backend, api_key, path, name or "fetched", info)
+
+
 def _plan(
     backend: Backend, api_key: str, request: MediaTranslationRequest
 ) -> tuple[str, int, Work]:
@@ -159,14 +183,19 @@ def _plan(
             f"invalid request: language.target: the sandbox has no voice "
             f"that speaks {request.language.target!r}",
         ) from None
-    material = find_material(backend, api_key, request.source.material_id)
-    path = material_path(backend, api_key, request.source.material_id)
+    url = request.source.source_url
+    if url is not None:  # fetched and registered before anything is charged
+        material = _fetched(backend, api_key, url)
+    else:
+        material = find_material(backend, api_key, request.source.material_id or "")
+    path = material_path(backend, api_key, material.material_id or "")
     task_type = _task_type(request.task_type, material)
     settings = pipeline.read_settings(request, task_type)
     library = KeyVoices(backend, api_key)
     _check_voices(settings, library)
     seconds = (material.duration or 0) / 1000
     lipsync = task_type == "vt" and settings.lipsync
+    bucket = Bucket.of(request.output)  # one the sandbox cannot deliver to costs nothing
     credits = prices.dub_credits(seconds, lipsync=lipsync)
     minutes = prices.dub_minutes(seconds)
     backend.charge(
@@ -176,6 +205,7 @@ def _plan(
     )
     gains = dict(backend.setting("faults", {}).get("lineGainDb") or {})
     source = DubbedSource(
+        source_url=url,
         material_id=material.material_id,
         url=material.address_url,
         category=material.category,
@@ -190,7 +220,7 @@ def _plan(
             backend.file_path(folder), lambda name: backend.file_url(f"{folder}/{name}")
         )
         try:
-            return pipeline.run(
+            result = pipeline.run(
                 pipeline.Job(
                     task_id,
                     Path(path),
@@ -202,6 +232,9 @@ def _plan(
                     line_gain_db=gains,
                 )
             )
+            if bucket is not None:
+                result["delivery"] = bucket.deliver(backend, api_key, task_id, result)
+            return result
         except BaseException:
             backend.refund(api_key, credits)
             raise
