@@ -444,7 +444,7 @@ class AsyncClient(_Common):
         transport.talks_to_sandbox = sandbox is not None
         # Uploads, clones and dubs are the sync client's calls run off the loop, on a twin
         # over the same place with the same budget (which prices dubs by their materials).
-        twin = Client._over(transport.blocking, sandbox, budget)
+        twin = self._twin = Client._over(transport.blocking, sandbox, budget)
         transport.budget = twin.budget
         # The Async resources hand their plans to this transport (Resource types the sync one).
         self.tasks = AsyncTasksResource(transport)  # type: ignore[arg-type]
@@ -466,6 +466,12 @@ class AsyncClient(_Common):
     def transport(self) -> AsyncTransport:
         """The one async transport every call of this client goes through."""
         return self._transport
+
+    @property
+    def blocking(self) -> Client:
+        """This client's sync twin: the same place, key and budget, for code that calls from
+        threads of its own (the widgets: ``dubkit.VoiceBrowser(client)`` takes either)."""
+        return self._twin
 
     async def call(
         self,

@@ -336,9 +336,10 @@ def test_voice_table_plays_previews_without_autoplay(client):
     assert list(frame["voice_id"]) == voices.ids and frame["audio"].notna().all()
 
 
-def test_browser_filters_ticks_and_auditions_side_by_side(sync_client):
-    client = sync_client  # the browser is a widget of the sync client
-    browser = VoiceBrowser(client, locale="en-US", page_size=5)
+def test_browser_filters_ticks_and_auditions_side_by_side(client):
+    """Given either client (an AsyncClient's calls belong to its loop: the browser, whose
+    controls run in callbacks, uses its sync twin)."""
+    browser = VoiceBrowser(getattr(client, "unwrapped", client), locale="en-US", page_size=5)
     assert browser.total == client.voices.presets(locale="en-US").total
     browser.set_filters(gender="male", quality="high")
     assert browser.voices and all(v.gender == "male" and v.is_hd for v in browser.voices)

@@ -21,6 +21,7 @@ from ..results.quality import DubCheck, Limits
 from ..views.dubbing import line_player_html
 from ..views.palette import error_html, muted
 from ..views.quality import check_html
+from ._client import sync_client
 from ._threads import CellContext
 from .script_editor import RedubbingClient, ScriptEditor
 
@@ -36,6 +37,7 @@ class CheckView(LiveHTML):
         *,
         cast: Any = None,
     ) -> None:
+        client = sync_client(client)
         self._client, self.dub = client, dub
         self.report: DubCheck = dub.check(limits, cast=cast)
         self.editor: ScriptEditor | None = None

@@ -25,6 +25,7 @@ from ..resources.clone import DEFAULT_TEXT, CloneResource
 from ..results import ABPlayers, Clone
 from ..schema import CloneProvider
 from ..views.palette import error_html, muted
+from ._client import sync_client
 
 
 class CloningClient(Protocol):
@@ -48,7 +49,7 @@ class CloneForm:
     status line and the A/B players once cloned."""
 
     def __init__(self, client: CloningClient, *, text: str, locale: str) -> None:
-        self._client = client
+        self._client = client = sync_client(client)
         self.name, self.provider, self.locale, self.text = "", "", locale, text
         self.status = _ASK
         self.clone: Clone | None = None

@@ -22,6 +22,7 @@ from ..resources.voices import VoicesResource
 from ..results import DubbingResult, Redub, ScriptLine
 from ..views.dubbing import compare_html, line_player_html
 from ..views.palette import error_html, muted
+from ._client import sync_client
 
 _SHOWN = ("start", "end", "speaker", "source_text", "translation", "voice_id", "provider")
 
@@ -87,6 +88,7 @@ class ScriptEditor(LiveHTML):
         cast: Iterable[Any] | None = None,
         on_redub: Callable[[Redub], object] | None = None,
     ) -> None:
+        client = sync_client(client)
         self._client, self.dub = client, dub
         self.redub: Redub | None = None
         self._on_redub = on_redub  # told of each re-dub made (a batch records it as a revision)

@@ -25,6 +25,7 @@ from ..resources import TTSResource, VoicesResource
 from ..results import Audition
 from ..views.palette import error_html
 from ..views.voices import voice_row_html, voice_table_html
+from ._client import sync_client
 
 
 class VoiceClient(Protocol):
@@ -57,7 +58,7 @@ class VoiceBrowser(LiveHTML):
         page_size: int = 10,
         text: str = "Hello! This is how I sound.",
     ) -> None:
-        self._client = client
+        self._client = client = sync_client(client)
         self.page, self.page_size = 1, page_size
         self.voices: list[Any] = []
         self.total = 0
