@@ -296,15 +296,8 @@ class DubbingResource(Resource):
         body = draft.request(None, source_url=url)
         worst = _worst_case.set(None if max_minutes is None else _minutes(max_minutes) * 60)
         try:
-            return self._run(
-                self._start(
-                    "media.create_async",
-                    body,
-                    extra_data=extra_data,
-                    idempotency_key=idempotency_key,
-                    context=DubbingContext(draft.source, draft.target),
-                )
-            )
+            context = DubbingContext(draft.source, draft.target)
+            return self._send(body, context, extra_data, idempotency_key)
         finally:
             _worst_case.reset(worst)
 
@@ -319,13 +312,24 @@ class DubbingResource(Resource):
         """Send a :meth:`draft` for a registered ``material``; the running :class:`Task`."""
         self._materials._require_registered(material)
         body = draft.request(material.material_id or "", material.category)
+        context = DubbingContext(draft.source, draft.target, material)
+        return self._send(body, context, extra_data, idempotency_key)
+
+    def _send(
+        self,
+        body: MediaTranslationRequest,
+        context: DubbingContext,
+        extra_data: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> Task:
+        """Send a dub's request; the running :class:`Task` holding its ``context``."""
         return self._run(
             self._start(
                 "media.create_async",
                 body,
                 extra_data=extra_data,
                 idempotency_key=idempotency_key,
-                context=DubbingContext(draft.source, draft.target, material),
+                context=context,
             )
         )
 

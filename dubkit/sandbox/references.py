@@ -20,6 +20,7 @@ Either way the audio is decoded with ffmpeg, so any container ffmpeg reads will 
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import shutil
 import socket
@@ -95,13 +96,15 @@ def fetch_audio(backend: Backend, url: str, field: str) -> tuple[np.ndarray, int
         return _decode(Path(tmp.name), field)
 
 
-def fetch_media(backend: Backend, url: str, field: str, out: Any, limit: int) -> None:
+def fetch_media(backend: Backend, url: str, field: str, out: Any, limit: int) -> str:
     """Download a file to dub (``source.sourceUrl``) into ``out``, under the same fetch policy
     as references. Unlike a reference, each refusal has its own answer, since each says only
     what the caller can see for itself: a scheme or an address the policy does not allow is a
     400 before any connection is made (the host's addresses are checked first, and again on
     the connection, as for references); over ``limit`` bytes is a 413, cut off as the bytes
-    arrive; a URL that cannot be fetched is a 422."""
+    arrive; a URL that cannot be fetched is a 422. Returns the MD5 of the bytes written,
+    taken as they are written."""
+    out = _Hashing(out)
     own = _own_file(backend, url)
     if own is not None:  # a file this sandbox serves is read from disk, as for references
         path = _inside(backend.files_dir, own)
@@ -114,7 +117,7 @@ def fetch_media(backend: Backend, url: str, field: str, out: Any, limit: int) ->
         with open(path, "rb") as source:
             shutil.copyfileobj(source, out)
         out.flush()
-        return
+        return out.md5()
     check_reference(backend, url, field)
     policy = fetch_policy(backend)
     parts = urlsplit(url)
@@ -142,6 +145,24 @@ def fetch_media(backend: Backend, url: str, field: str, out: Any, limit: int) ->
         )
     if failure is not None:
         raise ServiceError(422, f"{field}: could not fetch the file ({failure})")
+    return out.md5()
+
+
+class _Hashing:
+    """A file-like sink that keeps the MD5 of what passes through it."""
+
+    def __init__(self, out: Any) -> None:
+        self._out, self._digest = out, hashlib.md5(usedforsecurity=False)
+
+    def write(self, data: bytes) -> int:
+        self._digest.update(data)
+        return int(self._out.write(data))
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def md5(self) -> str:
+        return self._digest.hexdigest()
 
 
 _UNUSABLE = (

@@ -35,10 +35,10 @@ Choices where the interface is silent (*choice*):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
+import sqlite3
 import threading
 import weakref
 from pathlib import Path
@@ -119,12 +119,16 @@ def register(
     The duplicate check and the insert are one step per key and content: concurrent uploads
     of the same bytes wait for each other here and all answer the one material.
     """
-    with _registering_guard:
-        lock = _registering.setdefault(backend, {}).setdefault(
-            (api_key, session["file_hash"]), threading.Lock()
-        )
-    with lock:
+    with _registering_lock(backend, api_key, session["file_hash"]):
         return _register_now(backend, api_key, session, path, size)
+
+
+def _registering_lock(backend: Backend, api_key: str, file_hash: str) -> threading.Lock:
+    """The one lock of a key's registrations of these bytes (duplicate check, then insert)."""
+    with _registering_guard:
+        return _registering.setdefault(backend, {}).setdefault(
+            (api_key, file_hash), threading.Lock()
+        )
 
 
 def _register_now(
@@ -151,22 +155,8 @@ def _register_now(
     record, relpath = _stored(
         backend, material_id, session["file_name"], session["file_hash"], path, size, info
     )
-    store = materials_table(backend)
-    with store.transaction() as db:
-        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM materials").fetchone()[0]
-        db.execute(
-            "INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, "
-            "record, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                material_id,
-                api_key,
-                session["file_hash"],
-                relpath,
-                session["object_key"],
-                json.dumps(record.to_wire()),
-                seq,
-            ),
-        )
+    with materials_table(backend).transaction() as db:
+        _insert(db, api_key, session["file_hash"], relpath, session["object_key"], record)
         mark_completed(db, material_id)
     storage.delete_object(backend, session["object_key"])
     return record
@@ -204,35 +194,45 @@ def _stored(
 
 
 def register_fetched(
-    backend: Backend, api_key: str, path: Path, name: str, info: av.MediaInfo
+    backend: Backend, api_key: str, path: Path, name: str, file_hash: str, info: av.MediaInfo
 ) -> Material:
     """A file the sandbox fetched for a dub (``source.sourceUrl``), registered as a material
     of ``api_key`` as an upload would be: the same bytes registered already are that one."""
-    file_hash = _md5_of(path)
-    duplicate = live_by_hash(backend, api_key, file_hash)
-    if duplicate is not None:
-        return Material.model_validate_json(duplicate["record"])
-    material_id = new_id("mat_")
-    record, relpath = _stored(
-        backend, material_id, name, file_hash, path, path.stat().st_size, info
-    )
-    store = materials_table(backend)
-    with store.transaction() as db:
-        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM materials").fetchone()[0]
-        db.execute(
-            "INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, "
-            "record, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (material_id, api_key, file_hash, relpath, "", json.dumps(record.to_wire()), seq),
+    with _registering_lock(backend, api_key, file_hash):
+        duplicate = live_by_hash(backend, api_key, file_hash)
+        if duplicate is not None:
+            return Material.model_validate_json(duplicate["record"])
+        record, relpath = _stored(
+            backend, new_id("mat_"), name, file_hash, path, path.stat().st_size, info
         )
-    return record
+        with materials_table(backend).transaction() as db:
+            _insert(db, api_key, file_hash, relpath, "", record)
+        return record
 
 
-def _md5_of(path: Path) -> str:
-    digest = hashlib.md5()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _insert(
+    db: sqlite3.Connection,
+    api_key: str,
+    file_hash: str,
+    relpath: str,
+    object_key: str,
+    record: Material,
+) -> None:
+    """The material's row, last in the list order (``seq``), inside ``db``'s transaction."""
+    seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM materials").fetchone()[0]
+    db.execute(
+        "INSERT INTO materials (material_id, api_key, file_hash, relpath, object_key, "
+        "record, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            record.material_id,
+            api_key,
+            file_hash,
+            relpath,
+            object_key,
+            json.dumps(record.to_wire()),
+            seq,
+        ),
+    )
 
 
 def _derived_files(backend: Backend, folder: str, path: Path, info: av.MediaInfo) -> dict[str, str]:

@@ -159,14 +159,14 @@ def _fetched(backend: Backend, api_key: str, url: str) -> Material:
     with tempfile.TemporaryDirectory(dir=backend.scratch_dir, prefix="fetch-") as folder:
         path = Path(folder) / (name or "fetched")
         with open(path, "wb") as out:
-            fetch_media(backend, url, "source.sourceUrl", out, storage.upload_limit(backend))
+            md5 = fetch_media(backend, url, "source.sourceUrl", out, storage.upload_limit(backend))
         try:
             info = av.probe(path)
         except av.MediaError:
             raise ServiceError(
                 422, "source.sourceUrl: the file is not audio or video the service can read"
             ) from None
-        return register_fetched(backend, api_key, path, name or "fetched", info)
+        return register_fetched(backend, api_key, path, name or "fetched", md5, info)
 
 
 def _plan(
