@@ -45,7 +45,9 @@ def player_html(
     source = element_source(url, mime, data=data, kind=kind)
     attributes = ["controls", f"preload='{'metadata' if kind == 'video' else 'none'}'"]
     if kind == "video":
-        attributes.append(f"width='{width}'")
+        # Its own stacking context: Chromium 150 misses a video's control bar under a scrolled,
+        # contained panel (JupyterLab's windowed notebook), so a click on play did nothing.
+        attributes += [f"width='{width}'", "style='position:relative;z-index:0'"]
         if poster:
             attributes.append(f"poster='{html.escape(poster)}'")
     else:
