@@ -11,7 +11,7 @@ import pytest
 import soundfile
 from _frames import frame
 
-from dubkit.media import audio, av, mixing, mp4
+from dubkit.media import audio, av, m4a, mixing, mp4
 from dubkit.media.av import MediaError
 from dubkit.media.subtitles import Cue, ass_style, parse_srt, parse_vtt, to_srt, to_vtt
 from dubkit.media.track import Track
@@ -100,6 +100,37 @@ def test_clips_encoded_together_come_back_as_each_alone(tmp_path: Path, fmt, ffm
         (got, rate), (expected, _) = av.decode_audio(together[i]), av.decode_audio(alone)
         assert rate == TONE_RATE and len(got) == len(expected)
         assert np.abs(got - expected).max() < 0.05  # the same clip, not a neighbour's
+
+
+def test_m4a_clips_cut_from_one_stream_hear_silence_outside_the_clip(tmp_path: Path):
+    """Each file starts a frame early and ends up to a frame late (its edit list cuts that
+    off); a player that ignores the edit list hears silence there, not the next line."""
+    clips = [_tone(0.7, 220), _tone(0.4, 440), np.stack([_tone(0.3, 880)] * 2, axis=1)[:, 0]]
+    paths = [tmp_path / f"{i}.m4a" for i in range(len(clips))]
+    av.encode_clips(clips, TONE_RATE, "m4a", paths)
+    placed, _ = m4a.layout(clips)
+    for clip, path, place in zip(clips, paths, placed):
+        run = av.run(
+            ["-ignore_editlist", "1", "-i", str(path), "-f", "f32le", "-ac", "1", "pipe:1"]
+        )
+        raw = np.frombuffer(run.stdout, "<f4")
+        lead = 1024 + place.start % 1024  # the priming, then where the cut fell in its frame
+        assert np.abs(raw[lead : lead + len(clip)] - clip).max() < 0.05
+        outside = np.concatenate([raw[: lead - 64], raw[lead + len(clip) + 64 :]])
+        assert np.abs(outside).max() < 0.01, "a neighbour's sound outside the clip"
+
+
+def test_m4a_layout_uses_the_clips_own_silence_and_inserts_only_what_is_missing():
+    quiet = np.concatenate([np.zeros(3000), np.ones(5000), np.zeros(3000)]).astype(np.float32)
+    placed, total = m4a.layout([quiet, quiet, quiet])
+    assert [p.start for p in placed] == [0, 11000, 22000] and total == 33000
+    loud = np.ones(5000, np.float32)
+    placed, total = m4a.layout([loud, loud])
+    assert placed[1].start == 5000 + 2048 and total == 12048
+    stereo = np.ones((5000, 2), np.float32)
+    stereo[-100:] = 0
+    placed, _ = m4a.layout([stereo, stereo])
+    assert placed[1].start == 5000 + 2048 - 100
 
 
 def test_many_clips_decode_in_one_run_and_a_bad_one_fails_alone(tmp_path: Path, ffmpeg_runs):
