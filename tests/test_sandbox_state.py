@@ -3,6 +3,7 @@ keys isolated from each other, and what survives or is cleaned up by a restart."
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -228,3 +229,75 @@ def test_a_script_that_exits_with_dubs_running_ends_quietly_and_refunds_them(tmp
         assert list((data_dir / "scratch").iterdir()) == []
     finally:
         restarted.stop()
+
+
+WEBHOOKS_AT_EXIT_SCRIPT = r"""
+import socket
+import dubkit
+
+silent = socket.socket()  # a receiver that takes connections and never answers
+silent.bind(("127.0.0.1", 0))
+silent.listen(64)
+client = dubkit.connect(quiet=True)
+client.sandbox.set_webhook(f"http://127.0.0.1:{silent.getsockname()[1]}/hook")
+tasks = [
+    client.translate.create_async([f"Line {i}"], source="en-US", target="fr-FR")
+    for i in range(12)
+]
+for task in tasks:
+    task.wait(timeout=60)
+print(" ".join(task.task_id for task in tasks), flush=True)
+"""  # ... and the interpreter ends while their webhooks are being sent
+
+
+def test_a_script_that_exits_while_webhooks_are_sent_ends_quietly_and_sends_them_next_time(
+    tmp_path,
+):
+    """Webhooks in flight as the script ends: no traceback (the scheduler used to dispatch
+    into pools that were shutting down), and none lost: the next start sends each, once."""
+    data_dir = tmp_path / "box"
+    done = subprocess.run(
+        [sys.executable, "-c", WEBHOOKS_AT_EXIT_SCRIPT],
+        env={**os.environ, "DUBKIT_SANDBOX_DIR": str(data_dir), "DUBKIT_API_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    task_ids = set(done.stdout.split())
+    assert len(task_ids) == 12
+
+    received: list[str] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=_answer_posts, args=(listener, received), daemon=True).start()
+    restarted = start(data_dir)
+    try:
+        restarted.set_delivery(base_delay=0.05, max_delay=0.05, jitter=0)
+        restarted.set_webhook(f"http://127.0.0.1:{listener.getsockname()[1]}/hook")
+        deadline = time.monotonic() + PATIENCE
+        while {
+            r["taskId"] for r in restarted.deliveries(state="delivered")["deliveries"]
+        } != task_ids:
+            assert time.monotonic() < deadline, restarted.deliveries()
+            time.sleep(0.05)
+        assert sorted(received) == sorted(task_ids)  # each event sent, once
+    finally:
+        restarted.stop()
+        listener.close()
+
+
+def _answer_posts(listener: socket.socket, received: list[str]) -> None:
+    """A webhook receiver: each POST's task id noted, answered 200."""
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return
+        with connection, connection.makefile("rb") as stream:
+            length = 0
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            received.append(json.loads(stream.read(length))["data"]["taskId"])
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")

@@ -154,7 +154,7 @@ def start(
     backend.start()
     deliverer.start()
     thread.start()
-    _ends_with_interpreter(backend)
+    _ends_with_interpreter(backend, deliverer)
     deadline = time.monotonic() + 30
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
@@ -163,16 +163,20 @@ def start(
     return RunningSandbox(url, backend, server, thread, deliverer, tmp)
 
 
-def _ends_with_interpreter(backend: Backend) -> None:
-    """Run :meth:`Backend.end_with_interpreter` as the interpreter ends, before it waits for
-    the worker threads (``threading._register_atexit``, the hook concurrent.futures uses; the
-    last registered runs first, so this runs before the pools stop taking work)."""
-    ref = weakref.ref(backend)
+def _ends_with_interpreter(backend: Backend, deliverer: Deliverer) -> None:
+    """As the interpreter ends, before it waits for the worker threads: stop the webhook
+    scheduler (the outbox keeps what it did not send, for the next start) and run
+    :meth:`Backend.end_with_interpreter`. ``threading._register_atexit`` is the hook
+    concurrent.futures uses; the last registered runs first, so this runs before the pools
+    stop taking work, which a scheduler still dispatching would otherwise hit."""
+    refs = weakref.ref(backend), weakref.ref(deliverer)
 
     def ending() -> None:
-        alive = ref()
-        if alive is not None:
-            alive.end_with_interpreter()
+        alive_backend, alive_deliverer = (ref() for ref in refs)
+        if alive_deliverer is not None:
+            alive_deliverer.stop()
+        if alive_backend is not None:
+            alive_backend.end_with_interpreter()
 
     threading._register_atexit(ending)  # type: ignore[attr-defined]
 
