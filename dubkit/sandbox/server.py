@@ -169,13 +169,12 @@ def _ends_with_interpreter(backend: Backend, deliverer: Deliverer) -> None:
     :meth:`Backend.end_with_interpreter`. ``threading._register_atexit`` is the hook
     concurrent.futures uses; the last registered runs first, so this runs before the pools
     stop taking work, which a scheduler still dispatching would otherwise hit."""
-    refs = weakref.ref(backend), weakref.ref(deliverer)
+    backend_ref, deliverer_ref = weakref.ref(backend), weakref.ref(deliverer)
 
     def ending() -> None:
-        alive_backend, alive_deliverer = (ref() for ref in refs)
-        if alive_deliverer is not None:
+        if (alive_deliverer := deliverer_ref()) is not None:
             alive_deliverer.stop()
-        if alive_backend is not None:
+        if (alive_backend := backend_ref()) is not None:
             alive_backend.end_with_interpreter()
 
     threading._register_atexit(ending)  # type: ignore[attr-defined]
