@@ -394,11 +394,7 @@ def test_any_legal_answer_gives_a_result_or_a_typed_error(call: Call, double, tm
     _property(call, double, tmp_path, EXAMPLES * call.steps, SEED)
 
 
-# The calls the async client makes (its products so far), each through it too.
-ASYNC_CALLS = [c for c in CALLS if c.name.split(".")[0] in ("tts", "translate", "tasks", "voices")]
-
-
-@pytest.mark.parametrize("call", ASYNC_CALLS, ids=[c.name for c in ASYNC_CALLS])
+@pytest.mark.parametrize("call", CALLS, ids=[c.name for c in CALLS])
 def test_any_legal_answer_through_the_async_client_gives_a_result_or_a_typed_error(
     call: Call, double, tmp_path, event_loop_thread
 ) -> None:
@@ -438,14 +434,13 @@ OWN_FIELDS = {  # per event, the fields of its data that no other event's data h
 }
 
 
-@pytest.mark.parametrize("event", WEBHOOK_EVENTS)
-def test_any_legal_webhook_body_parses_to_an_event_that_says_what_is_odd(event):
+def _any_webhook_body_parses(event: str, examples: int, at: int) -> None:
     """A body the document allows for ``event``, sent under any event name: ``parse_event``
     gives an event (or a ValidationError for a body that is no envelope); one whose data has
     its own product's fields and none of the event named is flagged, never read as empty."""
 
-    @seed(SEED)
-    @settings(max_examples=EXAMPLES * 5, deadline=None, database=None, print_blob=True)
+    @seed(at)
+    @settings(max_examples=examples, deadline=None, database=None, print_blob=True)
     @given(body=webhook_bodies(event), under=st.sampled_from(WEBHOOK_EVENTS))
     def holds(body: dict[str, Any], under: str) -> None:
         sent = {**body, "event": under}
@@ -460,3 +455,14 @@ def test_any_legal_webhook_body_parses_to_an_event_that_says_what_is_odd(event):
             assert parsed.problem, f"{event} data under {under} parsed without a word: {sent}"
 
     holds()
+
+
+@pytest.mark.parametrize("event", WEBHOOK_EVENTS)
+def test_any_legal_webhook_body_parses_to_an_event_that_says_what_is_odd(event):
+    _any_webhook_body_parses(event, EXAMPLES, SEED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("event", WEBHOOK_EVENTS)
+def test_any_legal_webhook_body_at_length(event):
+    _any_webhook_body_parses(event, SLOW_EXAMPLES, SEED + 1)
