@@ -66,7 +66,17 @@ def test_no_function_is_100_lines_or_more():
 
 # ``import dubkit`` is the first cell of every notebook: what it loads is checked here, by name
 # (its time is bench/bench_import.py's to print, against ``import requests, pandas``).
-HEAVY_AT_IMPORT = ("numpy", "soundfile", "pandas", "ipywidgets", "anywidget", "IPython", "PIL")
+# httpx: the async client's transport, imported when the first async client is made.
+HEAVY_AT_IMPORT = (
+    "numpy",
+    "soundfile",
+    "pandas",
+    "ipywidgets",
+    "anywidget",
+    "IPython",
+    "PIL",
+    "httpx",
+)
 
 
 def test_import_dubkit_loads_no_media_table_or_widget_library():

@@ -11,12 +11,12 @@ long to wait, what an answer means and which error ends a call come from :mod:`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import ssl
 from collections.abc import Callable, Generator, Mapping
-from typing import Any, TypeVar
-
-import httpx
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .core import API_PREFIX, USER_AGENT, Failure, Reply, Send, Steps, TransportCore
 from .exchange import Exchange
@@ -24,19 +24,34 @@ from .plans import Plan, run_async
 from .policy import RetryPolicy, Timeout
 from .transport import Transport
 
+if TYPE_CHECKING:
+    import httpx
+
 T = TypeVar("T")
 
 
-class _HeadersOnly(httpx.Auth):
+@functools.cache
+def _httpx() -> ModuleType:
+    """httpx, imported when the first async client is made: a sync user's ``import dubkit``
+    does without it (a tenth of its import time)."""
+    import httpx
+
+    return httpx
+
+
+@functools.cache
+def _headers_only() -> httpx.Auth:
     """The secret is in the request's headers already (the core's scope rule). Given as the
     request's auth, it keeps httpx from making a Basic header out of a base_url's
     user:password over it (as the sync transport's auth keeps requests from it)."""
 
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        yield request
+    class HeadersOnly(_httpx().Auth):  # type: ignore[misc]
+        def auth_flow(
+            self, request: httpx.Request
+        ) -> Generator[httpx.Request, httpx.Response, None]:
+            yield request
 
-
-_HEADERS_ONLY = _HeadersOnly()
+    return HeadersOnly()
 
 
 class AsyncTransport(TransportCore):
@@ -72,6 +87,7 @@ class AsyncTransport(TransportCore):
         self._twin_args = (secret, base_url, timeout, retry, header, scheme, scope)
         self._twin: Transport | None = None
         bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        httpx = _httpx()
         self.http = http or httpx.AsyncClient(
             headers={"User-Agent": USER_AGENT},
             limits=httpx.Limits(max_connections=pool_size, max_keepalive_connections=pool_size),
@@ -183,7 +199,7 @@ class AsyncTransport(TransportCore):
             wire = await asyncio.to_thread(self.wire_request, exchange, {})
         else:
             wire = self.wire_request(exchange, {})
-        connect = self.timeout.connect
+        connect, httpx = self.timeout.connect, _httpx()
         try:
             response = await self.http.request(
                 wire.method,
@@ -191,7 +207,7 @@ class AsyncTransport(TransportCore):
                 headers=wire.headers,
                 json=wire.json,
                 content=wire.data,
-                auth=_HEADERS_ONLY,
+                auth=_headers_only(),
                 timeout=httpx.Timeout(connect=connect, read=read, write=read, pool=connect),
             )
         except (httpx.ConnectTimeout, httpx.PoolTimeout):
