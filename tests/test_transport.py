@@ -212,15 +212,18 @@ def test_key_over_64_chars_is_refused_before_sending(client):
     assert info.value.field == "X-Idempotency-Key"
 
 
-def test_thousand_creates_with_lost_answers_make_no_duplicates(
-    client, sandbox, new_key, client_for
+@pytest.mark.parametrize(
+    "creates", [300, pytest.param(1000, marks=pytest.mark.slow)], ids=lambda n: f"{n} creates"
+)
+def test_creates_with_lost_answers_make_no_duplicates(
+    client, sandbox, new_key, client_for, creates
 ):
     """Every third answer is lost after commit; the client retries with the same key."""
     c = client_for(new_key)
     sandbox.set_faults(drop_after_commit=0.3, paths=["/task/translate/create-async"], seed=1)
     ok = conflicts = 0
     keys = set()
-    for i in range(1000):
+    for i in range(creates):
         try:
             task = c.translate.create_async([f"line {i}"], source="en-US", target="fr-FR")
             keys.add(task.idempotency_key)
@@ -232,10 +235,10 @@ def test_thousand_creates_with_lost_answers_make_no_duplicates(
             conflicts += 1
     sandbox.set_faults()
     tasks = c.tasks.list(task_type="textTranslation")
-    assert ok + conflicts == 1000 and len(keys) == 1000
-    assert conflicts > 100  # the fault really fired
-    assert len(tasks) == 1000  # exactly one task per logical call: no duplicates
-    assert len({t.task_id for t in tasks}) == 1000
+    assert ok + conflicts == creates and len(keys) == creates
+    assert conflicts > creates // 10  # the fault really fired
+    assert len(tasks) == creates  # exactly one task per logical call: no duplicates
+    assert len({t.task_id for t in tasks}) == creates
 
 
 def test_lost_answer_of_a_sync_call_is_reported_not_repeated(client, sandbox):
