@@ -179,6 +179,21 @@ def test_a_restart_removes_the_scratch_files_of_a_dub_the_process_died_in(tmp_pa
         restarted.stop()
 
 
+def _quiet_script(script: str, data_dir: Path, *args: str) -> str:
+    """Run a user's script on the embedded sandbox in ``data_dir``; its stdout, once it has
+    ended well and printed nothing on stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env={**os.environ, "DUBKIT_SANDBOX_DIR": str(data_dir), "DUBKIT_API_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    return done.stdout
+
+
 EXITING_SCRIPT = r"""
 import sys
 import dubkit
@@ -204,16 +219,7 @@ def test_a_script_that_exits_with_dubs_running_ends_quietly_and_refunds_them(tmp
     box = start(data_dir)
     start_credits = box.credits()
     box.stop()
-    done = subprocess.run(
-        [sys.executable, "-c", EXITING_SCRIPT, str(clip)],
-        env={**os.environ, "DUBKIT_SANDBOX_DIR": str(data_dir), "DUBKIT_API_KEY": ""},
-        capture_output=True,
-        text=True,
-        timeout=PATIENCE,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == "", done.stderr
-    task_ids = done.stdout.split()
+    task_ids = _quiet_script(EXITING_SCRIPT, data_dir, str(clip)).split()
     assert len(task_ids) == 4
     restarted = start(data_dir)
     try:
@@ -256,16 +262,7 @@ def test_a_script_that_exits_while_webhooks_are_sent_ends_quietly_and_sends_them
     """Webhooks in flight as the script ends: no traceback (the scheduler used to dispatch
     into pools that were shutting down), and none lost: the next start sends each, once."""
     data_dir = tmp_path / "box"
-    done = subprocess.run(
-        [sys.executable, "-c", WEBHOOKS_AT_EXIT_SCRIPT],
-        env={**os.environ, "DUBKIT_SANDBOX_DIR": str(data_dir), "DUBKIT_API_KEY": ""},
-        capture_output=True,
-        text=True,
-        timeout=PATIENCE,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == "", done.stderr
-    task_ids = set(done.stdout.split())
+    task_ids = set(_quiet_script(WEBHOOKS_AT_EXIT_SCRIPT, data_dir).split())
     assert len(task_ids) == 12
 
     received: list[str] = []
