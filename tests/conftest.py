@@ -104,6 +104,19 @@ def pytest_runtest_call(item: pytest.Item):
     return result
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a costly set-up (``heavy``, ``browser``) first, each file's tests in their
+    order: side by side (``--dist loadfile``), a worker that takes a five-minute file last
+    runs it alone while the others wait. (pytest-xdist's own order, most tests first, put
+    them last: ``--no-loadscope-reorder`` in pyproject.toml keeps this one.)"""
+    costly = {
+        item.path
+        for item in items
+        if item.get_closest_marker("heavy") or item.get_closest_marker("browser")
+    }
+    items.sort(key=lambda item: item.path not in costly)  # stable: the rest keep their order
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     late = _contract.new()
     if late:
