@@ -104,11 +104,18 @@ def pytest_runtest_call(item: pytest.Item):
     return result
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist hands out files with the most tests first, which put the costly files with
+    # few tests last; the order below is kept instead (--no-loadscope-reorder, set here so
+    # that a run without xdist, -p no:xdist, still parses its options).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files with a costly set-up (``heavy``, ``browser``) first, each file's tests in their
     order: side by side (``--dist loadfile``), a worker that takes a five-minute file last
-    runs it alone while the others wait. (pytest-xdist's own order, most tests first, put
-    them last: ``--no-loadscope-reorder`` in pyproject.toml keeps this one.)"""
+    runs it alone while the others wait."""
     costly = {
         item.path
         for item in items
