@@ -61,6 +61,25 @@ def test_cancel_starts_no_more_rows_and_the_same_call_picks_up_the_rest(
         sandbox.set_timing("immediate")
 
 
+def test_a_cancel_while_rows_wait_to_create_starts_none_of_them(api, clips, tmp_path):
+    """Two rows hold their claims and wait for the create lock (held here) as the batch is
+    cancelled, so cancel() passes them by: neither may create its task after the cancel, and
+    neither may be left planned (one gave its row back unstarted: seen in CI once)."""
+    course = api.dubbing.batch(
+        clips[:1], targets=["fr-FR", "de-DE"], out=tmp_path / "d", max_in_flight=1, start=False
+    )
+    with course.ledger.creating():
+        course.start()
+        runner = course._runner
+        while len(runner._active) < 2:  # both rows claimed, their file uploaded, both waiting
+            assert not runner.finished.wait(0.05), course.rows
+        course.cancel()
+    course.wait()
+    assert [r.status for r in course.rows] == ["cancelled", "cancelled"]
+    assert dub_tasks(api) == []
+    course.close()
+
+
 def test_a_lost_answer_the_task_list_cannot_tell_apart_is_found_by_its_webhook(
     api, sandbox, clips, tmp_path
 ):

@@ -33,7 +33,7 @@ from .checks import BatchCheck, check_rows, qa_of
 from .ledger import LEDGER_FILE, Ledger, SQLiteLedger
 from .plan import Plan, Source, spend_of
 from .rows import Row, row_key
-from .runner import Runner, Services, Settings
+from .runner import Runner, Services, Settings, cancel_unstarted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -154,12 +154,7 @@ class DubbingBatch:
         again (or the same batch call) picks up the rest."""
         if self._runner is not None:
             self._runner.cancel()
-        for row in self.rows:
-            if row.status == "planned" and self.ledger.claim(row.key):
-                try:
-                    self.ledger.update(row, status="cancelled")
-                finally:
-                    self.ledger.release(row.key)
+        cancel_unstarted(self.ledger, self.rows)
         return self
 
     def retry_failed(self) -> DubbingBatch:

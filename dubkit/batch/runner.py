@@ -124,6 +124,8 @@ class Runner:
             while True:
                 rows = self._rows()
                 if self._all_ended(rows):
+                    if self.cancelled.is_set():
+                        cancel_unstarted(self.ledger, rows)
                     return
                 self._claim_what_can_run(rows)
                 self._wake.wait(self.settings.look_interval)
@@ -213,6 +215,8 @@ class Runner:
         except DubkitError as exc:
             return self._failed(row, exc)
         with self.ledger.creating():
+            if self.cancelled.is_set():  # cancelled while its file was being uploaded
+                return self.ledger.update(row, status="cancelled")
             if self.ledger.in_flight() >= self.settings.max_in_flight:
                 return row  # the slots filled meanwhile (another process): later
             attempt = row.attempt + (1 if row.idempotency_key else 0)
@@ -415,6 +419,20 @@ class Runner:
 
     def join(self, timeout: float | None = None) -> bool:
         return self.finished.wait(timeout)
+
+
+def cancel_unstarted(ledger: Ledger, rows: list[Row]) -> None:
+    """Mark each of ``rows`` still planned as cancelled, under its claim and as the ledger has
+    it then (a row held elsewhere is its holder's to end). A cancelled runner does it last: a
+    worker may give a row back unstarted after ``cancel()`` passed it by as held."""
+    for row in rows:
+        if row.status == "planned" and ledger.claim(row.key):
+            try:
+                now = ledger.fresh(row)
+                if now.status == "planned":
+                    ledger.update(now, status="cancelled")
+            finally:
+                ledger.release(row.key)
 
 
 def _is_5xx(code: Any) -> bool:
