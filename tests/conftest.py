@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -41,16 +42,31 @@ def _own(name: str, make: str) -> None:
         os.environ[f"{name}_MADE_BY_TESTS"] = "1"
 
 
+# What the session's child processes leave in their temp dir (notebook kernels, CLI runs, Lab
+# servers, PostgreSQL) goes into one folder, which the process that made it removes as the
+# session ends: without it a run left some 2 GB in /tmp (each notebook's scratch, each
+# cluster). Workers inherit the controller's folder; a run without xdist makes its own.
+if "DUBKIT_TESTS_SCRATCH" not in os.environ:
+    os.environ["DUBKIT_TESTS_SCRATCH"] = tempfile.mkdtemp(prefix="dubkit-tests-")
+    _REMOVES_SCRATCH = True
+else:  # a worker: its own temp files too (tmp_path is the controller's --basetemp)
+    _REMOVES_SCRATCH = False
+    tempfile.tempdir = os.environ["DUBKIT_TESTS_SCRATCH"]
+_SCRATCH = os.environ["TMPDIR"] = os.environ["DUBKIT_TESTS_SCRATCH"]  # children; tmp_path stays
+
 # Notebook kernels started by nbval inherit this, so their embedded sandbox never touches the
 # user's ~/.cache/dubkit.
-_own("DUBKIT_SANDBOX_DIR", tempfile.mkdtemp(prefix="dubkit-nb-sandbox-"))
+_own("DUBKIT_SANDBOX_DIR", tempfile.mkdtemp(prefix="dubkit-nb-sandbox-", dir=_SCRATCH))
 os.environ.pop("DUBKIT_API_KEY", None)
 os.environ.pop("DUBKIT_BASE_URL", None)
 os.environ["DUBKIT_CONTRACT"] = "strict"
 # nbval's kernels run as the saved notebooks were run: no front end, no forced media path.
 for _forced in ("DUBKIT_JUPYTER_PROXY", "DUBKIT_FRONTEND", "DUBKIT_MEDIA"):
     os.environ.pop(_forced, None)
-_own("DUBKIT_CONTRACT_LOG", str(Path(tempfile.mkdtemp(prefix="dubkit-contract-")) / "log.jsonl"))
+_own(
+    "DUBKIT_CONTRACT_LOG",
+    str(Path(tempfile.mkdtemp(prefix="dubkit-contract-", dir=_SCRATCH)) / "log.jsonl"),
+)
 
 import dubkit  # noqa: E402
 from dubkit import SandboxHandle  # noqa: E402
@@ -122,6 +138,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("heavy") or item.get_closest_marker("browser")
     }
     items.sort(key=lambda item: item.path not in costly)  # stable: the rest keep their order
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _REMOVES_SCRATCH:
+        shutil.rmtree(os.environ["DUBKIT_TESTS_SCRATCH"], ignore_errors=True)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
