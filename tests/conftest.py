@@ -44,8 +44,8 @@ def _own(name: str, make: str) -> None:
 
 # What the session's child processes leave in their temp dir (notebook kernels, CLI runs, Lab
 # servers, PostgreSQL) goes into one folder, which the process that made it removes as the
-# session ends: without it a run left some 2 GB in /tmp (each notebook's scratch, each
-# cluster). Workers inherit the controller's folder; a run without xdist makes its own.
+# session ends: without it each run left its scratch in /tmp (each notebook's media, each
+# PostgreSQL cluster). Workers inherit the controller's folder; a run without xdist makes its own.
 if "DUBKIT_TESTS_SCRATCH" not in os.environ:
     os.environ["DUBKIT_TESTS_SCRATCH"] = tempfile.mkdtemp(prefix="dubkit-tests-")
     _REMOVES_SCRATCH = True

@@ -87,6 +87,17 @@ def test_import_dubkit_loads_no_media_table_or_widget_library():
     assert not loaded, f"import dubkit loads {loaded}: import them where media are decoded"
 
 
+def test_the_command_line_loads_no_media_table_or_widget_library():
+    """Each ``dubkit`` command is a new process: what ``dubkit.cli`` imports, every command
+    waits for (the class commands once loaded the teacher's widget, some 200 ms of it)."""
+    probe = (
+        f"import sys, dubkit.cli\n"
+        f"print(' '.join(m for m in {HEAVY_AT_IMPORT!r} if m in sys.modules))"
+    )
+    loaded = run(sys.executable, "-c", probe).stdout.split()
+    assert not loaded, f"dubkit.cli loads {loaded}: import them in the command that needs them"
+
+
 def test_import_dubkit_builds_no_validator():
     """Every wire model builds its pydantic validator on first use (``defer_build``), not at
     import: building the 120-odd models was most of ``import dubkit``'s time. The sandbox's

@@ -9,10 +9,25 @@ their own key. Modules: ``roster`` (the CSV), ``classroom`` (the class file and 
 ``report`` (the table), ``view`` (the widget), ``hub`` (the JupyterHub hook). See docs/teaching.md.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .classroom import CLASS_FILE_ENV, Classroom, class_file_path
 from .report import ClassTable
 from .roster import Student, read_roster
-from .view import ClassView
+
+if TYPE_CHECKING:
+    from .view import ClassView
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ClassView":  # a widget: loaded on first use, not by every `dubkit class` command
+        from .view import ClassView
+
+        return ClassView
+    raise AttributeError(f"module 'dubkit.classroom' has no attribute {name!r}")
+
 
 __all__ = [
     "CLASS_FILE_ENV",
