@@ -105,6 +105,9 @@ def test_the_notebooks_below_a_prefix_show_every_kind_of_output():
     ("lab", "path"),
     [("root", p) for p in PATHS] + [("hub-prefix", p) for p in UNDER_PREFIX],
     indirect=["lab"],
+    # One Lab per base for the session: without the scope, a mixed direct and indirect
+    # parametrize is function-scoped, and each test started and stopped a Lab of its own.
+    scope="session",
 )
 def test_notebook_runs_in_lab_as_a_person_sees_it(path, lab, page, shots):
     stem = Path(path).stem
